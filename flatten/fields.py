@@ -1,0 +1,273 @@
+"""How each argument is read in Terraform's JSON syntax: the one table both loaders and the emitter use.
+
+Terraform's JSON syntax reads most strings as templates, but some arguments are read as literal
+values, static traversals, keywords or type expressions, and a ``"${...}"`` there is an error
+(spec §7.3–7.4, python-hcl2-notes §1.6). Native syntax is converted into the form this table
+names; JSON input is already in that form.
+
+A ``BlockSchema`` describes a block type: its label names, the mode of each known argument, its
+known nested block types, and what happens to anything else (``other``: the mode of unknown
+arguments in provider-defined bodies, or ``None`` where Terraform's schema is closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
+
+from flatten.options import Dialect
+
+__all__ = ["BlockSchema", "Mode", "top_schema", "generic_schema"]
+
+
+class Mode(Enum):
+    """The form an argument takes in JSON syntax."""
+
+    EXPR = "expr"  # expression: strings are templates, ${...} wraps non-literals
+    LITERAL = "literal"  # constant read without an evaluation context: strings verbatim
+    TRAVERSAL = "traversal"  # one static reference as a bare string: "aws.west"
+    TRAVERSAL_LIST = "traversal_list"  # ["aws_instance.a", "module.m"]
+    KEYWORD = "keyword"  # a bare keyword as a string: "destroy"
+    KEYWORD_LIST = "keyword_list"  # ["module_variable_optional_attrs"]
+    TYPE = "type"  # a type expression as a string: "list(string)"
+    EXPR_SOURCE_LIST = "expr_source_list"  # list of expressions as bare source strings
+    IGNORE_CHANGES = "ignore_changes"  # "all" or a list of relative traversals
+    PROVIDER_MAP = "provider_map"  # {"aws.dst": "aws.west"}
+    REQUIRED_PROVIDER = "required_provider"  # "~> 1.0" or {"source", "version", "configuration_aliases"}
+
+
+@dataclass(frozen=True, slots=True)
+class BlockSchema:
+    """What a block type may hold. ``other`` is the mode of arguments not listed, or None."""
+
+    labels: tuple[str, ...] = ()
+    attributes: Mapping[str, Mode] = field(default_factory=dict)
+    blocks: Mapping[str, BlockSchema] = field(default_factory=dict)
+    other: Mode | None = None
+    other_blocks: bool = False  # nested blocks not listed are allowed (provider-defined)
+
+    def attribute_mode(self, name: str) -> Mode | None:
+        return self.attributes.get(name, self.other)
+
+    def nested(self, name: str, labels: int = 0) -> BlockSchema | None:
+        """Return the schema of nested block type ``name``, or None if it is not allowed."""
+        if name in self.blocks:
+            return self.blocks[name]
+        if name == "dynamic" and self.other_blocks and self.other is Mode.EXPR:
+            return _dynamic()
+        if self.other_blocks:
+            return generic_schema(self.other or Mode.EXPR, labels)
+        return None
+
+
+@cache
+def generic_schema(mode: Mode, labels: int = 0) -> BlockSchema:
+    """A provider-defined body: every argument in ``mode``, any nested block."""
+    return BlockSchema(labels=tuple(f"label{i}" for i in range(labels)), other=mode, other_blocks=True)
+
+
+def _conditions() -> dict[str, BlockSchema]:
+    check = BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR})
+    return {"precondition": check, "postcondition": check}
+
+
+def _connection() -> BlockSchema:
+    return BlockSchema(attributes={"type": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True)
+
+
+def _provisioner() -> BlockSchema:
+    return BlockSchema(
+        labels=("type",),
+        attributes={"when": Mode.KEYWORD, "on_failure": Mode.KEYWORD},
+        blocks={"connection": _connection()},
+        other=Mode.EXPR,
+        other_blocks=True,
+    )
+
+
+@cache
+def _dynamic() -> BlockSchema:
+    # A content body is provider-defined, so it may hold dynamic blocks again (see nested()).
+    content = BlockSchema(other=Mode.EXPR, other_blocks=True)
+    return BlockSchema(
+        labels=("type",),
+        attributes={"for_each": Mode.EXPR, "iterator": Mode.KEYWORD, "labels": Mode.EXPR},
+        blocks={"content": content},
+    )
+
+
+def _resource(kind: str, dialect: Dialect) -> BlockSchema:
+    tofu = dialect is Dialect.OPENTOFU
+    lifecycle_attrs: dict[str, Mode] = {}
+    if kind in ("resource", "ephemeral"):
+        lifecycle_attrs = {
+            "create_before_destroy": Mode.LITERAL,
+            "prevent_destroy": Mode.EXPR if tofu else Mode.LITERAL,
+            "ignore_changes": Mode.IGNORE_CHANGES,
+            "replace_triggered_by": Mode.EXPR_SOURCE_LIST,
+        }
+        if tofu:
+            lifecycle_attrs["destroy"] = Mode.LITERAL
+    if tofu:
+        lifecycle_attrs["enabled"] = Mode.EXPR
+    lifecycle_blocks: dict[str, BlockSchema] = dict(_conditions())
+    if kind == "resource" and not tofu:
+        lifecycle_blocks["action_trigger"] = BlockSchema(
+            attributes={
+                "events": Mode.KEYWORD_LIST,
+                "condition": Mode.EXPR,
+                "actions": Mode.TRAVERSAL_LIST,
+            }
+        )
+    blocks: dict[str, BlockSchema] = {
+        "lifecycle": BlockSchema(attributes=lifecycle_attrs, blocks=lifecycle_blocks),
+        "dynamic": _dynamic(),
+        "_": BlockSchema(other=Mode.EXPR, other_blocks=True),
+    }
+    if kind == "resource":
+        blocks["connection"] = _connection()
+        blocks["provisioner"] = _provisioner()
+    return BlockSchema(
+        labels=("type", "name"),
+        attributes={
+            "count": Mode.EXPR,
+            "for_each": Mode.EXPR,
+            "provider": Mode.TRAVERSAL,
+            "depends_on": Mode.TRAVERSAL_LIST,
+        },
+        blocks=blocks,
+        other=Mode.EXPR,
+        other_blocks=True,
+    )
+
+
+def _terraform(dialect: Dialect) -> BlockSchema:
+    tofu = dialect is Dialect.OPENTOFU
+    # OpenTofu evaluates backend arguments with a static context (templates work);
+    # Terraform reads them as literal values (spec §7.4).
+    backend_mode = Mode.EXPR if tofu else Mode.LITERAL
+    blocks: dict[str, BlockSchema] = {
+        "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
+        "backend": generic_schema(backend_mode, 1),
+        "cloud": generic_schema(backend_mode, 0),
+        "provider_meta": generic_schema(Mode.LITERAL, 1),
+    }
+    if tofu:
+        blocks["encryption"] = generic_schema(Mode.EXPR, 0)
+    else:
+        blocks["state_store"] = generic_schema(Mode.LITERAL, 1)
+    return BlockSchema(
+        attributes={
+            "required_version": Mode.LITERAL,
+            "experiments": Mode.KEYWORD_LIST,
+            "language": Mode.KEYWORD,
+        },
+        blocks=blocks,
+    )
+
+
+@cache
+def top_schema(dialect: Dialect) -> BlockSchema:
+    """Return the schema of a configuration file's top level for ``dialect`` (spec §1)."""
+    tofu = dialect is Dialect.OPENTOFU
+    literal_or_static = Mode.EXPR if tofu else Mode.LITERAL
+    conditions = _conditions()
+    variable = BlockSchema(
+        labels=("name",),
+        attributes={
+            "type": Mode.TYPE,
+            "default": Mode.LITERAL,
+            "description": Mode.LITERAL,
+            "sensitive": Mode.LITERAL,
+            "nullable": Mode.LITERAL,
+            "ephemeral": Mode.LITERAL,
+            "const": Mode.LITERAL,
+            "deprecated": Mode.LITERAL,
+        },
+        blocks={"validation": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR})},
+    )
+    output_attrs = {
+        "value": Mode.EXPR,
+        "description": Mode.LITERAL,
+        "sensitive": Mode.LITERAL,
+        "ephemeral": Mode.LITERAL,
+        "deprecated": Mode.LITERAL,
+        "depends_on": Mode.TRAVERSAL_LIST,
+    }
+    if not tofu:
+        output_attrs["type"] = Mode.TYPE
+    output = BlockSchema(labels=("name",), attributes=output_attrs, blocks=conditions)
+    module_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
+    if tofu:
+        module_blocks["lifecycle"] = BlockSchema(attributes={"enabled": Mode.EXPR})
+    module = BlockSchema(
+        labels=("name",),
+        attributes={
+            "source": literal_or_static,
+            "version": literal_or_static,
+            "count": Mode.EXPR,
+            "for_each": Mode.EXPR,
+            "depends_on": Mode.TRAVERSAL_LIST,
+            "providers": Mode.PROVIDER_MAP,
+        },
+        blocks=module_blocks,
+        other=Mode.EXPR,
+        other_blocks=True,
+    )
+    provider_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
+    provider = BlockSchema(
+        labels=("name",),
+        attributes={"alias": Mode.LITERAL, "version": Mode.LITERAL, "for_each": Mode.EXPR},
+        blocks=provider_blocks,
+        other=Mode.EXPR,
+        other_blocks=True,
+    )
+    removed_lifecycle = BlockSchema(attributes={"destroy": Mode.LITERAL})
+    blocks: dict[str, BlockSchema] = {
+        "terraform": _terraform(dialect),
+        "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
+        "provider": provider,
+        "variable": variable,
+        "locals": BlockSchema(other=Mode.EXPR),
+        "output": output,
+        "module": module,
+        "resource": _resource("resource", dialect),
+        "data": _resource("data", dialect),
+        "ephemeral": _resource("ephemeral", dialect),
+        "moved": BlockSchema(attributes={"from": Mode.TRAVERSAL, "to": Mode.TRAVERSAL}),
+        "import": BlockSchema(
+            attributes={
+                "to": Mode.TRAVERSAL,
+                "id": Mode.EXPR,
+                "identity": Mode.EXPR,
+                "provider": Mode.TRAVERSAL,
+                "for_each": Mode.EXPR,
+            }
+        ),
+        "removed": BlockSchema(
+            attributes={"from": Mode.TRAVERSAL},
+            blocks={
+                "lifecycle": removed_lifecycle,
+                "provisioner": _provisioner(),
+                "connection": _connection(),
+            },
+        ),
+        "check": BlockSchema(
+            labels=("name",),
+            blocks={
+                "data": _resource("data", dialect),
+                "assert": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR}),
+            },
+        ),
+    }
+    if tofu:
+        blocks["language"] = generic_schema(Mode.LITERAL, 0)
+    else:
+        blocks["action"] = BlockSchema(
+            labels=("type", "name"),
+            attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},
+            blocks={"config": generic_schema(Mode.EXPR, 0)},
+        )
+    return BlockSchema(blocks=blocks)

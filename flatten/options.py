@@ -1,0 +1,22 @@
+"""The one options object, built once at the edge and passed keyword-only to every stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = ["Dialect", "Options"]
+
+
+class Dialect(str, Enum):
+    """Which engine's rules apply: file extensions, block types and diagnostic wording."""
+
+    TERRAFORM = "terraform"
+    OPENTOFU = "opentofu"
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Settings that change what a build produces."""
+
+    dialect: Dialect = Dialect.TERRAFORM
