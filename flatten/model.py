@@ -84,7 +84,8 @@ class Block:
     """A block: its type, labels and body.
 
     ``range`` is the definition range (type and labels, as Terraform's ``DefRange``);
-    ``label_ranges`` has one range per label.
+    ``label_ranges`` has one range per label. ``origins`` lists the definition ranges of every
+    block that contributed to this one when overrides were merged into it (empty when none).
     """
 
     type: str
@@ -92,6 +93,7 @@ class Block:
     body: Body
     range: Range
     label_ranges: tuple[Range, ...] = ()
+    origins: tuple[Range, ...] = ()
 
     @property
     def address(self) -> str:
