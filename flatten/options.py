@@ -20,3 +20,4 @@ class Options:
     """Settings that change what a build produces."""
 
     dialect: Dialect = Dialect.TERRAFORM
+    provenance: bool = False  # write "//" comments naming the files that made each merged block

@@ -1,0 +1,3 @@
+from flatten.cli import main
+
+main()

@@ -1,0 +1,128 @@
+"""The command line: parse options, run the library, render diagnostics, set the exit code.
+
+Exit codes: 0 success (warnings allowed), 1 configuration errors (or a stale output with
+``--check``), 2 usage errors. Stdout carries only results (the diagnostics JSON object with
+``--diagnostics-json``); everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from flatten import __version__
+from flatten.build import build as run_build
+from flatten.diagnostics import Diagnostics, render_json, render_text
+from flatten.emit import OutputError, write_tree
+from flatten.options import Dialect, Options
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Flatten a Terraform/OpenTofu configuration into one canonical .tf.json tree.",
+)
+
+
+def exit_code(diags: Diagnostics) -> int:
+    """Return the exit code for a finished command: 1 when any error diagnostic exists."""
+    return 1 if diags.has_errors else 0
+
+
+def _usage_error(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"flatten {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        Optional[bool],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    ] = None,
+) -> None:
+    """Flatten a Terraform/OpenTofu configuration into one canonical .tf.json tree."""
+
+
+def _is_within(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+    except ValueError:
+        return False
+    return True
+
+
+def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
+    problems = []
+    existing = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+    for rel in sorted(set(files) | existing):
+        if rel not in existing:
+            problems.append(f"missing: {rel}")
+        elif rel not in files:
+            problems.append(f"extra: {rel}")
+        elif (out / rel).read_bytes() != files[rel]:
+            problems.append(f"changed: {rel}")
+    return problems
+
+
+@app.command()
+def build(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
+    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    dialect: Annotated[
+        Dialect, typer.Option(help="Whose rules to follow: file names, blocks and diagnostic wording.")
+    ] = Dialect.TERRAFORM,
+    diagnostics_json: Annotated[
+        bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
+    ] = False,
+    provenance: Annotated[
+        bool, typer.Option(help="Write '//' comments naming the files and lines behind each merged block.")
+    ] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Write nothing; exit 1 when the existing output is stale.")
+    ] = False,
+) -> None:
+    """Build ROOT into one canonical .tf.json tree in OUT."""
+    root_abs = root.resolve()
+    out_abs = out.resolve()
+    if not root_abs.is_dir():
+        raise _usage_error(f"{root} is not a directory.")
+    if _is_within(out_abs, root_abs):
+        raise _usage_error(
+            f"--out {out} is inside the root module {root}; flatten never writes into the sources it reads. "
+            "Choose a directory outside it."
+        )
+    if out_abs == Path(out_abs.anchor):
+        raise _usage_error("--out must not be the filesystem root.")
+    options = Options(dialect=dialect, provenance=provenance)
+    result, diags = run_build(root_abs, options=options)
+    if diagnostics_json:
+        sys.stdout.write(render_json(diags))
+    elif diags:
+        sys.stderr.write(render_text(diags, root=root_abs))
+    if diags.has_errors:
+        raise typer.Exit(1)
+    if check:
+        problems = _stale(out_abs, dict(result.files))
+        for line in problems:
+            typer.echo(line, err=True)
+        raise typer.Exit(1 if problems else 0)
+    try:
+        write_tree(out_abs, result.files)
+    except (OutputError, OSError) as exc:
+        raise _usage_error(str(exc)) from None
+    if not diagnostics_json:
+        typer.echo(f"flatten: wrote {len(result.files)} files to {out}", err=True)
+    raise typer.Exit(exit_code(diags))
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,269 @@
+"""Canonical Terraform JSON: one function owns the bytes, and the output tree is swapped in atomically.
+
+Same input, same bytes (style.md §10): keys are sorted wherever their order has no meaning
+(block types, labels, argument names, object keys), and kept in source order where it does
+(repeated nested blocks, provisioners, ``moved``/``import``/``removed`` lists). Labelled nested
+blocks use the array-of-objects form so their relative order survives (spec §7.5). Numbers are
+written exactly (spec §7.1). Emitting a module and loading the result gives the same module,
+so building the output again reproduces it byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from decimal import Context, Decimal
+from pathlib import Path
+
+from flatten.model import Attribute, Block, Body, JsonValue, Module, Range
+
+__all__ = ["dumps", "module_json", "body_json", "write_tree", "OutputError", "MANIFEST_NAME"]
+
+MANIFEST_NAME = "flatten.manifest.json"
+
+# Top-level block types in the order a reader expects them; anything else follows, sorted.
+_TOP_ORDER = (
+    "terraform",
+    "language",
+    "provider",
+    "variable",
+    "locals",
+    "module",
+    "data",
+    "ephemeral",
+    "resource",
+    "action",
+    "check",
+    "import",
+    "moved",
+    "removed",
+    "output",
+)
+# Unlabelled block types that may repeat and whose entries are kept as a list in source order.
+_LIST_TYPES = frozenset({"import", "moved", "removed"})
+
+
+class OutputError(Exception):
+    """The output directory cannot be written or replaced (a usage problem, not configuration)."""
+
+
+def _number(value: int | Decimal) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if not value.is_finite():
+        raise ValueError(f"not a JSON number: {value}")
+    # normalize() rounds to the context precision; give it room for every digit.
+    if value.is_zero():
+        return "0"
+    exact = value.normalize(Context(prec=max(28, len(value.as_tuple().digits))))
+    if abs(exact.adjusted()) < 64:
+        text = format(exact, "f")
+        return text.split(".")[0] if exact == exact.to_integral_value() else text
+    return str(exact).replace("E", "e")
+
+
+def _string(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: keep them representable
+        return json.dumps(value, ensure_ascii=True)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _sorted_keys(obj: Mapping[str, JsonValue]) -> list[str]:
+    keys = list(obj)
+    # Template keys could collide once evaluated; their order then decides the winner, so keep it.
+    if any("${" in k or "%{" in k for k in keys):
+        return keys
+    return sorted(keys)
+
+
+def _write(value: JsonValue, out: list[str], indent: int, sort: bool) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, (int, Decimal)):
+        out.append(_number(value))
+    elif isinstance(value, str):
+        out.append(_string(value))
+    elif isinstance(value, list):
+        if not value:
+            out.append("[]")
+            return
+        pad = "  " * (indent + 1)
+        out.append("[\n")
+        for i, item in enumerate(value):
+            out.append(pad)
+            _write(item, out, indent + 1, sort)
+            out.append(",\n" if i < len(value) - 1 else "\n")
+        out.append("  " * indent + "]")
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        pad = "  " * (indent + 1)
+        keys = _sorted_keys(value) if sort else list(value)
+        out.append("{\n")
+        for i, key in enumerate(keys):
+            out.append(pad + _string(key) + ": ")
+            _write(value[key], out, indent + 1, sort)
+            out.append(",\n" if i < len(keys) - 1 else "\n")
+        out.append("  " * indent + "}")
+    else:  # pragma: no cover - the representation holds JSON values only
+        raise TypeError(f"not a JSON value: {value!r}")
+
+
+def dumps(doc: JsonValue, *, sort_keys: bool = True) -> str:
+    """Return ``doc`` as canonical JSON text: two-space indent, UTF-8, exact numbers, final newline.
+
+    >>> dumps({"b": 1, "a": [Decimal("0.10")]})
+    '{\\n  "a": [\\n    0.1\\n  ],\\n  "b": 1\\n}\\n'
+    """
+    out: list[str] = []
+    _write(doc, out, 0, sort_keys)
+    return "".join(out) + "\n"
+
+
+def _provenance(origins: tuple[Range, ...]) -> str:
+    return "merged from " + ", ".join(f"{r.filename}:{r.start.line}" for r in origins)
+
+
+def body_json(body: Body, *, origins: tuple[Range, ...] = (), provenance: bool = False) -> dict[str, JsonValue]:
+    """Return a block body as a Terraform JSON object (nested blocks grouped by type)."""
+    doc: dict[str, JsonValue] = {}
+    if provenance and origins:
+        doc["//"] = _provenance(origins)
+    for attr in sorted(body.attributes, key=lambda a: a.name):
+        doc[attr.name] = attr.expr.value
+    grouped: dict[str, list[Block]] = {}
+    for block in body.blocks:
+        grouped.setdefault(block.type, []).append(block)
+    for type_, blocks in grouped.items():
+        doc[type_] = _nested_json(blocks, provenance=provenance)
+    return doc
+
+
+def _nested_json(blocks: list[Block], *, provenance: bool) -> JsonValue:
+    items: list[JsonValue] = []
+    for block in blocks:
+        value: JsonValue = body_json(block.body, origins=block.origins, provenance=provenance)
+        for label in reversed(block.labels):
+            value = {label: value}
+        items.append(value)
+    if len(items) == 1 and not blocks[0].labels:
+        return items[0]
+    return items
+
+
+def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
+    """Top-level labelled blocks as nested objects keyed by label; repeats become lists."""
+    tree: dict[str, object] = {}
+    for block in blocks:
+        node = tree
+        for label in block.labels[:-1]:
+            child = node.setdefault(label, {})
+            assert isinstance(child, dict)
+            node = child
+        node.setdefault(block.labels[-1], []).append(block)  # type: ignore[union-attr]
+
+    def render(node: dict[str, object]) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {}
+        for key in sorted(node):
+            child = node[key]
+            if isinstance(child, dict):
+                out[key] = render(child)
+                continue
+            assert isinstance(child, list)
+            bodies: list[JsonValue] = [
+                body_json(b.body, origins=b.origins, provenance=provenance) for b in _provider_order(child)
+            ]
+            out[key] = bodies[0] if len(bodies) == 1 else bodies
+        return out
+
+    return render(tree)
+
+
+def _provider_order(blocks: list[Block]) -> list[Block]:
+    # Several blocks under one label only happen for provider configurations (by alias);
+    # their order has no meaning, so the default comes first and aliases sort.
+    def alias(block: Block) -> str:
+        attr: Attribute | None = block.body.attribute("alias")
+        return attr.value if attr is not None and isinstance(attr.value, str) else ""
+
+    if all(b.type == "provider" for b in blocks):
+        return sorted(blocks, key=alias)
+    return blocks
+
+
+def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonValue]:
+    """Return a merged module as one Terraform JSON document."""
+    grouped: dict[str, list[Block]] = {}
+    for block in module.blocks:
+        grouped.setdefault(block.type, []).append(block)
+    order = [t for t in _TOP_ORDER if t in grouped] + sorted(t for t in grouped if t not in _TOP_ORDER)
+    doc: dict[str, JsonValue] = {}
+    for type_ in order:
+        blocks = grouped[type_]
+        if type_ == "locals":
+            merged: dict[str, JsonValue] = {}
+            for block in blocks:
+                merged.update(body_json(block.body))
+            doc[type_] = merged
+        elif blocks[0].labels:
+            doc[type_] = _labelled(blocks, provenance=provenance)
+        elif type_ in _LIST_TYPES or len(blocks) > 1:
+            doc[type_] = [body_json(b.body, origins=b.origins, provenance=provenance) for b in blocks]
+        else:
+            doc[type_] = body_json(blocks[0].body, origins=blocks[0].origins, provenance=provenance)
+    return doc
+
+
+def _is_previous_output(path: Path) -> bool:
+    return (path / MANIFEST_NAME).is_file() or not any(path.iterdir())
+
+
+def write_tree(out: Path, files: Mapping[str, bytes]) -> None:
+    """Write ``files`` (relative path -> bytes) as the directory ``out``, replacing it atomically.
+
+    The tree is written into a temporary directory beside ``out`` and renamed into place, so a
+    failed or interrupted build leaves the previous output untouched. An existing ``out`` is
+    replaced only if it is empty or holds a previous flatten output (it has the manifest);
+    anything else raises ``OutputError``.
+    """
+    out = out.absolute()
+    if out.exists():
+        if not out.is_dir():
+            raise OutputError(f"{out} exists and is not a directory")
+        if not _is_previous_output(out):
+            raise OutputError(
+                f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a directory "
+                "flatten did not write. Choose an empty or new --out directory."
+            )
+    parent = out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+    old: Path | None = None
+    try:
+        for rel, data in sorted(files.items()):
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
+            os.rmdir(old)
+            os.rename(out, old)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and old.exists() and not out.exists():
+            os.rename(old, out)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,556 @@
+"""Load a ``.tf.json`` / ``.tofu.json`` file into the shared representation.
+
+Rule for the whole file: the JSON text is already in the representation's form, so nothing is
+converted; values are kept verbatim (integers as ``int``, other numbers as ``Decimal``) and only
+the block structure is read, exactly as HCL's JSON decoder reads it (spec §7.1–7.4): root object
+or array of objects, block types as property names, one object level per label, a body object or
+an array of bodies, ``"//"`` skipped only in bodies. Every problem is an error diagnostic with a
+range, using HCL's and Terraform's summaries; nothing raises.
+
+Positions follow HCL's JSON scanner: 1-based lines and columns (a tab in whitespace counts two
+columns, a carriage return none), 0-based UTF-8 byte offsets into the file as given (a leading
+byte order mark is skipped but still counted in byte offsets).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from decimal import Decimal
+from json import JSONDecodeError
+from json.decoder import scanstring  # type: ignore[attr-defined]
+from typing import Final
+
+from flatten.diagnostics import Diagnostics
+from flatten.fields import BlockSchema, Mode, top_schema
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
+from flatten.options import Options
+
+__all__ = ["parse_json"]
+
+MAX_DEPTH: Final = 500  # deeper values would overflow later stages' recursion
+
+_OBJ, _ARR, _STR, _SCALAR = 0, 1, 2, 3
+
+_TOKEN = re.compile(
+    r"""[ \t\n\r]*(?:
+      (?P<p>[{}\[\],:=])
+    | "(?P<s>[^"\\\x00-\x1f]*)"
+    | (?P<q>")
+    | (?P<n>[-+.0-9][-+.eE0-9]*)
+    | (?P<k>[A-Za-z][A-Za-z_]*)
+    | (?P<e>\Z)
+    | (?P<x>.)
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?\Z")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_KEYWORDS: Final[dict[str, JsonValue]] = {"true": True, "false": False, "null": None}
+_NOT_SINGLE = (
+    "A single static variable reference is required: only attribute access and indexing with "
+    "constant keys. No calculations, function calls, template expressions, etc are allowed here."
+)
+_VALUE_START = "A JSON value must start with a brace, a bracket, a number, a string, or a keyword."
+
+
+class _Node:
+    """A parsed JSON value with its character span; objects keep every pair, duplicates included."""
+
+    __slots__ = ("kind", "start", "end", "value", "pairs", "items")
+
+    def __init__(self, kind: int, start: int, end: int, value: JsonValue = None) -> None:
+        self.kind = kind
+        self.start = start
+        self.end = end
+        self.value = value
+        self.pairs: list[tuple[str, int, int, _Node]] = []
+        self.items: list[_Node] = []
+
+
+class _SyntaxError(Exception):
+    def __init__(self, summary: str, detail: str, start: int, end: int) -> None:
+        super().__init__(summary)
+        self.summary, self.detail, self.start, self.end = summary, detail, start, end
+
+
+class _Locator:
+    """Turns character offsets into HCL positions, computing line tables once."""
+
+    def __init__(self, text: str, filename: str, base: int) -> None:
+        self.text, self.filename, self.base = text, filename, base
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.ascii = text.isascii()
+        self.line_bytes: list[int] = []
+
+    def pos(self, off: int) -> Pos:
+        text, line = self.text, bisect_right(self.starts, off)
+        ls = self.starts[line - 1]
+        col = off - ls + 1
+        if "\t" in text[ls:off] or "\r" in text[ls:off]:
+            col += text.count("\t", ls, off) - text.count("\r", ls, off)
+        if self.ascii:
+            return Pos(line, col, off + self.base)
+        if not self.line_bytes:
+            total, prev = self.base, 0
+            for s in self.starts:
+                total += len(text[prev:s].encode("utf-8", "surrogatepass"))
+                self.line_bytes.append(total)
+                prev = s
+        return Pos(line, col, self.line_bytes[line - 1] + len(text[ls:off].encode("utf-8", "surrogatepass")))
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.filename, self.pos(start), self.pos(end))
+
+
+def _tree(text: str, start_at: int) -> _Node:
+    """Return the root value of ``text``; raise _SyntaxError at the first syntax error."""
+    match = _TOKEN.match
+    stack: list[_Node] = []  # open containers
+    keys: list[tuple[str, int, int]] = []  # pending key of each open object
+    pos = start_at
+    root: _Node | None = None
+    while True:
+        # Read one value (or a container opener).
+        m = match(text, pos)
+        assert m is not None
+        kind = m.lastgroup
+        s, pos = m.start(kind), m.end()
+        node: _Node | None = None
+        if kind == "s":
+            node = _Node(_STR, s, pos, m.group("s"))
+        elif kind == "p":
+            c = text[s]
+            if c in "{[":
+                if len(stack) >= MAX_DEPTH:
+                    raise _SyntaxError(
+                        "Nesting too deep",
+                        f"JSON values may be nested at most {MAX_DEPTH} levels deep.",
+                        s,
+                        s + 1,
+                    )
+                stack.append(_Node(_OBJ if c == "{" else _ARR, s, s + 1))
+                m = match(text, pos)
+                assert m is not None
+                if m.lastgroup == "p" and text[m.start("p")] == ("}" if c == "{" else "]"):
+                    pos = m.end()
+                    node = stack.pop()
+                    node.end = pos
+                elif c == "{":
+                    pos = _key(text, pos, keys)
+                    continue
+                else:
+                    continue
+            elif c == "}":
+                raise _SyntaxError("Missing JSON value", _VALUE_START, s, s + 1)
+            elif c == "]":
+                raise _SyntaxError("Missing array element value", _VALUE_START, s, s + 1)
+            else:
+                raise _SyntaxError("Invalid start of value", _VALUE_START, s, s + 1)
+        elif kind == "q":
+            node = _string(text, s)
+            pos = node.end
+        elif kind == "n":
+            raw = m.group("n")
+            num = _NUMBER.match(raw)
+            if num is None:
+                raise _SyntaxError("Invalid JSON number", "There is a syntax error in the given JSON number.", s, pos)
+            node = _Node(_SCALAR, s, pos, Decimal(raw) if num.group(1) or num.group(2) else int(raw))
+        elif kind == "k":
+            word = m.group("k")
+            if word not in _KEYWORDS:
+                raise _SyntaxError("Invalid JSON keyword", _keyword_detail(word), s, pos)
+            node = _Node(_SCALAR, s, pos, _KEYWORDS[word])
+        elif kind == "e":
+            raise _SyntaxError("Missing value", "The JSON data ends prematurely.", s, s)
+        else:
+            raise _SyntaxError("Invalid start of value", _VALUE_START, s, s + 1)
+        # Attach the finished value to its container, closing containers as they end.
+        while True:
+            if not stack:
+                root = node
+                break
+            parent = stack[-1]
+            if parent.kind == _OBJ:
+                key, ks, ke = keys.pop()
+                parent.pairs.append((key, ks, ke, node))
+            else:
+                parent.items.append(node)
+            m = match(text, pos)
+            assert m is not None
+            kind, s, pos = m.lastgroup, m.start(m.lastgroup or 0), m.end()
+            c = text[s] if kind == "p" else ""
+            is_obj = parent.kind == _OBJ
+            if c == ",":
+                m2 = match(text, pos)
+                assert m2 is not None
+                if m2.lastgroup == "p" and text[m2.start("p")] == ("}" if is_obj else "]"):
+                    what, last = ("object", "property") if is_obj else ("array", "value")
+                    raise _SyntaxError(
+                        f"Trailing comma in {what}",
+                        f"JSON does not permit a trailing comma after the final {last} in an {what}.",
+                        s,
+                        s + 1,
+                    )
+                if is_obj:
+                    pos = _key(text, pos, keys)
+                break
+            if c == ("}" if is_obj else "]"):
+                node = stack.pop()
+                node.end = pos
+                continue
+            _after_value_error(kind, c, is_obj, parent.start, s, pos)
+        if root is not None:
+            break
+    m = match(text, pos)
+    assert m is not None
+    if m.lastgroup != "e":
+        s = m.start(m.lastgroup or 0)
+        raise _SyntaxError("Extraneous data after value", "Extra characters appear after the JSON value.", s, m.end())
+    return root
+
+
+def _after_value_error(kind: str | None, c: str, is_obj: bool, open_at: int, s: int, end: int) -> None:
+    if kind == "e":
+        what = "brace was found for this JSON object" if is_obj else "bracket was found for this JSON array"
+        raise _SyntaxError("Unclosed object", f"No closing {what}.", open_at, open_at + 1)
+    if is_obj and c == "]":
+        raise _SyntaxError("Mismatched braces", "A JSON object must be closed with a brace, not a bracket.", s, s + 1)
+    if not is_obj and c == "}":
+        raise _SyntaxError("Mismatched brackets", "A JSON array must be closed with a bracket, not a brace.", s, s + 1)
+    if not is_obj and c == ":":
+        raise _SyntaxError("Invalid array value", "A colon is not used to introduce values in a JSON array.", s, s + 1)
+    between = "property definition in an object" if is_obj else "value in an array"
+    raise _SyntaxError(
+        "Missing attribute seperator comma", f"A comma must appear between each {between}.", s, max(end, s + 1)
+    )
+
+
+def _key(text: str, pos: int, keys: list[tuple[str, int, int]]) -> int:
+    """Read ``"key":`` at ``pos``, push it on ``keys`` and return the offset after the colon."""
+    m = _TOKEN.match(text, pos)
+    assert m is not None
+    kind = m.lastgroup
+    s = m.start(kind or 0)
+    if kind == "s":
+        key, ks, ke = m.group("s"), s, m.end()
+    elif kind == "q":
+        node = _string(text, s)
+        key, ks, ke = str(node.value), s, node.end
+    elif kind == "e":
+        raise _SyntaxError("Missing value", "The JSON data ends prematurely.", s, s)
+    elif kind == "p" and text[s] in "}],:=":
+        summary = {"}": "Missing JSON value", "]": "Missing array element value"}.get(text[s], "Invalid start of value")
+        raise _SyntaxError(summary, _VALUE_START, s, s + 1)
+    elif kind == "x":
+        raise _SyntaxError("Invalid start of value", _VALUE_START, s, s + 1)
+    else:
+        raise _SyntaxError(
+            "Invalid object property name", "A JSON object property name must be a string", s, m.end()
+        )
+    m = _TOKEN.match(text, ke)
+    assert m is not None
+    s = m.start(m.lastgroup or 0)
+    c = text[s] if m.lastgroup == "p" else ""
+    if c != ":":
+        if c in ("}", ","):
+            raise _SyntaxError(
+                "Missing object value", "A JSON object attribute must have a value, introduced by a colon.", s, s + 1
+            )
+        detail = (
+            "JSON uses a colon as its name/value delimiter, not an equals sign."
+            if c == "="
+            else "A colon must appear between an object property's name and its value."
+        )
+        raise _SyntaxError("Missing property value colon", detail, s, max(m.end(), s + 1))
+    keys.append((key, ks, ke))
+    return m.end()
+
+
+def _string(text: str, s: int) -> _Node:
+    """Decode the string with escapes starting at ``s``; lone surrogates become U+FFFD (as Go does)."""
+    try:
+        value, end = scanstring(text, s + 1, True)
+    except JSONDecodeError as err:
+        raise _SyntaxError(
+            "Invalid JSON string", "There is a syntax error in the given JSON string.", err.pos, err.pos + 1
+        ) from None
+    if _SURROGATE.search(value):
+        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        value = _SURROGATE.sub("\ufffd", value)
+    return _Node(_STR, s, end, value)
+
+
+def _keyword_detail(word: str) -> str:
+    if word in ("undefined", "NaN", "Infinity"):
+        return f'The JavaScript identifier "{word}" cannot be used in JSON.'
+    hint = _suggest(word.lower(), list(_KEYWORDS))
+    return f'"{word}" is not a valid JSON keyword.' + (f' Did you mean "{hint}"?' if hint else "")
+
+
+def _suggest(given: str, names: list[str]) -> str:
+    """Return the first of ``names`` within edit distance 2 of ``given`` (HCL's nameSuggestion)."""
+    for name in names:
+        prev = list(range(len(name) + 1))
+        for i, a in enumerate(given, 1):
+            cur = [i]
+            for j, b in enumerate(name, 1):
+                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a != b)))
+            prev = cur
+        if prev[-1] < 3:
+            return name
+    return ""
+
+
+def _value(node: _Node, merge_blocks: bool, dup: list[tuple[str, _Node]]) -> JsonValue:
+    """Return the JSON value of ``node``; duplicate object keys are reported through ``dup``.
+
+    With ``merge_blocks`` (a provider-defined body, where an object may be a nested block), a
+    key repeated with object/array values is read as repeated nested blocks and combined.
+    """
+    if node.kind == _OBJ:
+        out: dict[str, JsonValue] = {}
+        for key, _ks, _ke, child in node.pairs:
+            value = _value(child, merge_blocks, dup)
+            if key in out:
+                old = out[key]
+                if merge_blocks and isinstance(old, (list, dict)) and isinstance(value, (list, dict)):
+                    out[key] = _combine(old, value)
+                    continue
+                dup.append((key, child))
+                continue
+            out[key] = value
+        return out
+    if node.kind == _ARR:
+        return [_value(item, merge_blocks, dup) for item in node.items]
+    return node.value
+
+
+def _combine(old: JsonValue, new: JsonValue) -> JsonValue:
+    """Return the blocks of two definitions of one nested block type as one list."""
+    result = list(old) if isinstance(old, list) else [old]
+    result.extend(new if isinstance(new, list) else [new])
+    return result
+
+
+class _Decoder:
+    """Reads the block structure of a parsed file against the top-level schema."""
+
+    def __init__(self, loc: _Locator, options: Options) -> None:
+        self.loc = loc
+        self.options = options
+        self.diags = Diagnostics()
+
+    def rng(self, node: _Node) -> Range:
+        return self.loc.range(node.start, node.end)
+
+    def start_rng(self, node: _Node) -> Range:
+        """The range HCL reports for a value: the opening brace/bracket, or the whole token."""
+        end = node.start + 1 if node.kind in (_OBJ, _ARR) else node.end
+        return self.loc.range(node.start, end)
+
+    def error(self, summary: str, detail: str, start: int, end: int) -> None:
+        self.diags.error(summary, detail, self.loc.range(start, end))
+
+    def _where(self, r: Range) -> str:
+        if r.start.line == r.end.line:
+            return f"{r.filename}:{r.start.line},{r.start.column}-{r.end.column}"
+        return f"{r.filename}:{r.start.line},{r.start.column}-{r.end.line},{r.end.column}"
+
+    def pairs(self, node: _Node, label: str | None) -> list[tuple[str, int, int, _Node]]:
+        """Return the properties of an object or array of objects (HCL's collectDeepAttrs)."""
+        what = f"to specify {label} labels for this block" if label else "to define arguments and child blocks"
+        if node.kind == _OBJ:
+            return node.pairs
+        if node.kind == _ARR:
+            found: list[tuple[str, int, int, _Node]] = []
+            for item in node.items:
+                if item.kind == _OBJ:
+                    found.extend(item.pairs)
+                else:
+                    self.diags.error(
+                        "Incorrect JSON value type", f"A JSON object is required here, {what}.", self.start_rng(item)
+                    )
+            return found
+        if not (node.kind == _SCALAR and node.value is None):
+            self.diags.error(
+                "Incorrect JSON value type",
+                f"Either a JSON object or JSON array of objects is required here, {what}.",
+                self.start_rng(node),
+            )
+        return []
+
+    def blocks(
+        self, node: _Node, type_: str, schema: BlockSchema, labels: tuple[str, ...], label_ranges: tuple[Range, ...]
+    ) -> list[Block]:
+        """Return the blocks that ``node`` defines after ``labels`` have been read (HCL's unpackBlock)."""
+        if len(labels) < len(schema.labels):
+            name = schema.labels[len(labels)]
+            props = self.pairs(node, name)
+            if not props:
+                if not self.diags or node.kind != _ARR or node.items == []:
+                    self.diags.error(
+                        "Missing block label",
+                        f"At least one object property is required, whose name represents the {type_} block's "
+                        f"{name}.",
+                        self.start_rng(node),
+                    )
+                return []
+            out: list[Block] = []
+            for key, ks, ke, child in props:
+                out += self.blocks(child, type_, schema, (*labels, key), (*label_ranges, self.loc.range(ks, ke)))
+            return out
+        if node.kind == _OBJ:
+            bodies, def_range = [node], self.start_rng(node)
+        elif node.kind == _ARR:
+            bodies, def_range = node.items, self.start_rng(node)
+        else:
+            if node.value is not None or node.kind == _STR:
+                self.diags.error(
+                    "Incorrect JSON value type",
+                    "Either a JSON object or a JSON array is required, representing the contents of one or more "
+                    f'"{type_}" blocks.',
+                    self.start_rng(node),
+                )
+            return []
+        return [Block(type_, labels, self.body(b, schema), def_range, label_ranges) for b in bodies]
+
+    def body(self, node: _Node, schema: BlockSchema) -> Body:
+        """Return the body ``node`` holds under ``schema``, diagnosing what the schema rejects."""
+        just_attributes = schema.other is not None and not schema.other_blocks and not schema.blocks
+        if just_attributes and node.kind != _OBJ:
+            self.diags.error(
+                "Incorrect JSON value type",
+                "A JSON object is required here, setting the arguments for this block.",
+                self.start_rng(node),
+            )
+            return Body((), self.rng(node))
+        items: list[Attribute | Block] = []
+        seen: dict[str, int] = {}  # attribute name -> index in items
+        for key, ks, ke, child in self.pairs(node, None):
+            if key == "//":
+                continue
+            nested = schema.blocks.get(key)
+            if nested is None and key == "dynamic":
+                dyn = schema.nested("dynamic")
+                nested = dyn if dyn is not None and "content" in dyn.blocks else None
+            if nested is not None:
+                items += self.blocks(child, key, nested, (), ())
+                continue
+            mode = schema.attribute_mode(key)
+            key_range = self.loc.range(ks, ke)
+            if mode is None:
+                names = [n for n in schema.attributes if n not in seen] + list(schema.blocks)
+                hint = _suggest(key, names)
+                self.diags.error(
+                    "Extraneous JSON object property",
+                    f'No argument or block type is named "{key}".' + (f' Did you mean "{hint}"?' if hint else ""),
+                    key_range,
+                )
+                continue
+            provider_defined = schema.other_blocks and key not in schema.attributes
+            dup: list[tuple[str, _Node]] = []
+            value = _value(child, provider_defined, dup)
+            for dkey, dnode in dup:
+                self.error(
+                    "Duplicate object attribute",
+                    f'An attribute named "{dkey}" was already defined in this object.',
+                    dnode.start,
+                    dnode.end,
+                )
+            if key in seen:
+                old = items[seen[key]]
+                assert isinstance(old, Attribute)
+                if provider_defined and isinstance(old.value, (list, dict)) and isinstance(value, (list, dict)):
+                    items[seen[key]] = Attribute(key, Expr(_combine(old.value, value), old.expr.range), old.name_range)
+                    continue
+                where = self._where(Range(old.name_range.filename, old.name_range.start, old.expr.range.end))
+                self.diags.error(
+                    "Duplicate attribute definition" if just_attributes else "Duplicate argument",
+                    f'The argument "{key}" was already set at {where}.',
+                    key_range,
+                )
+                continue
+            self.check_mode(key, mode, child)
+            seen[key] = len(items)
+            items.append(Attribute(key, Expr(value, self.rng(child)), key_range))
+        return Body(tuple(items), self.rng(node))
+
+    def check_mode(self, key: str, mode: Mode, node: _Node) -> None:
+        """Diagnose templates where Terraform reads a static reference (spec §7.3)."""
+        if mode is Mode.TRAVERSAL:
+            self.traversal(node, "provider" if key == "provider" else "")
+        elif mode is Mode.TRAVERSAL_LIST:
+            self.traversal_list(node)
+        elif mode is Mode.PROVIDER_MAP and node.kind == _OBJ:
+            for _key, ks, ke, child in node.pairs:
+                if "${" in _key:
+                    self.error("Invalid provider configuration reference", _provider_detail("providers"), ks, ke)
+                self.traversal(child, "providers")
+        elif mode is Mode.REQUIRED_PROVIDER and node.kind == _OBJ:
+            for name, _ks, _ke, child in node.pairs:
+                if name == "configuration_aliases":
+                    self.traversal_list(child)
+        elif mode is Mode.IGNORE_CHANGES and node.kind == _ARR:
+            for item in node.items:
+                if item.kind == _STR and item.value == "*":
+                    self.diags.error(
+                        "Invalid ignore_changes wildcard",
+                        'The ["*"] form of ignore_changes wildcard is was deprecated and is now invalid. '
+                        'Use "ignore_changes = all" to ignore changes to all attributes.',
+                        self.rng(node),
+                    )
+                else:
+                    self.traversal(item, "")
+
+    def traversal(self, node: _Node, provider_arg: str) -> None:
+        if node.kind != _STR or "${" not in str(node.value):
+            return
+        if provider_arg:
+            self.error("Invalid provider configuration reference", _provider_detail(provider_arg), node.start, node.end)
+        else:
+            self.error("Invalid expression", _NOT_SINGLE, node.start, node.end)
+
+    def traversal_list(self, node: _Node) -> None:
+        if node.kind == _ARR:
+            for item in node.items:
+                self.traversal(item, "")
+        elif not (node.kind == _SCALAR and node.value is None):
+            self.error("Invalid expression", "A static list expression is required.", node.start, node.end)
+
+
+def _provider_detail(arg: str) -> str:
+    return (
+        f"The {arg} argument requires a provider type name, optionally followed by a period and then "
+        "a configuration alias."
+    )
+
+
+def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
+    """Return the top-level body of a JSON configuration file and its diagnostics.
+
+    ``text`` is the decoded file content (a leading byte order mark is skipped); ``filename`` is
+    used in ranges. Never raises: a JSON syntax error gives one error diagnostic and an empty
+    body; structural problems give error diagnostics and the blocks that could be read. Blocks
+    follow ``top_schema(options.dialect)``.
+
+    >>> body, diags = parse_json('{"locals": {"a": 1.5}}', "main.tf.json", options=Options())
+    >>> body.blocks[0].body.attribute("a").value, list(diags)
+    (Decimal('1.5'), [])
+    """
+    start, base = (1, 3) if text.startswith("\ufeff") else (0, 0)
+    loc = _Locator(text, filename, base - start)
+    decoder = _Decoder(loc, options)
+    try:
+        root = _tree(text, start)
+    except _SyntaxError as err:
+        decoder.error(err.summary, err.detail, err.start, err.end)
+        return Body(), decoder.diags
+    if root.kind not in (_OBJ, _ARR):
+        decoder.diags.error(
+            "Root value must be object",
+            "The root value in a JSON-based configuration must be either a JSON object or a JSON array of objects.",
+            decoder.start_rng(root),
+        )
+        return Body(), decoder.diags
+    return decoder.body(root, top_schema(options.dialect)), decoder.diags

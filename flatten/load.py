@@ -1,0 +1,87 @@
+"""Loading a module directory: select its files, read them, parse each into the representation.
+
+The failure contract follows OpenTofu's ``parser_config_dir.go``: an unreadable directory gives
+"Failed to read module directory" and no files; an unreadable or undecodable file gives
+"Failed to read file" and is skipped; a syntax error gives the parser's diagnostic and an
+empty body for that file. Nothing here raises for bad configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flatten.diagnostics import Diagnostics
+from flatten.files import ConfigFile, list_config_files
+from flatten.model import Body, ParsedFile, Range
+from flatten.options import Options
+
+__all__ = ["load_dir", "load_file", "display_path"]
+
+
+def display_path(path: Path, root: Path) -> str:
+    """Return ``path`` relative to ``root`` with forward slashes, for ranges and messages."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return path.as_posix()
+    return rel.as_posix() or "."
+
+
+def load_file(entry: ConfigFile, *, root: Path, options: Options) -> tuple[ParsedFile, Diagnostics]:
+    """Return one file parsed into the representation, and its diagnostics."""
+    diags = Diagnostics()
+    name = display_path(entry.path, root)
+    try:
+        raw = entry.path.read_bytes()
+    except OSError as exc:
+        diags.error(
+            "Failed to read file",
+            f"The configuration file {name!r} could not be read: {exc.strerror or exc}.",
+            Range.point(name),
+        )
+        return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        diags.error(
+            "Invalid character encoding",
+            "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is selected "
+            "in your editor and save the file again.",
+            Range.point(name, line, column, exc.start),
+        )
+        return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
+    body, parse_diags = _parse(text, name, entry.syntax, options=options)
+    diags.extend(parse_diags)
+    return ParsedFile(name, entry.syntax, body, entry.is_override), diags
+
+
+def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body, Diagnostics]:
+    if syntax == "json":
+        from flatten.jsonsyntax import parse_json
+
+        return parse_json(text, name, options=options)
+    from flatten.hcl import parse_native
+
+    return parse_native(text, name, options=options)
+
+
+def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[ParsedFile], Diagnostics]:
+    """Return the parsed configuration files of ``directory`` (primary, then override) and diagnostics."""
+    diags = Diagnostics()
+    try:
+        listing = list_config_files(directory, dialect=options.dialect)
+    except OSError as exc:
+        diags.error(
+            "Failed to read module directory",
+            f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
+            f"{exc.strerror or exc}.",
+        )
+        return [], diags
+    files: list[ParsedFile] = []
+    for entry in listing.files:
+        parsed, file_diags = load_file(entry, root=root, options=options)
+        files.append(parsed)
+        diags.extend(file_diags)
+    return files, diags

@@ -1,0 +1,121 @@
+"""The canonical emitter and the atomic output swap."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from flatten.emit import MANIFEST_NAME, OutputError, dumps, module_json, write_tree
+from flatten.model import Attribute, Block, Body, Expr, Module, Range
+
+R = Range.point("main.tf")
+
+
+def attr(name: str, value: object) -> Attribute:
+    return Attribute(name, Expr(value, R), R)  # type: ignore[arg-type]
+
+
+def block(type_: str, *labels: str, items: tuple[Attribute | Block, ...] = ()) -> Block:
+    return Block(type_, labels, Body(items), R)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Decimal("0.1000000000000000055511151231257827"), "0.1000000000000000055511151231257827"),
+        (Decimal("1E+3"), "1000"),
+        (Decimal("1.10"), "1.1"),
+        (Decimal("-0.0"), "0"),
+        (Decimal("1e400"), "1e+400"),
+        (Decimal("1.5e-3"), "0.0015"),
+        (12345678901234567890, "12345678901234567890"),
+        (-7, "-7"),
+    ],
+)
+def test_numbers_are_exact(value: object, text: str) -> None:
+    assert dumps(value) == text + "\n"  # type: ignore[arg-type]
+
+
+def test_dumps_sorts_keys_keeps_arrays_and_is_utf8() -> None:
+    assert dumps({"b": [3, 1], "a": "é ✓"}) == '{\n  "a": "é ✓",\n  "b": [\n    3,\n    1\n  ]\n}\n'
+
+
+def test_template_keys_keep_their_order() -> None:
+    # "${k}" and "key" may evaluate to the same key; the later one wins, so order matters.
+    assert list(json.loads(dumps({"z": 1, "${k}": 2}))) == ["z", "${k}"]
+
+
+def test_module_layout() -> None:
+    module = Module(
+        ".",
+        (
+            block("resource", "b_type", "x", items=(attr("count", 2),)),
+            block("resource", "a_type", "y"),
+            block("locals", items=(attr("b", 1),)),
+            block("locals", items=(attr("a", "${local.b}"),)),
+            block("provider", "aws", items=(attr("alias", "west"), attr("region", "us-west-2"))),
+            block("provider", "aws", items=(attr("region", "eu-west-1"),)),
+            block("moved", items=(attr("from", "a.b"), attr("to", "a.c"))),
+            block("variable", "v", items=(attr("default", None),)),
+        ),
+    )
+    doc = module_json(module)
+    assert list(doc) == ["provider", "variable", "locals", "resource", "moved"]
+    assert doc["locals"] == {"a": "${local.b}", "b": 1}
+    assert list(doc["resource"]) == ["a_type", "b_type"]  # type: ignore[arg-type]
+    # The default configuration first, then aliases.
+    assert doc["provider"] == {"aws": [{"region": "eu-west-1"}, {"alias": "west", "region": "us-west-2"}]}
+    assert doc["moved"] == [{"from": "a.b", "to": "a.c"}]
+    assert doc["variable"] == {"v": {"default": None}}
+
+
+def test_nested_blocks_keep_order_and_labels() -> None:
+    res = block(
+        "resource",
+        "t",
+        "n",
+        items=(
+            block("provisioner", "local-exec", items=(attr("command", "b"),)),
+            block("provisioner", "file", items=(attr("source", "a"),)),
+            block("lifecycle", items=(attr("ignore_changes", "all"),)),
+            block("ebs", items=(attr("size", 2),)),
+            block("ebs", items=(attr("size", 1),)),
+        ),
+    )
+    body = module_json(Module(".", (res,)))["resource"]["t"]["n"]  # type: ignore[index, call-overload]
+    assert body["provisioner"] == [{"local-exec": {"command": "b"}}, {"file": {"source": "a"}}]
+    assert body["lifecycle"] == {"ignore_changes": "all"}
+    assert body["ebs"] == [{"size": 2}, {"size": 1}]
+
+
+def test_provenance_comments() -> None:
+    other = Range.point("override.tf", 3)
+    res = Block("resource", ("t", "n"), Body((attr("a", 1),)), R, origins=(R, other))
+    doc = module_json(Module(".", (res,)), provenance=True)
+    assert doc["resource"]["t"]["n"]["//"] == "merged from main.tf:1, override.tf:3"  # type: ignore[index, call-overload]
+    assert "//" not in module_json(Module(".", (res,)))["resource"]["t"]["n"]  # type: ignore[index, call-overload]
+
+
+def test_write_tree_replaces_previous_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree(out, {"main.tf.json": b"{}\n", MANIFEST_NAME: b"{}\n", "modules/a/main.tf.json": b"1"})
+    write_tree(out, {"main.tf.json": b"2", MANIFEST_NAME: b"{}\n"})
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        MANIFEST_NAME,
+        "main.tf.json",
+    ]
+    assert (out / "main.tf.json").read_bytes() == b"2"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary directories left
+
+
+def test_write_tree_refuses_a_foreign_directory(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    with pytest.raises(OutputError):
+        write_tree(out, {"main.tf.json": b"{}"})
+    assert (out / "precious.txt").read_text() == "keep me"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
