@@ -35,7 +35,7 @@ _OBJ, _ARR, _STR, _SCALAR = 0, 1, 2, 3
 _TOKEN = re.compile(
     r"""[ \t\n\r]*(?:
       (?P<p>[{}\[\],:=])
-    | "(?P<s>[^"\\\x00-\x1f]*)"
+    | (?P<s>"[^"\\\x00-\x1f]*")
     | (?P<q>")
     | (?P<n>[-+.0-9][-+.eE0-9]*)
     | (?P<k>[A-Za-z][A-Za-z_]*)
@@ -57,7 +57,7 @@ _VALUE_START = "A JSON value must start with a brace, a bracket, a number, a str
 class _Node:
     """A parsed JSON value with its character span; objects keep every pair, duplicates included."""
 
-    __slots__ = ("kind", "start", "end", "value", "pairs", "items")
+    __slots__ = ("end", "items", "kind", "pairs", "start", "value")
 
     def __init__(self, kind: int, start: int, end: int, value: JsonValue = None) -> None:
         self.kind = kind
@@ -77,8 +77,9 @@ class _SyntaxError(Exception):
 class _Locator:
     """Turns character offsets into HCL positions, computing line tables once."""
 
-    def __init__(self, text: str, filename: str, base: int) -> None:
-        self.text, self.filename, self.base = text, filename, base
+    def __init__(self, text: str, filename: str) -> None:
+        self.text, self.filename = text, filename
+        self.bom = 1 if text.startswith("\ufeff") else 0
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.ascii = text.isascii()
         self.line_bytes: list[int] = []
@@ -86,13 +87,13 @@ class _Locator:
     def pos(self, off: int) -> Pos:
         text, line = self.text, bisect_right(self.starts, off)
         ls = self.starts[line - 1]
-        col = off - ls + 1
+        col = off - ls + 1 - (self.bom if line == 1 else 0)
         if "\t" in text[ls:off] or "\r" in text[ls:off]:
             col += text.count("\t", ls, off) - text.count("\r", ls, off)
         if self.ascii:
-            return Pos(line, col, off + self.base)
+            return Pos(line, col, off)
         if not self.line_bytes:
-            total, prev = self.base, 0
+            total, prev = 0, 0
             for s in self.starts:
                 total += len(text[prev:s].encode("utf-8", "surrogatepass"))
                 self.line_bytes.append(total)
@@ -115,10 +116,10 @@ def _tree(text: str, start_at: int) -> _Node:
         m = match(text, pos)
         assert m is not None
         kind = m.lastgroup
-        s, pos = m.start(kind), m.end()
+        s, pos = m.start(kind or 0), m.end()
         node: _Node | None = None
         if kind == "s":
-            node = _Node(_STR, s, pos, m.group("s"))
+            node = _Node(_STR, s, pos, m.group("s")[1:-1])
         elif kind == "p":
             c = text[s]
             if c in "{[":
@@ -154,7 +155,9 @@ def _tree(text: str, start_at: int) -> _Node:
             raw = m.group("n")
             num = _NUMBER.match(raw)
             if num is None:
-                raise _SyntaxError("Invalid JSON number", "There is a syntax error in the given JSON number.", s, pos)
+                raise _SyntaxError(
+                    "Invalid JSON number", "There is a syntax error in the given JSON number.", s, pos
+                )
             node = _Node(_SCALAR, s, pos, Decimal(raw) if num.group(1) or num.group(2) else int(raw))
         elif kind == "k":
             word = m.group("k")
@@ -206,7 +209,9 @@ def _tree(text: str, start_at: int) -> _Node:
     assert m is not None
     if m.lastgroup != "e":
         s = m.start(m.lastgroup or 0)
-        raise _SyntaxError("Extraneous data after value", "Extra characters appear after the JSON value.", s, m.end())
+        raise _SyntaxError(
+            "Extraneous data after value", "Extra characters appear after the JSON value.", s, m.end()
+        )
     return root
 
 
@@ -215,14 +220,23 @@ def _after_value_error(kind: str | None, c: str, is_obj: bool, open_at: int, s: 
         what = "brace was found for this JSON object" if is_obj else "bracket was found for this JSON array"
         raise _SyntaxError("Unclosed object", f"No closing {what}.", open_at, open_at + 1)
     if is_obj and c == "]":
-        raise _SyntaxError("Mismatched braces", "A JSON object must be closed with a brace, not a bracket.", s, s + 1)
+        raise _SyntaxError(
+            "Mismatched braces", "A JSON object must be closed with a brace, not a bracket.", s, s + 1
+        )
     if not is_obj and c == "}":
-        raise _SyntaxError("Mismatched brackets", "A JSON array must be closed with a bracket, not a brace.", s, s + 1)
+        raise _SyntaxError(
+            "Mismatched brackets", "A JSON array must be closed with a bracket, not a brace.", s, s + 1
+        )
     if not is_obj and c == ":":
-        raise _SyntaxError("Invalid array value", "A colon is not used to introduce values in a JSON array.", s, s + 1)
+        raise _SyntaxError(
+            "Invalid array value", "A colon is not used to introduce values in a JSON array.", s, s + 1
+        )
     between = "property definition in an object" if is_obj else "value in an array"
     raise _SyntaxError(
-        "Missing attribute seperator comma", f"A comma must appear between each {between}.", s, max(end, s + 1)
+        "Missing attribute seperator comma",
+        f"A comma must appear between each {between}.",
+        s,
+        max(end, s + 1),
     )
 
 
@@ -233,14 +247,15 @@ def _key(text: str, pos: int, keys: list[tuple[str, int, int]]) -> int:
     kind = m.lastgroup
     s = m.start(kind or 0)
     if kind == "s":
-        key, ks, ke = m.group("s"), s, m.end()
+        key, ks, ke = m.group("s")[1:-1], s, m.end()
     elif kind == "q":
         node = _string(text, s)
         key, ks, ke = str(node.value), s, node.end
     elif kind == "e":
         raise _SyntaxError("Missing value", "The JSON data ends prematurely.", s, s)
     elif kind == "p" and text[s] in "}],:=":
-        summary = {"}": "Missing JSON value", "]": "Missing array element value"}.get(text[s], "Invalid start of value")
+        summaries = {"}": "Missing JSON value", "]": "Missing array element value"}
+        summary = summaries.get(text[s], "Invalid start of value")
         raise _SyntaxError(summary, _VALUE_START, s, s + 1)
     elif kind == "x":
         raise _SyntaxError("Invalid start of value", _VALUE_START, s, s + 1)
@@ -255,7 +270,10 @@ def _key(text: str, pos: int, keys: list[tuple[str, int, int]]) -> int:
     if c != ":":
         if c in ("}", ","):
             raise _SyntaxError(
-                "Missing object value", "A JSON object attribute must have a value, introduced by a colon.", s, s + 1
+                "Missing object value",
+                "A JSON object attribute must have a value, introduced by a colon.",
+                s,
+                s + 1,
             )
         detail = (
             "JSON uses a colon as its name/value delimiter, not an equals sign."
@@ -276,7 +294,6 @@ def _string(text: str, s: int) -> _Node:
             "Invalid JSON string", "There is a syntax error in the given JSON string.", err.pos, err.pos + 1
         ) from None
     if _SURROGATE.search(value):
-        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         value = _SURROGATE.sub("\ufffd", value)
     return _Node(_STR, s, end, value)
 
@@ -285,7 +302,11 @@ def _keyword_detail(word: str) -> str:
     if word in ("undefined", "NaN", "Infinity"):
         return f'The JavaScript identifier "{word}" cannot be used in JSON.'
     hint = _suggest(word.lower(), list(_KEYWORDS))
-    return f'"{word}" is not a valid JSON keyword.' + (f' Did you mean "{hint}"?' if hint else "")
+    return f'"{word}" is not a valid JSON keyword.' + _did_you_mean(hint)
+
+
+def _did_you_mean(hint: str) -> str:
+    return f' Did you mean "{hint}"?' if hint else ""
 
 
 def _suggest(given: str, names: list[str]) -> str:
@@ -328,7 +349,7 @@ def _value(node: _Node, merge_blocks: bool, dup: list[tuple[str, _Node]]) -> Jso
 
 def _combine(old: JsonValue, new: JsonValue) -> JsonValue:
     """Return the blocks of two definitions of one nested block type as one list."""
-    result = list(old) if isinstance(old, list) else [old]
+    result: list[JsonValue] = list(old) if isinstance(old, list) else [old]
     result.extend(new if isinstance(new, list) else [new])
     return result
 
@@ -359,7 +380,9 @@ class _Decoder:
 
     def pairs(self, node: _Node, label: str | None) -> list[tuple[str, int, int, _Node]]:
         """Return the properties of an object or array of objects (HCL's collectDeepAttrs)."""
-        what = f"to specify {label} labels for this block" if label else "to define arguments and child blocks"
+        what = (
+            f"to specify {label} labels for this block" if label else "to define arguments and child blocks"
+        )
         if node.kind == _OBJ:
             return node.pairs
         if node.kind == _ARR:
@@ -369,7 +392,9 @@ class _Decoder:
                     found.extend(item.pairs)
                 else:
                     self.diags.error(
-                        "Incorrect JSON value type", f"A JSON object is required here, {what}.", self.start_rng(item)
+                        "Incorrect JSON value type",
+                        f"A JSON object is required here, {what}.",
+                        self.start_rng(item),
                     )
             return found
         if not (node.kind == _SCALAR and node.value is None):
@@ -381,35 +406,41 @@ class _Decoder:
         return []
 
     def blocks(
-        self, node: _Node, type_: str, schema: BlockSchema, labels: tuple[str, ...], label_ranges: tuple[Range, ...]
+        self,
+        node: _Node,
+        type_: str,
+        schema: BlockSchema,
+        labels: tuple[str, ...],
+        label_ranges: tuple[Range, ...],
     ) -> list[Block]:
         """Return the blocks that ``node`` defines after ``labels`` have been read (HCL's unpackBlock)."""
         if len(labels) < len(schema.labels):
             name = schema.labels[len(labels)]
             props = self.pairs(node, name)
             if not props:
-                if not self.diags or node.kind != _ARR or node.items == []:
-                    self.diags.error(
-                        "Missing block label",
-                        f"At least one object property is required, whose name represents the {type_} block's "
-                        f"{name}.",
-                        self.start_rng(node),
-                    )
+                self.diags.error(
+                    "Missing block label",
+                    "At least one object property is required, whose name represents the "
+                    f"{type_} block's {name}.",
+                    self.start_rng(node),
+                )
                 return []
             out: list[Block] = []
             for key, ks, ke, child in props:
-                out += self.blocks(child, type_, schema, (*labels, key), (*label_ranges, self.loc.range(ks, ke)))
+                out += self.blocks(
+                    child, type_, schema, (*labels, key), (*label_ranges, self.loc.range(ks, ke))
+                )
             return out
         if node.kind == _OBJ:
             bodies, def_range = [node], self.start_rng(node)
         elif node.kind == _ARR:
             bodies, def_range = node.items, self.start_rng(node)
         else:
-            if node.value is not None or node.kind == _STR:
+            if not (node.kind == _SCALAR and node.value is None):
                 self.diags.error(
                     "Incorrect JSON value type",
-                    "Either a JSON object or a JSON array is required, representing the contents of one or more "
-                    f'"{type_}" blocks.',
+                    "Either a JSON object or a JSON array is required, representing the contents "
+                    f'of one or more "{type_}" blocks.',
                     self.start_rng(node),
                 )
             return []
@@ -444,7 +475,7 @@ class _Decoder:
                 hint = _suggest(key, names)
                 self.diags.error(
                     "Extraneous JSON object property",
-                    f'No argument or block type is named "{key}".' + (f' Did you mean "{hint}"?' if hint else ""),
+                    f'No argument or block type is named "{key}".' + _did_you_mean(hint),
                     key_range,
                 )
                 continue
@@ -461,8 +492,10 @@ class _Decoder:
             if key in seen:
                 old = items[seen[key]]
                 assert isinstance(old, Attribute)
-                if provider_defined and isinstance(old.value, (list, dict)) and isinstance(value, (list, dict)):
-                    items[seen[key]] = Attribute(key, Expr(_combine(old.value, value), old.expr.range), old.name_range)
+                both_blocks = isinstance(old.value, (list, dict)) and isinstance(value, (list, dict))
+                if provider_defined and both_blocks:
+                    combined = Expr(_combine(old.value, value), old.expr.range)
+                    items[seen[key]] = Attribute(key, combined, old.name_range)
                     continue
                 where = self._where(Range(old.name_range.filename, old.name_range.start, old.expr.range.end))
                 self.diags.error(
@@ -485,7 +518,9 @@ class _Decoder:
         elif mode is Mode.PROVIDER_MAP and node.kind == _OBJ:
             for _key, ks, ke, child in node.pairs:
                 if "${" in _key:
-                    self.error("Invalid provider configuration reference", _provider_detail("providers"), ks, ke)
+                    self.error(
+                        "Invalid provider configuration reference", _provider_detail("providers"), ks, ke
+                    )
                 self.traversal(child, "providers")
         elif mode is Mode.REQUIRED_PROVIDER and node.kind == _OBJ:
             for name, _ks, _ke, child in node.pairs:
@@ -507,7 +542,12 @@ class _Decoder:
         if node.kind != _STR or "${" not in str(node.value):
             return
         if provider_arg:
-            self.error("Invalid provider configuration reference", _provider_detail(provider_arg), node.start, node.end)
+            self.error(
+                "Invalid provider configuration reference",
+                _provider_detail(provider_arg),
+                node.start,
+                node.end,
+            )
         else:
             self.error("Invalid expression", _NOT_SINGLE, node.start, node.end)
 
@@ -538,8 +578,8 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
     >>> body.blocks[0].body.attribute("a").value, list(diags)
     (Decimal('1.5'), [])
     """
-    start, base = (1, 3) if text.startswith("\ufeff") else (0, 0)
-    loc = _Locator(text, filename, base - start)
+    start = 1 if text.startswith("\ufeff") else 0
+    loc = _Locator(text, filename)
     decoder = _Decoder(loc, options)
     try:
         root = _tree(text, start)
@@ -549,7 +589,8 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
     if root.kind not in (_OBJ, _ARR):
         decoder.diags.error(
             "Root value must be object",
-            "The root value in a JSON-based configuration must be either a JSON object or a JSON array of objects.",
+            "The root value in a JSON-based configuration must be either a JSON object or a JSON array "
+            "of objects.",
             decoder.start_rng(root),
         )
         return Body(), decoder.diags
