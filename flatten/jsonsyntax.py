@@ -14,6 +14,7 @@ byte order mark is skipped but still counted in byte offsets).
 
 from __future__ import annotations
 
+import gc
 import re
 from bisect import bisect_right
 from decimal import Decimal
@@ -64,8 +65,9 @@ class _Node:
         self.start = start
         self.end = end
         self.value = value
-        self.pairs: list[tuple[str, int, int, _Node]] = []
-        self.items: list[_Node] = []
+        # Only objects have pairs and only arrays have items (left unset otherwise, for speed).
+        self.pairs: list[tuple[str, int, int, _Node]]
+        self.items: list[_Node]
 
 
 class _SyntaxError(Exception):
@@ -130,7 +132,12 @@ def _tree(text: str, start_at: int) -> _Node:
                         s,
                         s + 1,
                     )
-                stack.append(_Node(_OBJ if c == "{" else _ARR, s, s + 1))
+                opened = _Node(_OBJ if c == "{" else _ARR, s, s + 1)
+                if c == "{":
+                    opened.pairs = []
+                else:
+                    opened.items = []
+                stack.append(opened)
                 m = match(text, pos)
                 assert m is not None
                 if m.lastgroup == "p" and text[m.start("p")] == ("}" if c == "{" else "]"):
@@ -444,9 +451,9 @@ class _Decoder:
                     self.start_rng(node),
                 )
             return []
-        return [Block(type_, labels, self.body(b, schema), def_range, label_ranges) for b in bodies]
+        return [Block(type_, labels, self.body(b, schema, type_), def_range, label_ranges) for b in bodies]
 
-    def body(self, node: _Node, schema: BlockSchema) -> Body:
+    def body(self, node: _Node, schema: BlockSchema, type_: str = "") -> Body:
         """Return the body ``node`` holds under ``schema``, diagnosing what the schema rejects."""
         just_attributes = schema.other is not None and not schema.other_blocks and not schema.blocks
         if just_attributes and node.kind != _OBJ:
@@ -504,14 +511,20 @@ class _Decoder:
                     key_range,
                 )
                 continue
-            self.check_mode(key, mode, child)
+            self.check_mode(key, mode, child, type_)
             seen[key] = len(items)
             items.append(Attribute(key, Expr(value, self.rng(child)), key_range))
         return Body(tuple(items), self.rng(node))
 
-    def check_mode(self, key: str, mode: Mode, node: _Node) -> None:
+    def check_mode(self, key: str, mode: Mode, node: _Node, type_: str) -> None:
         """Diagnose templates where Terraform reads a static reference (spec §7.3)."""
-        if mode is Mode.TRAVERSAL:
+        if type_ == "import" and key == "to" and node.kind == _STR and "${" in str(node.value):
+            # Terraform parses import.to as a native expression, which cannot start with "$".
+            at = node.start + str(node.value).index("${")  # HCL reports one character early
+            self.error("Invalid character", "This character is not used within the language.", at, at + 1)
+            detail = "Expected the start of an expression, but found an invalid expression token."
+            self.error("Invalid expression", detail, at, at + 1)
+        elif mode is Mode.TRAVERSAL:
             self.traversal(node, "provider" if key == "provider" else "")
         elif mode is Mode.TRAVERSAL_LIST:
             self.traversal_list(node)
@@ -581,6 +594,16 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
     start = 1 if text.startswith("\ufeff") else 0
     loc = _Locator(text, filename)
     decoder = _Decoder(loc, options)
+    collecting = gc.isenabled()
+    gc.disable()  # the trees built here hold no cycles; collection passes would halve the speed
+    try:
+        return _decode(text, start, decoder, options)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple[Body, Diagnostics]:
     try:
         root = _tree(text, start)
     except _SyntaxError as err:
