@@ -50,7 +50,9 @@ class Range:
     end: Pos
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.start.line},{self.start.column}-{self.end.column}"
+        # HCL's form: file:L,C-C on one line, file:L,C-L,C across lines.
+        end = f"{self.end.column}" if self.end.line == self.start.line else f"{self.end.line},{self.end.column}"
+        return f"{self.filename}:{self.start.line},{self.start.column}-{end}"
 
     @staticmethod
     def point(filename: str, line: int = 1, column: int = 1, byte: int = 0) -> Range:
