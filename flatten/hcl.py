@@ -1,0 +1,953 @@
+"""Native syntax (``.tf``) to the representation: every value in its Terraform JSON form (spec §7).
+
+The one module that imports python-hcl2. It parses to python-hcl2's raw Lark tree (exact
+positions, no lossy serializer), then walks it once against the schema in ``fields.py``: each
+argument is converted in the mode its position takes in JSON syntax. Literal values become JSON
+values; every other expression becomes ``"${" + exact source slice + "}"`` (python-hcl2-notes
+§1.5); quoted templates and heredocs are rebuilt from the source text by ``_hcl_templates``.
+
+python-hcl2's grammar rejects some valid HCL (notes §1.4 #7–#13). Each gap is bridged by a
+same-length rewrite of the text given to the parser (never of the text values are read from),
+so positions and values stay those of the original. Problems are diagnostics, never exceptions.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gc
+import re
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Union
+
+import hcl2
+from lark import Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from flatten._hcl_templates import (
+    Literal,
+    Part,
+    TemplateError,
+    escape_template,
+    heredoc_parts,
+    json_template,
+    quoted_parts,
+)
+from flatten.diagnostics import Diagnostics
+from flatten.fields import BlockSchema, Mode, top_schema
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
+from flatten.options import Options
+
+__all__ = ["convert_expression", "parse_native"]
+
+_Node = Union["Tree[Token]", Token]
+_NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tuple_expr", "for_object_expr"))
+
+_STATIC_REF_DETAIL = (
+    "A single static variable reference is required: only attribute access and indexing with "
+    "constant keys. No calculations, function calls, template expressions, etc are allowed here."
+)
+_QUOTED_REF_DETAIL = (
+    "In this context, references are expected literally rather than in quotes. Terraform 0.11 and "
+    "earlier required quotes, but quoted references are now deprecated and will be removed in a "
+    "future version of Terraform. Remove the quotes surrounding this reference to silence this warning."
+)
+_QUOTED_KW_DETAIL = (
+    "In this context, keywords are expected literally rather than in quotes. Terraform 0.11 and "
+    "earlier required quotes, but quoted keywords are now deprecated and will be removed in a "
+    "future version of Terraform. Remove the quotes surrounding this keyword to silence this warning."
+)
+_QUOTED_TYPE_DETAIL = (
+    "Terraform 0.11 and earlier required type constraints to be given in quotes, but that form is "
+    "now deprecated and will be removed in a future version of Terraform. Remove the quotes around "
+)
+_PARSER_GAP = "This syntax is valid HCL, but flatten's parser (python-hcl2 8.1.4) cannot read it yet"
+
+# Same-length rewrites that bridge python-hcl2 grammar gaps (see module docstring).
+_STRIP_OPEN = re.compile(r"(?<!\$)\$\{~")
+_STRIP_CLOSE = re.compile(r"~\}")
+_ESCAPES = re.compile(r"(\$\$|%%)\{")
+_SHORT_NS_CALL = re.compile(r"(?<![\w:-])([A-Za-z_][\w-]*)::([A-Za-z_][\w-]*)(?=\s*\()")
+_DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
+_UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
+_HEREDOC_OPEN = re.compile(r"<<-?([A-Za-z][A-Za-z0-9._-]*)\r?\n")
+_NON_ASCII_WORD = re.compile(r"[^\x00-\x7f]")
+
+
+class _Source:
+    """The original text and how to turn a character offset into a ``Pos``."""
+
+    def __init__(self, text: str, filename: str, prefix: int = 0) -> None:
+        self.text = text
+        self.filename = filename
+        self.prefix = prefix  # characters of synthetic wrapping before the user's text
+        self.bom = 1 if text[prefix : prefix + 1] == "\ufeff" else 0
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.ascii = text.isascii()
+        self.blanked: frozenset[int] = frozenset()
+
+    def pos(self, i: int) -> Pos:
+        i = max(0, min(i, len(self.text)))
+        line = bisect.bisect_right(self.line_starts, i) - 1
+        start = self.line_starts[line]
+        column = i - start + 1
+        byte = i if self.ascii else len(self.text[:i].encode("utf-8", "surrogatepass"))
+        if line == 0:
+            column -= self.prefix + self.bom
+            byte -= self.prefix
+        else:
+            byte -= len(self.text[: self.prefix].encode("utf-8")) if self.prefix else 0
+        return Pos(line + 1, max(column, 1), max(byte, 0))
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.filename, self.pos(start), self.pos(end))
+
+
+def _prepare(text: str) -> tuple[str, frozenset[int]]:
+    """Return the text python-hcl2 is given (same length) and the offsets of blanked operators."""
+    chars: list[str] | None = None
+
+    def put(i: int, s: str) -> None:
+        nonlocal chars
+        if chars is None:
+            chars = list(text)
+        chars[i : i + len(s)] = s
+
+    if text.startswith("\ufeff"):
+        put(0, " ")
+    if "~" in text:
+        for m in _STRIP_OPEN.finditer(text):
+            put(m.start() + 2, " ")
+        for m in _STRIP_CLOSE.finditer(text):
+            put(m.start(), " ")
+    if "$${" in text or "%%{" in text:
+        for m in _ESCAPES.finditer(text):
+            put(m.start() + 2, "X")  # python-hcl2 needs a "}" after $${; the value is read from the source
+    if "::" in text:
+        for m in _SHORT_NS_CALL.finditer(text):
+            if text[m.end() : m.end() + 2] != "::":
+                put(m.end(1), "__")  # core::max( -> core__max( : one call node, sliced from the source
+    blanked: set[int] = set()
+    if "!" in text or "- " in text or "--" in text:
+        for m in _DOUBLE_UNARY.finditer(text):
+            i = m.start()
+            if text[i] == "!" and text[i + 1 : i + 2] == "=":
+                continue
+            j = i - 1
+            while j >= 0 and text[j] in " \t":
+                j -= 1
+            if text[i] == "-" and j >= 0 and text[j] not in _UNARY_CONTEXT and text[j - 1 : j + 1] != "${":
+                continue
+            put(i, " ")
+            blanked.add(i)
+    if "<<" in text:
+        for m in _HEREDOC_OPEN.finditer(text):
+            _blank_marker_trailing_space(text, m, put)
+    if not text.isascii():
+        for m in _NON_ASCII_WORD.finditer(text):
+            ch = m.group()
+            if ch.isidentifier() or ch.isalnum():
+                put(m.start(), "a")  # Unicode identifiers; names are read from the source
+    return ("".join(chars) if chars is not None else text), frozenset(blanked)
+
+
+def _blank_marker_trailing_space(text: str, m: re.Match[str], put: Callable[[int, str], None]) -> None:
+    # HCL accepts spaces after a heredoc's closing marker, python-hcl2 does not (issue #343).
+    # That line is dropped from the value, so its spaces move before the marker.
+    marker = m.group(1)
+    pos = m.end()
+    while pos < len(text):
+        nl = text.find("\n", pos)
+        end = len(text) if nl < 0 else nl
+        line = text[pos:end].rstrip("\r")
+        if line.strip() == marker:
+            if line != line.rstrip():
+                stripped = line.strip()
+                lead = len(line) - len(line.lstrip())
+                new = " " * (len(line) - lead - len(stripped)) + line[:lead] + stripped
+                put(pos, new)
+            return
+        if nl < 0:
+            return
+        pos = nl + 1
+
+
+def _children(node: Tree[Token]) -> Iterator[Tree[Token]]:
+    for c in node.children:
+        if isinstance(c, Tree) and c.data != "new_line_or_comment":
+            yield c
+
+
+def _unwrap(node: _Node) -> _Node:
+    while isinstance(node, Tree) and node.data == "expr_term" and len(node.children) == 1:
+        node = node.children[0]
+    return node
+
+
+def _first_token(node: _Node) -> Token:
+    while isinstance(node, Tree):
+        node = node.children[0]
+    return node
+
+
+def _last_token(node: _Node) -> Token | None:
+    if isinstance(node, Token):
+        return None if node.type == "NL_OR_COMMENT" else node
+    for child in reversed(node.children):
+        if isinstance(child, Tree) and child.data == "new_line_or_comment":
+            continue
+        tok = _last_token(child)
+        if tok is not None:
+            return tok
+    return None
+
+
+def _token_text(node: _Node) -> str:
+    if isinstance(node, Token):
+        return str(node)
+    return "".join(str(t) for t in node.scan_values(lambda v: isinstance(v, Token)))
+
+
+def _elem_key(elem: Tree[Token]) -> _Node:
+    """The key expression of an ``object_elem`` (inside its ``object_elem_key`` wrapper)."""
+    wrapper = elem.children[0]
+    assert isinstance(wrapper, Tree)
+    return wrapper.children[0]
+
+
+def _number(text: str) -> int | Decimal:
+    if not any(c in text for c in ".eE"):
+        return int(text)
+    value = Decimal(text)
+    if value == value.to_integral_value() and abs(value.adjusted()) < 400:
+        return int(value)
+    return value
+
+
+def _number_key(value: int | Decimal) -> str:
+    return str(value) if isinstance(value, int) else format(value.normalize(), "f")
+
+
+class _Converter:
+    """One file's walk: the source, the diagnostics, and the per-mode conversions."""
+
+    def __init__(self, src: _Source, options: Options) -> None:
+        self.src = src
+        self.text = src.text
+        self.options = options
+        self.diags = Diagnostics()
+
+    # -- positions ---------------------------------------------------------------------------
+
+    def name(self, node: _Node) -> str:
+        """The source text of an identifier-like node (the parser saw a rewritten text)."""
+        tok = _first_token(node)
+        return self.text[tok.start_pos or 0 : tok.end_pos or 0]
+
+    def span(self, node: _Node) -> tuple[int, int]:
+        """The source offsets of ``node``: first token to last token that is no newline/comment."""
+        first = _first_token(node)
+        last = _last_token(node)
+        start = first.start_pos or 0
+        end = (last.end_pos or start) if last is not None else (first.end_pos or start)
+        if self.src.blanked:
+            j = start - 1
+            while j >= 0 and (self.text[j] in " \t" or j in self.src.blanked):
+                if j in self.src.blanked:
+                    start = j
+                j -= 1
+        return start, end
+
+    def source(self, node: _Node) -> str:
+        start, end = self.span(node)
+        return self.text[start:end]
+
+    def range(self, node: _Node) -> Range:
+        start, end = self.span(node)
+        while end > start and self.text[end - 1] in "\r\n":
+            end -= 1  # a heredoc token ends with its newline; the expression does not
+        return self.src.range(start, end)
+
+    def error(self, summary: str, detail: str, node: _Node | Range) -> None:
+        rng = node if isinstance(node, Range) else self.range(node)
+        self.diags.error(summary, detail, rng)
+
+    # -- bodies ------------------------------------------------------------------------------
+
+    def body(self, node: Tree[Token], schema: BlockSchema, rng: Range | None) -> Body:
+        items: list[Attribute | Block] = []
+        attrs: dict[str, Range] = {}
+        block_types: dict[str, Range] = {}
+        prev: Tree[Token] | None = None
+        prev_end = 0
+        for child in node.children:
+            if not isinstance(child, Tree) or child.data == "new_line_or_comment":
+                continue
+            start = self.span(child)[0]
+            # python-hcl2 lets items share a line; HCL ends each with a newline (a heredoc's
+            # token and an operator's trailing comment hold theirs).
+            if prev is not None and "\n" not in self.text[prev_end - 1 : start]:
+                if prev.data == "attribute":
+                    summary, detail = (
+                        "Missing newline after argument",
+                        "An argument definition must end with a newline.",
+                    )
+                else:
+                    summary, detail = (
+                        "Missing newline after block definition",
+                        "A block definition must end with a newline.",
+                    )
+                self.error(summary, detail, child)
+            prev, prev_end = child, self.span(child)[1]
+            if child.data == "attribute":
+                attr = self.attribute(child, schema, attrs, block_types)
+                if attr is not None:
+                    items.append(attr)
+            elif child.data == "block":
+                block = self.block(child, schema, attrs, block_types)
+                if block is not None:
+                    items.append(block)
+        return Body(tuple(items), rng)
+
+    def attribute(
+        self, node: Tree[Token], schema: BlockSchema, attrs: dict[str, Range], block_types: dict[str, Range]
+    ) -> Attribute | None:
+        name_node, value = node.children[0], node.children[-1]
+        name = self.name(name_node)
+        name_range = self.range(name_node)
+        mode = schema.attribute_mode(name)
+        if mode is None:
+            hint = f' Did you mean to define a block of type "{name}"?' if name in schema.blocks else ""
+            self.error(
+                "Unsupported argument", f'An argument named "{name}" is not expected here.{hint}', name_range
+            )
+            return None
+        if name in attrs:
+            self.error(
+                "Attribute redefined",
+                f'The argument "{name}" was already set at {attrs[name]}. '
+                "Each argument may be set only once.",
+                name_range,
+            )
+            return None
+        if name in block_types:
+            self._clash(name, block_types[name], name_range)
+        attrs[name] = name_range
+        errors = len(self.diags.errors)
+        converted = self.convert(value, mode, name)
+        if len(self.diags.errors) > errors:
+            return None
+        return Attribute(name, Expr(converted, self.range(value)), name_range)
+
+    def _clash(self, name: str, attr_range: Range, block_range: Range) -> None:
+        self.error(
+            "Argument and block with the same name",
+            f'"{name}" is set as an argument at {attr_range} and also written as a nested block here. '
+            "One body cannot hold both; remove one of them or rename it.",
+            block_range,
+        )
+
+    def block(
+        self, node: Tree[Token], schema: BlockSchema, attrs: dict[str, Range], block_types: dict[str, Range]
+    ) -> Block | None:
+        head = node.children
+        type_node = head[0]
+        type_name = self.name(type_node)
+        type_range = self.range(type_node)
+        brace_idx = next(i for i, c in enumerate(head) if isinstance(c, Token) and c.type == "LBRACE")
+        brace = head[brace_idx]
+        assert isinstance(brace, Token)
+        brace_range = self.src.range(brace.start_pos or 0, brace.end_pos or 0)
+        label_nodes = [
+            c for c in head[1:brace_idx] if isinstance(c, Tree) and c.data != "new_line_or_comment"
+        ]
+        if any(isinstance(c, Tree) and c.data == "new_line_or_comment" for c in head[1:brace_idx]):
+            self.error(
+                "Invalid block definition",
+                'A block definition must have block content delimited by "{" and "}", starting on the '
+                "same line as the block header.",
+                brace_range,
+            )
+            return None
+        labels: list[str] = []
+        label_ranges: list[Range] = []
+        for label in label_nodes:
+            value = self.label(label)
+            if value is None:
+                return None
+            labels.append(value)
+            label_ranges.append(self.range(label))
+        nested = schema.nested(type_name, len(labels))
+        if nested is None:
+            hint = ""
+            if type_name in schema.attributes:
+                hint = (
+                    f' Did you mean to define argument "{type_name}"? '
+                    "If so, use the equals sign to assign it a value."
+                )
+            if schema.other is not None and not schema.other_blocks and not schema.blocks:
+                self.error(f'Unexpected "{type_name}" block', "Blocks are not allowed here.", type_range)
+            else:
+                self.error(
+                    "Unsupported block type",
+                    f'Blocks of type "{type_name}" are not expected here.{hint}',
+                    type_range,
+                )
+            return None
+        want = nested.labels
+        if len(labels) > len(want):
+            detail = (
+                f"No labels are expected for {type_name} blocks."
+                if not want
+                else f"Only {len(want)} labels ({', '.join(want)}) are expected for {type_name} blocks."
+            )
+            self.error(f"Extraneous label for {type_name}", detail, label_ranges[len(want)])
+            return None
+        if len(labels) < len(want):
+            self.error(
+                f"Missing {want[len(labels)]} for {type_name}",
+                f"All {type_name} blocks must have {len(want)} labels ({', '.join(want)}).",
+                brace_range,
+            )
+            return None
+        if type_name in attrs:
+            self._clash(type_name, attrs[type_name], type_range)
+        block_types.setdefault(type_name, type_range)
+        body_node = head[brace_idx + 1]
+        close = head[-1]
+        assert isinstance(body_node, Tree) and isinstance(close, Token)
+        body_range = self.src.range(brace.start_pos or 0, close.end_pos or 0)
+        body = self.body(body_node, nested, body_range)
+        def_range = Range(
+            self.src.filename, type_range.start, (label_ranges[-1] if labels else type_range).end
+        )
+        return Block(type_name, tuple(labels), body, def_range, tuple(label_ranges))
+
+    def label(self, node: Tree[Token]) -> str | None:
+        if node.data != "string":
+            return self.name(node)
+        start, end = self.span(node)
+        parts = self.template(start, end)
+        if parts is None:
+            return None
+        if any(not isinstance(p, Literal) for p in parts):
+            self.error(
+                "Invalid string literal",
+                'Template sequences are not allowed in this string. To include a literal "$" or "%", '
+                'double it (as "$$" or "%%") to escape it.',
+                node,
+            )
+            return None
+        return "".join(p.value for p in parts if isinstance(p, Literal))
+
+    # -- templates ---------------------------------------------------------------------------
+
+    def template(self, start: int, end: int) -> list[Part] | None:
+        try:
+            return quoted_parts(self.text, start, end)
+        except TemplateError as exc:
+            self.diags.error(exc.summary, exc.detail, self.src.range(exc.offset, exc.end))
+            return None
+
+    def heredoc(self, node: Tree[Token]) -> list[Part] | None:
+        tok = _first_token(node)
+        raw = str(self.text[tok.start_pos or 0 : tok.end_pos or 0])
+        opener_end = raw.index("\n") + 1
+        body_end = raw.rstrip("\r\n").rfind("\n") + 1  # the closing-marker line is dropped
+        body = raw[opener_end:body_end] if body_end > opener_end else ""
+        try:
+            return heredoc_parts(body, (tok.start_pos or 0) + opener_end, raw.startswith("<<-"))
+        except TemplateError as exc:
+            self.diags.error(exc.summary, exc.detail, self.src.range(exc.offset, exc.end))
+            return None
+
+    def string_parts(self, node: Tree[Token]) -> list[Part] | None:
+        if node.data == "string":
+            start, end = self.span(node)
+            return self.template(start, end)
+        return self.heredoc(node)
+
+    # -- expressions -------------------------------------------------------------------------
+
+    def convert(self, node: _Node, mode: Mode, name: str) -> JsonValue:
+        if mode is Mode.EXPR:
+            return self.expr(node, True)
+        if mode is Mode.LITERAL:
+            return self.literal(node, name)
+        return _MODES[mode](self, node, name)
+
+    def wrap(self, node: _Node, sensitive: bool) -> str:
+        self.check(node, sensitive)
+        return "${" + self.source(node) + "}"
+
+    def expr(self, node: _Node, sensitive: bool) -> JsonValue:
+        """EXPR mode: literals as JSON values, strings as templates, the rest as ``${...}``."""
+        inner = _unwrap(node)
+        if isinstance(inner, Token):
+            return self.wrap(node, sensitive)
+        kind = inner.data
+        number = self.number(inner)
+        if number is not None:
+            return number
+        if kind == "literal_value":
+            return {"true": True, "false": False, "null": None}[self.name(inner)]
+        if kind in ("string", "heredoc_template", "heredoc_template_trim"):
+            parts = self.string_parts(inner)
+            return None if parts is None else json_template(parts, quoted=kind == "string")
+        if kind == "tuple":
+            return [self.expr(c, False) for c in _children(inner)]
+        if kind == "object":
+            keys = self.object_keys(inner, literal=False)
+            if keys is not None:
+                return {k: self.expr(v, True) for k, v in keys}
+        return self.wrap(node, sensitive)
+
+    def number(self, node: Tree[Token]) -> int | Decimal | None:
+        if node.data in ("int_lit", "float_lit"):
+            return _number(self.name(node))
+        if node.data == "unary_op" and self.name(node) == "-":
+            operand = node.children[1]
+            if isinstance(operand, Tree) and len(operand.children) == 1:
+                op = operand.children[0]
+                if isinstance(op, Tree) and op.data in ("int_lit", "float_lit"):
+                    if self.src.blanked and self.span(node)[0] != (_first_token(node).start_pos or 0):
+                        return None  # "- -1": a blanked operator precedes it
+                    return -_number(self.name(op))
+        return None
+
+    def object_keys(self, node: Tree[Token], *, literal: bool) -> list[tuple[str, _Node]] | None:
+        """The elements of an object with static keys (template-escaped unless ``literal``)."""
+        out: list[tuple[str, _Node]] = []
+        for idx, elem in enumerate(c for c in _children(node) if c.data == "object_elem"):
+            key_node = _elem_key(elem)
+            value = elem.children[-1]
+            key = _unwrap(key_node)
+            text: str | None = None
+            if isinstance(key, Tree) and key.data == "keyword":
+                if idx == 0 and self.name(key) == "for":
+                    return None  # HCL reads "{ for" as a for expression; check() reports it
+                text = self.name(key)
+            elif (isinstance(key, Tree) and key.data == "identifier") or (
+                isinstance(key, Tree) and key.data == "literal_value" and self.name(key) != "null"
+            ):
+                text = self.name(key)
+            elif isinstance(key, Tree) and key.data == "string":
+                parts = self.string_parts(key)
+                if parts is None:
+                    return None
+                if all(isinstance(p, Literal) for p in parts):
+                    value_text = "".join(p.value for p in parts if isinstance(p, Literal))
+                    text = value_text if literal else escape_template(value_text)
+            elif isinstance(key, Tree):
+                num = self.number(key)
+                if num is not None:
+                    text = _number_key(num)
+            if text is None:
+                return None
+            out.append((text, value))
+        return out
+
+    def check(self, node: _Node, sensitive: bool) -> None:
+        """Report what python-hcl2 accepts but HCL does not, inside an expression kept as source.
+
+        ``sensitive`` is whether newlines end the expression here (an argument or an object
+        element); inside parentheses, brackets, calls and for expressions they do not.
+        """
+        if isinstance(node, Token):
+            return
+        kind = node.data
+        if sensitive and kind in ("binary_op", "conditional", "binary_term"):
+            last = node.children[-1]
+            for child in node.children:
+                if kind == "binary_op" and child is last:
+                    continue  # the newline that ends the argument
+                operand = isinstance(child, Tree) and child.data not in (
+                    "new_line_or_comment",
+                    "binary_operator",
+                )
+                if not operand and "\n" in _token_text(child):
+                    self.error(
+                        "Invalid expression",
+                        "Expected the start of an expression, but found an invalid expression token.",
+                        child,
+                    )
+                    return
+        if kind == "string":
+            start, end = self.span(node)
+            self.template(start, end)
+            return
+        if kind == "template_string":
+            self.error("Invalid character", "This character is not used within the language.", node)
+            return
+        if kind == "object":
+            first = next((c for c in _children(node) if c.data == "object_elem"), None)
+            key = None if first is None else _elem_key(first)
+            if isinstance(key, Tree) and key.data == "keyword" and self.name(key) == "for":
+                self.error(
+                    "Invalid 'for' expression",
+                    'An object whose first key is "for" reads as a for expression. Put the key in '
+                    'quotes ("for") or parentheses to use it as a plain key.',
+                    key,
+                )
+                return
+            sensitive = True
+        elif kind in _NEWLINES_IGNORED or (
+            kind == "expr_term" and isinstance(node.children[0], Token) and node.children[0].type == "LPAR"
+        ):
+            sensitive = False
+        for child in node.children:
+            if isinstance(child, Tree) and child.data != "new_line_or_comment":
+                self.check(child, sensitive)
+
+    # -- other modes -------------------------------------------------------------------------
+
+    def literal(self, node: _Node, name: str) -> JsonValue:
+        """LITERAL mode: a constant; strings are their decoded value, with no template escaping."""
+        inner = _unwrap(node)
+        if isinstance(inner, Tree):
+            kind = inner.data
+            number = self.number(inner)
+            if number is not None:
+                return number
+            if kind == "literal_value":
+                return {"true": True, "false": False, "null": None}[self.name(inner)]
+            if kind in ("string", "heredoc_template", "heredoc_template_trim"):
+                parts = self.string_parts(inner)
+                if parts is None:
+                    return None
+                if all(isinstance(p, Literal) for p in parts):
+                    return "".join(p.value for p in parts if isinstance(p, Literal))
+            elif kind == "tuple":
+                return [self.literal(c, name) for c in _children(inner)]
+            elif kind == "object":
+                keys = self.object_keys(inner, literal=True)
+                if keys is not None:
+                    return {k: self.literal(v, name) for k, v in keys}
+        self.not_constant(node, name)
+        return None
+
+    def not_constant(self, node: _Node, name: str) -> None:
+        errors = len(self.diags.errors)
+        self.check(node, True)
+        if len(self.diags.errors) > errors:
+            return
+        tree = node if isinstance(node, Tree) else Tree("x", [node])
+        kinds = {t.data for t in tree.iter_subtrees()}
+        if "function_call" in kinds:
+            self.error("Function calls not allowed", "Functions may not be called here.", node)
+        elif kinds & {"identifier", "get_attr_expr_term", "index_expr_term"}:
+            self.error("Variables not allowed", "Variables may not be used here.", node)
+        else:
+            self.error(
+                "Literal value required",
+                f'The value of "{name}" must be a literal (a string, number, bool, null, or a list or '
+                "map of those): Terraform reads it without evaluating expressions. Replace the "
+                "expression with the value it computes.",
+                node,
+            )
+
+    def quoted_content(self, node: _Node) -> str | None:
+        """The value of a quoted string with no template sequences, else None."""
+        inner = _unwrap(node)
+        if not (isinstance(inner, Tree) and inner.data == "string"):
+            return None
+        start, end = self.span(inner)
+        try:
+            parts = quoted_parts(self.text, start, end)
+        except TemplateError:
+            return None
+        if any(not isinstance(p, Literal) for p in parts):
+            return None
+        return "".join(p.value for p in parts if isinstance(p, Literal))
+
+    def is_traversal(self, node: _Node) -> bool:
+        inner = _unwrap(node)
+        if isinstance(inner, Token):
+            return False
+        if inner.data == "identifier":
+            return True
+        if inner.data == "get_attr_expr_term":
+            return self.is_traversal(inner.children[0])
+        if inner.data == "index_expr_term":
+            index = inner.children[1]
+            if isinstance(index, Tree) and index.data == "braces_index":
+                key = _unwrap(next(_children(index)))
+                ok = isinstance(key, Tree) and (key.data in ("int_lit", "string") or self.is_traversal(key))
+                if not ok or (
+                    isinstance(key, Tree) and key.data == "string" and self.quoted_content(key) is None
+                ):
+                    return False
+            return self.is_traversal(inner.children[0])
+        return False
+
+    def traversal(self, node: _Node, name: str) -> JsonValue:
+        if self.is_traversal(node):
+            return self.source(node).strip()
+        content = self.quoted_content(node)
+        if content is not None:
+            self.diags.warning("Quoted references are deprecated", _QUOTED_REF_DETAIL, self.range(node))
+            return content
+        if name == "provider":
+            self.error(
+                "Invalid provider configuration reference",
+                "The provider argument requires a provider type name, optionally followed by a period "
+                "and then a configuration alias.",
+                node,
+            )
+        else:
+            self.error("Invalid expression", _STATIC_REF_DETAIL, node)
+        return None
+
+    def tuple_items(self, node: _Node, what: str) -> list[_Node] | None:
+        inner = _unwrap(node)
+        if isinstance(inner, Tree) and inner.data == "tuple":
+            return list(_children(inner))
+        self.error("Invalid expression", f"A static list expression is required{what}.", node)
+        return None
+
+    def traversal_list(self, node: _Node, name: str) -> JsonValue:
+        items = self.tuple_items(node, "")
+        return None if items is None else [self.traversal(i, name) for i in items]
+
+    def keyword(self, node: _Node, name: str) -> JsonValue:
+        inner = _unwrap(node)
+        if isinstance(inner, Tree) and inner.data in ("identifier", "keyword", "literal_value"):
+            return self.name(inner)
+        content = self.quoted_content(node)
+        if content is not None:
+            self.diags.warning("Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node))
+            return content
+        self.error(
+            f'Invalid "{name}" keyword',
+            f'The "{name}" argument requires a single keyword, without quotes.',
+            node,
+        )
+        return None
+
+    def keyword_list(self, node: _Node, name: str) -> JsonValue:
+        items = self.tuple_items(node, "")
+        return None if items is None else [self.keyword(i, name) for i in items]
+
+    def type_expr(self, node: _Node, name: str) -> JsonValue:
+        content = self.quoted_content(node)
+        inner = _unwrap(node)
+        if content is not None or (isinstance(inner, Tree) and inner.data == "string"):
+            if content in ("string", "list", "map"):
+                extra = (
+                    "."
+                    if content == "string"
+                    else (
+                        f" and write {content}(string) instead to explicitly indicate that the {content} "
+                        "elements are strings."
+                    )
+                )
+                self.error(
+                    "Invalid quoted type constraints", f'{_QUOTED_TYPE_DETAIL}"{content}"{extra}', node
+                )
+            else:
+                self.error(
+                    "Invalid legacy variable type hint",
+                    "To provide a full type expression, remove the surrounding quotes and give the type "
+                    "expression directly.",
+                    node,
+                )
+            return None
+        self.check(node, False)
+        return self.source(node).strip()
+
+    def source_list(self, node: _Node, name: str) -> JsonValue:
+        items = self.tuple_items(node, "")
+        if items is None:
+            return None
+        for item in items:
+            self.check(item, False)
+        return [self.source(i).strip() for i in items]
+
+    def ignore_changes(self, node: _Node, name: str) -> JsonValue:
+        inner = _unwrap(node)
+        if isinstance(inner, Tree) and inner.data == "identifier" and self.name(inner) == "all":
+            return "all"
+        if self.quoted_content(node) == "all":
+            self.diags.warning("Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node))
+            return "all"
+        items = self.tuple_items(node, " (or the keyword all)")
+        if items is None:
+            return None
+        out: list[JsonValue] = []
+        for item in items:
+            if self.quoted_content(item) == "*":
+                self.error(
+                    "Invalid ignore_changes wildcard",
+                    'The ["*"] form of ignore_changes wildcard is was deprecated and is now invalid. Use '
+                    '"ignore_changes = all" to ignore changes to all attributes.',
+                    item,
+                )
+                continue
+            out.append(self.traversal(item, name))
+        return out
+
+    def provider_map(self, node: _Node, name: str) -> JsonValue:
+        inner = _unwrap(node)
+        if not (isinstance(inner, Tree) and inner.data == "object"):
+            self.error("Invalid expression", "A static map expression is required.", node)
+            return None
+        out: dict[str, JsonValue] = {}
+        for elem in (c for c in _children(inner) if c.data == "object_elem"):
+            key, value = _elem_key(elem), elem.children[-1]
+            key_text = self.traversal(key, name)
+            value_text = self.traversal(value, name)
+            if isinstance(key_text, str):
+                out[key_text] = value_text
+        return out
+
+    def required_provider(self, node: _Node, name: str) -> JsonValue:
+        inner = _unwrap(node)
+        if not (isinstance(inner, Tree) and inner.data == "object"):
+            return self.literal(node, name)
+        keys = self.object_keys(inner, literal=True)
+        if keys is None:
+            self.not_constant(node, name)
+            return None
+        out: dict[str, JsonValue] = {}
+        for key, value in keys:
+            if key == "configuration_aliases":
+                out[key] = self.traversal_list(value, key)
+            elif key in ("source", "version"):
+                out[key] = self.literal(value, key)
+            else:
+                self.error(
+                    "Invalid required_providers object",
+                    'required_providers objects can only contain "version", "source" and '
+                    '"configuration_aliases" attributes. To configure a provider, use a "provider" block.',
+                    value,
+                )
+        return out
+
+
+_MODES = {
+    Mode.TRAVERSAL: _Converter.traversal,
+    Mode.TRAVERSAL_LIST: _Converter.traversal_list,
+    Mode.KEYWORD: _Converter.keyword,
+    Mode.KEYWORD_LIST: _Converter.keyword_list,
+    Mode.TYPE: _Converter.type_expr,
+    Mode.EXPR_SOURCE_LIST: _Converter.source_list,
+    Mode.IGNORE_CHANGES: _Converter.ignore_changes,
+    Mode.PROVIDER_MAP: _Converter.provider_map,
+    Mode.REQUIRED_PROVIDER: _Converter.required_provider,
+}
+
+
+def _parse(src: _Source) -> Tree[Token] | None:
+    """Parse with python-hcl2; on failure record the diagnostic on ``src`` and return None."""
+    prepared, blanked = _prepare(src.text)
+    src.blanked = blanked
+    was_enabled = gc.isenabled()
+    gc.disable()  # python-hcl2 allocates many small objects; GC passes double the time (notes §1.7)
+    try:
+        return hcl2.parses_to_tree(prepared)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _syntax_error(exc: Exception, src: _Source, diags: Diagnostics) -> None:
+    text = src.text
+    if isinstance(exc, RecursionError):
+        diags.error(
+            "Configuration too deeply nested",
+            "This file nests expressions or blocks too deeply for flatten's parser to read. "
+            "Split the expression into local values.",
+            src.range(len(text), len(text)),
+        )
+        return
+    pos = getattr(exc, "pos_in_stream", None)
+    if not isinstance(pos, int) or pos < 0:
+        pos = len(text)
+    if (isinstance(exc, UnexpectedToken) and exc.token.type == "$END") or isinstance(exc, UnexpectedEOF):
+        pos = len(text)
+        summary, detail = (
+            "Unclosed configuration block",
+            "There is no closing brace for this block before the end of the file. This may be caused "
+            "by incorrect brace nesting elsewhere in this file.",
+        )
+    elif isinstance(exc, UnexpectedCharacters):
+        summary, detail = "Invalid character", "This character is not used within the language."
+    elif isinstance(exc, UnexpectedToken):
+        line_start = text.rfind("\n", 0, pos) + 1
+        expected = set(exc.expected or ())
+        if not text[line_start:pos].strip():
+            summary, detail = (
+                "Argument or block definition required",
+                "An argument or block definition is required here.",
+            )
+        elif "NL_OR_COMMENT" in expected and "EQ" not in expected:
+            summary, detail = (
+                "Missing newline after argument",
+                "An argument definition must end with a newline.",
+            )
+        else:
+            summary, detail = (
+                "Invalid expression",
+                "Expected the start of an expression, but found an invalid expression token.",
+            )
+    else:
+        summary, detail = "Invalid configuration syntax", f"The file could not be parsed: {exc}"
+    if isinstance(exc, UnexpectedInput):
+        detail += f" (If this is valid HCL: {_PARSER_GAP} at this point.)"
+    pos = min(pos, len(text))
+    diags.error(summary, detail, src.range(pos, min(pos + 1, len(text))))
+
+
+def _run(src: _Source, schema: BlockSchema, options: Options) -> tuple[Body, Diagnostics]:
+    diags = Diagnostics()
+    try:
+        tree = _parse(src)
+    except Exception as exc:  # python-hcl2/lark errors of every kind become one diagnostic
+        _syntax_error(exc, src, diags)
+        return Body(), diags
+    if tree is None:
+        return Body(), diags
+    conv = _Converter(src, options)
+    try:
+        top = tree.children[0]
+        assert isinstance(top, Tree)
+        body = conv.body(top, schema, src.range(src.prefix, len(src.text)))
+    except RecursionError as exc:
+        _syntax_error(exc, src, conv.diags)
+        return Body(), conv.diags
+    return body, conv.diags
+
+
+def parse_native(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
+    """Return the file's top-level body in Terraform JSON form, and its diagnostics.
+
+    Never raises: syntax errors give an empty body and an error diagnostic; structure and
+    value problems give diagnostics and leave the offending item out of the body.
+
+    >>> body, diags = parse_native('locals { a = "x-${var.y}" }', "main.tf", options=Options())
+    >>> body.blocks[0].body.attribute("a").value
+    'x-${var.y}'
+    """
+    try:
+        return _run(_Source(text, filename), top_schema(options.dialect), options)
+    except Exception as exc:  # a bug in this module must still not escape the library
+        diags = Diagnostics()
+        diags.error(
+            "Internal error in flatten's HCL reader", f"{type(exc).__name__}: {exc}", Range.point(filename)
+        )
+        return Body(), diags
+
+
+def convert_expression(
+    text: str, mode: Mode = Mode.EXPR, *, options: Options | None = None
+) -> tuple[JsonValue, Diagnostics]:
+    """Return one native expression converted to its JSON form in ``mode``, and diagnostics.
+
+    >>> convert_expression("1e3")[0]
+    1000
+    """
+    prefix = "v = "
+    schema = BlockSchema(other=mode)
+    body, diags = _run(_Source(prefix + text + "\n", "<expr>", len(prefix)), schema, options or Options())
+    attr = body.attribute("v")
+    return (attr.value if attr is not None else None), diags

@@ -1,0 +1,277 @@
+"""Native syntax → Terraform JSON: a data-file corpus, API checks and hypothesis properties.
+
+Each ``tests/data/hcl/*.txt`` file is one case, so a new case needs no Python:
+
+    # mode: expr              (optional: the text is one expression, converted in EXPR mode)
+    # dialect: opentofu       (optional)
+    <HCL>
+    # --- expected
+    <JSON: the expression's value, or the file as plain JSON; SKIP to check diagnostics only>
+    # --- diagnostics         (optional; without it the case must give no diagnostics)
+    error: <summary> @ <line>:<column>
+
+Expected values are written by hand. The plain-JSON form of a body: attributes map to their
+values; blocks group by type, labels become nested keys, and repeated blocks become a list.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flatten.fields import Mode
+from flatten.hcl import convert_expression, parse_native
+from flatten.model import Block, Body
+from flatten.options import Dialect, Options
+
+DATA = Path(__file__).parent / "data" / "hcl"
+CASES = sorted(DATA.glob("*.txt"))
+
+
+def plain(body: Body) -> dict[str, Any]:
+    """The body as plain JSON: attributes by name, blocks grouped by type and labels."""
+    out: dict[str, Any] = {}
+    for item in body.items:
+        if not isinstance(item, Block):
+            out[item.name] = item.value
+            continue
+        parent = out
+        key = item.type
+        for label in item.labels:
+            parent = parent.setdefault(key, {})
+            key = label
+        value = plain(item.body)
+        if key not in parent:
+            parent[key] = value
+        elif isinstance(parent[key], list):
+            parent[key].append(value)
+        else:
+            parent[key] = [parent[key], value]
+    return out
+
+
+def _read(path: Path) -> tuple[dict[str, str], str, str, list[str]]:
+    text = path.read_bytes().decode("utf-8")
+    headers: dict[str, str] = {}
+    while text.startswith("# ") and not text.startswith("# ---"):
+        line, text = text.split("\n", 1)
+        key, _, value = line[2:].partition(":")
+        headers[key.strip()] = value.strip()
+    source, _, rest = text.partition("\n# --- expected\n")
+    if text.startswith("# --- expected\n"):
+        source, rest = "", text[len("# --- expected\n") :]
+    expected, _, diag_text = rest.partition("# --- diagnostics\n")
+    diags = [ln.strip() for ln in diag_text.splitlines() if ln.strip()]
+    if headers.get("mode") != "expr":
+        source += "\n" if not source.endswith("\n") else ""
+    return headers, source, expected.strip(), diags
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_case(path: Path) -> None:
+    headers, source, expected, want_diags = _read(path)
+    options = Options(Dialect(headers.get("dialect", "terraform")))
+    if headers.get("mode") == "expr":
+        value, diags = convert_expression(source, Mode.EXPR, options=options)
+    else:
+        body, diags = parse_native(source, "main.tf", options=options)
+        value = plain(body)
+    got_diags = [
+        f"{d.severity.value}: {d.summary} @ {d.range.start.line}:{d.range.start.column}"
+        if d.range
+        else d.summary
+        for d in diags
+    ]
+    assert got_diags == want_diags
+    if expected != "SKIP":
+        assert value == json.loads(expected, parse_float=Decimal)
+
+
+def test_corpus_size() -> None:
+    assert len(CASES) >= 150
+
+
+# -- API details ---------------------------------------------------------------------------------
+
+
+def test_ranges_and_bytes() -> None:
+    src = '\ufeffresource "a" "é" {\n  n = "ü" # c\n}\n'
+    body, diags = parse_native(src, "x.tf", options=Options())
+    assert not diags
+    block = body.blocks[0]
+    assert (block.range.start.line, block.range.start.column, block.range.start.byte) == (1, 1, 3)
+    assert block.range.end.column == 17 and block.range.end.byte == 20  # through the last label's quote
+    assert [r.start.column for r in block.label_ranges] == [10, 14]
+    attr = block.body.attributes[0]
+    assert (attr.name_range.start.line, attr.name_range.start.column, attr.name_range.start.byte) == (
+        2,
+        3,
+        25,
+    )
+    assert (attr.expr.range.start.column, attr.expr.range.end.column, attr.expr.range.end.byte) == (7, 10, 33)
+
+
+def test_heredoc_range_excludes_newline() -> None:
+    body, _ = parse_native("locals {\n  h = <<EOT\nx\nEOT\n}\n", "m.tf", options=Options())
+    rng = body.blocks[0].body.attributes[0].expr.range
+    assert (rng.start.line, rng.end.line, rng.end.column) == (2, 4, 4)
+
+
+def test_convert_expression_positions() -> None:
+    _, diags = convert_expression("[var.a,\n  upper(]")
+    assert diags.has_errors and diags[0].range is not None and diags[0].range.start.line == 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "hcl", "want"),
+    [
+        (Mode.LITERAL, '"foo-$${bar.baz}"', "foo-${bar.baz}"),
+        (Mode.LITERAL, "1e3", 1000),
+        (Mode.LITERAL, '{ "$${k}" = ["%%{x}"] }', {"${k}": ["%{x}"]}),
+        (Mode.TRAVERSAL, "module.m.aws_instance.a[0]", "module.m.aws_instance.a[0]"),
+        (Mode.TRAVERSAL_LIST, "[a.b, c]", ["a.b", "c"]),
+        (Mode.KEYWORD, "destroy", "destroy"),
+        (Mode.KEYWORD_LIST, "[a, b]", ["a", "b"]),
+        (Mode.TYPE, "  object({ a = string })  ", "object({ a = string })"),
+        (Mode.EXPR_SOURCE_LIST, '[a.b[0].c, d["k"]]', ["a.b[0].c", 'd["k"]']),
+        (Mode.IGNORE_CHANGES, "all", "all"),
+        (Mode.PROVIDER_MAP, "{ aws.dst = aws.west }", {"aws.dst": "aws.west"}),
+        (Mode.REQUIRED_PROVIDER, '"~> 1.0"', "~> 1.0"),
+    ],
+)
+def test_modes(mode: Mode, hcl: str, want: Any) -> None:
+    value, diags = convert_expression(hcl, mode)
+    assert not diags, diags
+    assert value == want
+
+
+@pytest.mark.parametrize(
+    ("mode", "hcl", "summary"),
+    [
+        (Mode.KEYWORD, "upper(x)", 'Invalid "v" keyword'),
+        (Mode.KEYWORD, '"destroy"', "Quoted keywords are deprecated"),
+        (Mode.TRAVERSAL, "a.b[var.c + 1]", "Invalid expression"),
+        (Mode.TRAVERSAL_LIST, "var.list", "Invalid expression"),
+        (Mode.LITERAL, "1 + 2", "Literal value required"),
+        (Mode.LITERAL, "[for x in y : x]", "Variables not allowed"),
+    ],
+)
+def test_mode_diagnostics(mode: Mode, hcl: str, summary: str) -> None:
+    _, diags = convert_expression(hcl, mode)
+    assert [d.summary for d in diags] == [summary]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["locals {", "}", 'a "b" {', "x = [1,", "locals { a = }", "\x00", "a" * 3 + "{"],
+)
+def test_syntax_errors_are_diagnostics(text: str) -> None:
+    body, diags = parse_native(text, "bad.tf", options=Options())
+    assert diags.has_errors and body.items == ()
+    assert all(d.range is not None for d in diags)
+
+
+def test_deep_nesting_never_raises() -> None:
+    _, diags = convert_expression("[" * 3000 + "]" * 3000)
+    assert isinstance(diags, list)
+
+
+def test_missing_newline_after_argument() -> None:
+    _, diags = parse_native("locals { a = 1 b = 2 }\n", "m.tf", options=Options())
+    assert [d.summary for d in diags] == ["Missing newline after argument"]
+
+
+# -- properties ----------------------------------------------------------------------------------
+
+_text = st.lists(st.sampled_from([*list('ab $%{}"\\\n\t~é✓😀'), "${", "%{", "$${", "%%{"]), max_size=12).map(
+    "".join
+)
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.decimals(allow_nan=False, allow_infinity=False, places=6).filter(lambda d: d != d.to_integral_value()),
+    _text,
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _hcl_string(s: str) -> str:
+    out = []
+    for i, ch in enumerate(s):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch in "$%" and s[i + 1 : i + 2] == "{":
+            out.append(ch + ch)
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _hcl(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, str):
+        return _hcl_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_hcl(v) for v in value) + "]"
+    return "{" + ", ".join(f"{k} = {_hcl(v)}" for k, v in value.items()) + "}"
+
+
+def _as_template(value: Any) -> Any:
+    """The EXPR-mode JSON form of a literal value: strings escaped as templates."""
+    if isinstance(value, str):
+        return value.replace("${", "$${").replace("%{", "%%{")
+    if isinstance(value, list):
+        return [_as_template(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _as_template(v) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values)
+def test_literals_round_trip(value: Any) -> None:
+    literal, diags = convert_expression(_hcl(value), Mode.LITERAL)
+    assert not diags.has_errors, (value, diags)
+    assert literal == value
+    expr, diags = convert_expression(_hcl(value), Mode.EXPR)
+    assert not diags.has_errors
+    assert expr == _as_template(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([*list('ab1 .$%{}[]()"\\\n=#/*<-!~:?,'), "${", "<<EOT\n"]), max_size=30).map(
+        "".join
+    )
+)
+def test_never_raises(text: str) -> None:
+    _value, diags = convert_expression(text)
+    _body, diags2 = parse_native("locals {\n  v = " + text + "\n}\n", "f.tf", options=Options())
+    assert isinstance(diags, list) and isinstance(diags2, list)
+    assert all(d.summary != "Internal error in flatten's HCL reader" for d in [*diags, *diags2]), (
+        text,
+        diags2,
+    )
