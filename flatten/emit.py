@@ -24,24 +24,6 @@ __all__ = ["dumps", "module_json", "body_json", "write_tree", "OutputError", "MA
 
 MANIFEST_NAME = "flatten.manifest.json"
 
-# Top-level block types in the order a reader expects them; anything else follows, sorted.
-_TOP_ORDER = (
-    "terraform",
-    "language",
-    "provider",
-    "variable",
-    "locals",
-    "module",
-    "data",
-    "ephemeral",
-    "resource",
-    "action",
-    "check",
-    "import",
-    "moved",
-    "removed",
-    "output",
-)
 # Unlabelled block types that may repeat and whose entries are kept as a list in source order.
 _LIST_TYPES = frozenset({"import", "moved", "removed"})
 
@@ -206,9 +188,8 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
     grouped: dict[str, list[Block]] = {}
     for block in module.blocks:
         grouped.setdefault(block.type, []).append(block)
-    order = [t for t in _TOP_ORDER if t in grouped] + sorted(t for t in grouped if t not in _TOP_ORDER)
     doc: dict[str, JsonValue] = {}
-    for type_ in order:
+    for type_ in sorted(grouped):
         blocks = grouped[type_]
         if type_ == "locals":
             merged: dict[str, JsonValue] = {}

@@ -263,7 +263,12 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         ),
     }
     if tofu:
-        blocks["language"] = generic_schema(Mode.LITERAL, 0)
+        # Other software may add its own arguments under compatible_with; tofu ignores them.
+        compatible_with = BlockSchema(attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True)
+        blocks["language"] = BlockSchema(
+            attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
+            blocks={"compatible_with": compatible_with},
+        )
     else:
         blocks["action"] = BlockSchema(
             labels=("type", "name"),

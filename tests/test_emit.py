@@ -63,7 +63,7 @@ def test_module_layout() -> None:
         ),
     )
     doc = module_json(module)
-    assert list(doc) == ["provider", "variable", "locals", "resource", "moved"]
+    assert list(json.loads(dumps(doc))) == ["locals", "moved", "provider", "resource", "variable"]
     assert doc["locals"] == {"a": "${local.b}", "b": 1}
     assert list(doc["resource"]) == ["a_type", "b_type"]  # type: ignore[arg-type]
     # The default configuration first, then aliases.

@@ -1,0 +1,7 @@
+variable "env" {
+  default = "prod"
+}
+
+locals {
+  base = "service-${var.env}"
+}

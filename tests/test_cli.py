@@ -1,0 +1,111 @@
+"""The command line: exit codes, refusing unsafe --out, --check, diagnostics rendering."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from flatten import __version__
+
+MAIN = 'resource "terraform_data" "a" {\n  input = "x"\n}\n'
+
+
+def flatten(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flatten", *map(str, args)], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_version() -> None:
+    proc = flatten("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"flatten {__version__}"
+
+
+def test_build_writes_output_and_reports_on_stderr(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN})
+    out = tmp_path / "out"
+    proc = flatten("build", root, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    doc = json.loads((out / "main.tf.json").read_text())
+    assert doc == {"resource": {"terraform_data": {"a": {"input": "x"}}}}
+    assert (out / "flatten.manifest.json").is_file()
+
+
+def test_errors_exit_1_and_leave_previous_output(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN})
+    out = tmp_path / "out"
+    assert flatten("build", root, "--out", out).returncode == 0
+    before = (out / "main.tf.json").read_bytes()
+    (root / "main.tf").write_text('resource "terraform_data" "a" {\n  input = \n}\n')
+    proc = flatten("build", root, "--out", out)
+    assert proc.returncode == 1
+    assert "Error: " in proc.stderr
+    assert "main.tf line" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert (out / "main.tf.json").read_bytes() == before
+
+
+def test_diagnostics_json_mirrors_terraform_validate(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN + MAIN})
+    proc = flatten("build", root, "--out", tmp_path / "out", "--diagnostics-json")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["valid"] is False
+    assert doc["error_count"] == 1
+    (diag,) = doc["diagnostics"]
+    assert diag["severity"] == "error"
+    assert diag["summary"] == 'Duplicate resource "terraform_data" configuration'
+    assert diag["range"]["filename"] == "main.tf"
+    assert diag["range"]["start"]["line"] == 4
+
+
+def test_out_inside_root_is_refused(tree) -> None:
+    root = tree({"main.tf": MAIN})
+    for out in (root, root / "sub"):
+        proc = flatten("build", root, "--out", out)
+        assert proc.returncode == 2
+        assert "inside the root module" in proc.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["main.tf"]
+
+
+def test_non_empty_foreign_out_is_refused(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN})
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    proc = flatten("build", root, "--out", out)
+    assert proc.returncode == 2
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_usage_errors_exit_2(tree) -> None:
+    root = tree({"main.tf": MAIN})
+    assert flatten("build", root).returncode == 2  # --out missing
+    assert flatten("build", root, "--out", "/tmp/x", "--dialect", "nope").returncode == 2
+    assert flatten("build", root / "missing", "--out", "/tmp/x").returncode == 2
+
+
+def test_check_reports_stale_output(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN})
+    out = tmp_path / "out"
+    assert flatten("build", root, "--out", out, "--check").returncode == 1
+    assert flatten("build", root, "--out", out).returncode == 0
+    assert flatten("build", root, "--out", out, "--check").returncode == 0
+    (root / "main.tf").write_text(MAIN.replace('"x"', '"y"'))
+    proc = flatten("build", root, "--out", out, "--check")
+    assert proc.returncode == 1
+    assert "changed: main.tf.json" in proc.stderr
+    assert json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]["a"]["input"] == "x"
+
+
+def test_dialect_opentofu_reads_tofu_files(tree, tmp_path: Path) -> None:
+    root = tree({"main.tf": MAIN, "main.tofu": MAIN.replace('"a"', '"b"')})
+    out = tmp_path / "out"
+    assert flatten("build", root, "--out", out, "--dialect", "opentofu").returncode == 0
+    assert list(json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]) == ["b"]
+    assert flatten("build", root, "--out", out).returncode == 0
+    assert list(json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]) == ["a"]

@@ -1,0 +1,71 @@
+"""Terraform as the oracle for whole builds: the flattened tree plans exactly like the original.
+
+Each directory under tests/data/oracle/ is a root module built from the builtin ``terraform_data``
+resource, locals, variables and outputs (nothing to download). For each: ``terraform validate``
+accepts the output, and ``terraform plan`` of the output equals the plan of the original
+(planned values, resource changes, outputs).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oracle import Terraform, terraform
+
+from flatten.build import build
+from flatten.emit import write_tree
+from flatten.options import Options
+
+CASES = sorted(p for p in (Path(__file__).parent / "data" / "oracle").iterdir() if p.is_dir())
+
+
+def _plan(tf: Terraform, directory: Path) -> dict[str, Any]:
+    init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=directory)
+    assert init.returncode == 0, init.stderr + init.stdout
+    plan = tf.run("plan", "-input=false", "-no-color", "-out=oracle.plan", cwd=directory)
+    assert plan.returncode == 0, plan.stderr + plan.stdout
+    show = tf.run("show", "-json", "oracle.plan", cwd=directory)
+    assert show.returncode == 0, show.stderr
+    doc = json.loads(show.stdout)
+    return {
+        "planned_values": doc.get("planned_values"),
+        "resource_changes": doc.get("resource_changes"),
+        "output_changes": doc.get("output_changes"),
+        "variables": doc.get("variables"),
+    }
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> None:
+    tf = terraform()
+    original = tmp_path / "original"
+    shutil.copytree(case, original)
+    result, diags = build(original, options=Options())
+    assert not diags.has_errors, diags
+    out = tmp_path / "flat"
+    write_tree(out, result.files)
+    assert not any(p.name.endswith(("_override.tf", "override.tf")) for p in out.iterdir())
+
+    init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=out)
+    assert init.returncode == 0, init.stderr
+    validate = tf.run("validate", "-json", "-no-color", cwd=out)
+    verdict = json.loads(validate.stdout)
+    assert verdict["valid"], verdict["diagnostics"]
+
+    assert _plan(tf, out) == _plan(tf, original)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_building_the_output_again_reproduces_it(case: Path, tmp_path: Path) -> None:
+    result, diags = build(case, options=Options())
+    assert not diags.has_errors, diags
+    first = tmp_path / "first"
+    write_tree(first, result.files)
+    again, diags = build(first, options=Options())
+    assert not diags.has_errors, diags
+    assert again.files["main.tf.json"] == result.files["main.tf.json"]
