@@ -17,7 +17,7 @@ from flatten.diagnostics import Diagnostics
 from flatten.emit import MANIFEST_NAME, dumps, module_json
 from flatten.load import load_dir
 from flatten.merge import merge_module
-from flatten.model import Module
+from flatten.model import JsonValue, Module
 from flatten.options import Options
 
 __all__ = ["BuildResult", "build", "load_module"]
@@ -56,7 +56,7 @@ def build(root: Path, *, options: Options) -> tuple[BuildResult, Diagnostics]:
     if diags.has_errors:
         return BuildResult(modules=(module,)), diags
     main = dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
-    manifest = {
+    manifest: dict[str, JsonValue] = {
         "flatten_version": __version__,
         "dialect": options.dialect.value,
         "modules": [

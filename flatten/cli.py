@@ -62,7 +62,9 @@ def _is_within(path: Path, parent: Path) -> bool:
 
 def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
     problems = []
-    existing = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+    existing = (
+        {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+    )
     for rel in sorted(set(files) | existing):
         if rel not in existing:
             problems.append(f"missing: {rel}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flatten.model import Attribute, Block, Body, JsonValue, Module, Range
 
-__all__ = ["dumps", "module_json", "body_json", "write_tree", "OutputError", "MANIFEST_NAME"]
+__all__ = ["MANIFEST_NAME", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
 
 MANIFEST_NAME = "flatten.manifest.json"
 
@@ -116,7 +116,9 @@ def _provenance(origins: tuple[Range, ...]) -> str:
     return "merged from " + ", ".join(f"{r.filename}:{r.start.line}" for r in origins)
 
 
-def body_json(body: Body, *, origins: tuple[Range, ...] = (), provenance: bool = False) -> dict[str, JsonValue]:
+def body_json(
+    body: Body, *, origins: tuple[Range, ...] = (), provenance: bool = False
+) -> dict[str, JsonValue]:
     """Return a block body as a Terraform JSON object (nested blocks grouped by type)."""
     doc: dict[str, JsonValue] = {}
     if provenance and origins:
@@ -152,7 +154,9 @@ def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
             child = node.setdefault(label, {})
             assert isinstance(child, dict)
             node = child
-        node.setdefault(block.labels[-1], []).append(block)  # type: ignore[union-attr]
+        leaf = node.setdefault(block.labels[-1], [])
+        assert isinstance(leaf, list)
+        leaf.append(block)
 
     def render(node: dict[str, object]) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {}

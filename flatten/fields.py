@@ -19,7 +19,7 @@ from functools import cache
 
 from flatten.options import Dialect
 
-__all__ = ["BlockSchema", "Mode", "top_schema", "generic_schema"]
+__all__ = ["BlockSchema", "Mode", "generic_schema", "top_schema"]
 
 
 class Mode(Enum):
@@ -264,7 +264,9 @@ def top_schema(dialect: Dialect) -> BlockSchema:
     }
     if tofu:
         # Other software may add its own arguments under compatible_with; tofu ignores them.
-        compatible_with = BlockSchema(attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True)
+        compatible_with = BlockSchema(
+            attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True
+        )
         blocks["language"] = BlockSchema(
             attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
             blocks={"compatible_with": compatible_with},

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from flatten.options import Dialect
 
-__all__ = ["ConfigFile", "DirectoryListing", "list_config_files", "is_override_name", "split_extension"]
+__all__ = ["ConfigFile", "DirectoryListing", "is_override_name", "list_config_files", "split_extension"]
 
 # Suffixes in the order the engines test them (the first that matches wins).
 _CONFIG_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
@@ -88,9 +88,7 @@ def _shadow(files: list[ConfigFile], dialect: Dialect) -> list[ConfigFile]:
         split = split_extension(f.name, dialect)
         assert split is not None
         base, suffix = split
-        shadowed = any(
-            plain == suffix and base + tofu in names for tofu, plain in _TOFU_SHADOWS.items()
-        )
+        shadowed = any(plain == suffix and base + tofu in names for tofu, plain in _TOFU_SHADOWS.items())
         if not shadowed:
             kept.append(f)
     return kept

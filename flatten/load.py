@@ -15,7 +15,7 @@ from flatten.files import ConfigFile, list_config_files
 from flatten.model import Body, ParsedFile, Range
 from flatten.options import Options
 
-__all__ = ["load_dir", "load_file", "display_path"]
+__all__ = ["display_path", "load_dir", "load_file"]
 
 
 def display_path(path: Path, root: Path) -> str:

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 # Numbers that are not integers are Decimals so that full precision survives (spec §7.1).
-JsonValue: TypeAlias = Union[None, bool, int, Decimal, str, list["JsonValue"], dict[str, "JsonValue"]]
+JsonValue: TypeAlias = Union[None, bool, int, Decimal, str, list["JsonValue"], dict[str, "JsonValue"]]  # noqa: UP007, RUF036
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -51,7 +51,9 @@ class Range:
 
     def __str__(self) -> str:
         # HCL's form: file:L,C-C on one line, file:L,C-L,C across lines.
-        end = f"{self.end.column}" if self.end.line == self.start.line else f"{self.end.line},{self.end.column}"
+        end = (
+            f"{self.end.column}" if self.end.line == self.start.line else f"{self.end.line},{self.end.column}"
+        )
         return f"{self.filename}:{self.start.line},{self.start.column}-{end}"
 
     @staticmethod

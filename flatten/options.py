@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["Dialect", "Options"]
 
 
-class Dialect(str, Enum):
+class Dialect(StrEnum):
     """Which engine's rules apply: file extensions, block types and diagnostic wording."""
 
     TERRAFORM = "terraform"

@@ -178,7 +178,9 @@ def test_block_shapes(src: str, expected: list[Any]) -> None:
 
 
 def test_opentofu_blocks() -> None:
-    assert shapes('{"language": {"x": 1}}', Dialect.OPENTOFU) == [("language", [("x", 1)])]
+    assert shapes('{"language": {"edition": "tofu2024"}}', Dialect.OPENTOFU) == [
+        ("language", [("edition", "tofu2024")])
+    ]
     _, diags = parse('{"language": {}}')
     assert diags[0][0] == "Extraneous JSON object property"
 

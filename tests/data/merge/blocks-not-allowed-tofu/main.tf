@@ -1,0 +1,1 @@
+resource "terraform_data" "a" {}

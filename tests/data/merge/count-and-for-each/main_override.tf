@@ -1,0 +1,3 @@
+module "m" {
+  version = "1.0.0"
+}

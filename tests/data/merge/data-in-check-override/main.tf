@@ -1,0 +1,9 @@
+check "c" {
+  data "http" "h" {
+    url = "https://base"
+  }
+  assert {
+    condition     = true
+    error_message = "x"
+  }
+}

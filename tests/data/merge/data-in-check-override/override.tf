@@ -1,0 +1,3 @@
+data "http" "h" {
+  url = "https://override"
+}

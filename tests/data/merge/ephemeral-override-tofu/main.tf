@@ -1,0 +1,4 @@
+ephemeral "random_password" "p" {
+  length = 8
+  special = true
+}

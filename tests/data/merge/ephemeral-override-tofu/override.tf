@@ -1,0 +1,3 @@
+ephemeral "random_password" "p" {
+  length = 16
+}

@@ -1,0 +1,5 @@
+resource "test" "a" {
+  _ {
+    count = "override-count"
+  }
+}

@@ -1,0 +1,5 @@
+resource "test_instance" "a" {
+  lifecycle {
+    ignore_changes = [ami]
+  }
+}

@@ -1,0 +1,8 @@
+locals {
+  a = 1
+  b = 2
+}
+
+locals {
+  c = 3
+}

@@ -1,0 +1,7 @@
+module "m" {
+  providers = {}
+  depends_on = [terraform_data.x] # ERROR: Unsupported override
+}
+
+module "nope" { # ERROR: Missing module call to override
+}

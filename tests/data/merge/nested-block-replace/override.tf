@@ -1,0 +1,5 @@
+resource "aws_instance" "web" {
+  root_block_device {
+    a = 3
+  }
+}

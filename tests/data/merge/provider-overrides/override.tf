@@ -1,0 +1,21 @@
+provider "aws" {
+  region  = "eu-west-1"
+  version = "~> 5.0"
+}
+
+provider "aws" {
+  alias = "west"
+  assume_role {
+    role_arn = "override"
+  }
+}
+
+provider "google" {
+  project = "added"
+  for_each = {}
+}
+
+provider "aws" { # ERROR: Missing base provider configuration for override
+  alias  = "typo"
+  region = "x"
+}

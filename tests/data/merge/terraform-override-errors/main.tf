@@ -1,0 +1,5 @@
+terraform {
+  encryption {
+    method "unencrypted" "m" {}
+  }
+}

@@ -1,0 +1,8 @@
+variable "a" {
+  sensitive = false
+  nullable  = true
+}
+
+variable "b" {
+  default = null
+}

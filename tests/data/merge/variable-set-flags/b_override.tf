@@ -1,0 +1,4 @@
+variable "a" {
+  default  = null
+  deprecated = "use c"
+}

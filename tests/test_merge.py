@@ -1,0 +1,261 @@
+"""Override merging and duplicate declarations (spec §2–§3), one case directory per rule.
+
+Each directory under ``tests/data/merge/`` is a module. Expected diagnostics sit on the offending
+line as ``# ERROR: <summary>`` / ``# WARNING: <summary>`` (JSON files list theirs in
+``expected-diagnostics.txt`` as ``<file>:<line> ERROR: <summary>``); a case without markers must
+produce no diagnostics. ``expected.json`` (optional) pins merged values: block address →
+{argument: value}, where nested blocks are lists of bodies, ``dynamic`` blocks appear as
+``dynamic.T`` and the string ``"<absent>"`` means the argument must not be there. A file
+``DIALECT`` selects ``terraform`` (default: ``opentofu``, as the conformance suite runs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flatten.diagnostics import Diagnostics
+from flatten.load import load_dir
+from flatten.merge import merge_bodies, merge_module
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
+from flatten.options import Dialect, Options
+
+DATA = Path(__file__).parent / "data" / "merge"
+ABSENT = "<absent>"
+_MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*(.+?)\s*$")
+
+
+def all_cases() -> list[str]:
+    """Every case directory under tests/data/merge, sorted (the one helper parametrize uses)."""
+    return sorted(p.name for p in DATA.iterdir() if p.is_dir())
+
+
+def _options(case: Path) -> Options:
+    marker = case / "DIALECT"
+    dialect = marker.read_text().strip() if marker.exists() else "opentofu"
+    return Options(dialect=Dialect(dialect))
+
+
+def _merge(case: Path) -> tuple[Module, Diagnostics]:
+    options = _options(case)
+    files, diags = load_dir(case, root=case, options=options)
+    assert not diags, [f"{d.summary}: {d.detail}" for d in diags]
+    module, merge_diags = merge_module(files, directory=".", options=options)
+    return module, merge_diags
+
+
+def _expected_diagnostics(case: Path) -> list[tuple[str, int, str, str]]:
+    out: list[tuple[str, int, str, str]] = []
+    for path in sorted(case.iterdir()):
+        if path.suffix in (".tf", ".tofu"):
+            for n, line in enumerate(path.read_text().splitlines(), start=1):
+                m = _MARKER.search(line)
+                if m:
+                    out.append((path.name, n, m.group(1).lower(), m.group(2)))
+    listing = case / "expected-diagnostics.txt"
+    if listing.exists():
+        for line in listing.read_text().splitlines():
+            if line.strip():
+                where, _, rest = line.partition(" ")
+                file, _, lineno = where.rpartition(":")
+                severity, _, text = rest.partition(": ")
+                out.append((file, int(lineno), severity.lower(), text))
+    return sorted(out)
+
+
+def _plain_body(body: Body) -> dict[str, JsonValue]:
+    doc: dict[str, JsonValue] = {}
+    for item in body.items:
+        if isinstance(item, Attribute):
+            doc[item.name] = item.value
+            continue
+        key = item.type if item.type != "dynamic" else "dynamic." + item.labels[0]
+        entry = _plain_body(item.body)
+        if item.labels and item.type != "dynamic":
+            entry = {"__labels__": list(item.labels), **entry}
+        existing = doc.setdefault(key, [])
+        assert isinstance(existing, list)
+        existing.append(entry)
+    return doc
+
+
+def _plain(module: Module) -> dict[str, list[JsonValue]]:
+    out: dict[str, list[JsonValue]] = {}
+    for block in module.blocks:
+        out.setdefault(block.address, []).append(_plain_body(block.body))
+    return out
+
+
+def _check(want: JsonValue, got: JsonValue, path: str) -> None:
+    if isinstance(want, dict) and isinstance(got, dict):
+        for key, value in want.items():
+            if value == ABSENT:
+                assert key not in got, f"{path}.{key} should be absent, got {got.get(key)!r}"
+                continue
+            assert key in got, f"{path}.{key} missing; have {sorted(got)}"
+            _check(value, got[key], f"{path}.{key}")
+        return
+    if isinstance(want, list) and isinstance(got, list) and want and isinstance(want[0], dict):
+        assert len(want) == len(got), f"{path}: {len(got)} blocks, expected {len(want)}: {got!r}"
+        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+            _check(w, g, f"{path}[{i}]")
+        return
+    assert want == got and type(want) is type(got), f"{path}: got {got!r}, expected {want!r}"
+
+
+@pytest.mark.parametrize("name", all_cases())
+def test_case_diagnostics(name: str) -> None:
+    case = DATA / name
+    _, diags = _merge(case)
+    got = sorted(
+        (
+            d.range.filename if d.range else "",
+            d.range.start.line if d.range else 0,
+            d.severity.value,
+            d.summary,
+        )
+        for d in diags
+    )
+    assert got == _expected_diagnostics(case), [f"{d.summary}: {d.detail} @ {d.range}" for d in diags]
+    for d in diags:
+        assert d.detail, f"{d.summary} has no detail"
+
+
+@pytest.mark.parametrize("name", [n for n in all_cases() if (DATA / n / "expected.json").exists()])
+def test_case_values(name: str) -> None:
+    case = DATA / name
+    module, _ = _merge(case)
+    want = json.loads((case / "expected.json").read_text())
+    got = _plain(module)
+    for address, body in want.items():
+        if body == ABSENT:
+            assert address not in got, f"{address} should be absent"
+            continue
+        assert address in got, f"{address} missing; have {sorted(got)}"
+        if isinstance(body, list):
+            _check(body, list(got[address]), address)
+        else:
+            assert len(got[address]) == 1, f"{address} appears {len(got[address])} times"
+            _check(body, got[address][0], address)
+
+
+# --- direct checks that a directory cannot express -----------------------------------------
+
+
+def test_origins_record_every_contributor() -> None:
+    module, diags = _merge(DATA / "seed-worked-example")
+    assert not diags
+    (web,) = [b for b in module.blocks if b.address == "resource.aws_instance.web"]
+    assert [(r.filename, r.start.line) for r in web.origins] == [("example.tf", 1), ("override.tf", 1)]
+    assert all(not b.origins for b in module.blocks if b is not web)
+
+
+def test_duplicate_detail_names_the_first_location() -> None:
+    _, diags = _merge(DATA / "dup-opentofu")
+    (dup,) = [d for d in diags if d.summary == 'Duplicate resource "aws_instance" configuration']
+    assert dup.detail.startswith('A aws_instance resource named "web" was already declared at main.tf:')
+    assert dup.range is not None and dup.range.filename == "other.tf"
+
+
+def test_variable_default_detail_variants() -> None:
+    _, diags = _merge(DATA / "variable-type-default")
+    details = sorted(
+        d.detail.split(":")[0] for d in diags if d.summary == "Invalid default value for variable"
+    )
+    assert details == [
+        "A null default value is not valid when nullable=false.",
+        "Overriding this variable's type constraint has made its default value invalid",
+        "The overridden default value for this variable is not compatible with the variable's type "
+        "constraint",
+        "This default value is not compatible with the variable's type constraint",
+        "This variable's default value is not compatible with its type constraint",
+    ]
+
+
+def test_input_is_not_mutated() -> None:
+    options = Options(dialect=Dialect.OPENTOFU)
+    case = DATA / "seed-worked-example"
+    files, _ = load_dir(case, root=case, options=options)
+    before = [f.body for f in files]
+    merge_module(files, directory=".", options=options)
+    assert [f.body for f in files] == before
+
+
+def _attr(name: str, value: JsonValue) -> Attribute:
+    r = Range.point("x.tf")
+    return Attribute(name, Expr(value, r), r)
+
+
+def _block(type_: str, *labels: str, items: tuple[Attribute | Block, ...] = ()) -> Block:
+    return Block(type_, labels, Body(items), Range.point("x.tf"))
+
+
+def test_merge_bodies_hides_by_name_in_both_forms() -> None:
+    base: list[Attribute | Block] = [
+        _block("ebs", items=(_attr("a", 1),)),
+        _block("dynamic", "ebs"),
+        _block("dynamic", "other"),
+        _attr("x", 1),
+    ]
+    merged = merge_bodies(base, [_attr("ebs", {"a": 2})])
+    assert [(i.name if isinstance(i, Attribute) else f"{i.type}:{i.labels}") for i in merged] == [
+        "ebs",
+        "dynamic:('other',)",
+        "x",
+    ]
+
+
+def test_no_files_gives_an_empty_module() -> None:
+    module, diags = merge_module([], directory="mod", options=Options())
+    assert module == Module("mod") and not diags
+
+
+def test_json_only_override_is_applied() -> None:
+    body = Body((_block("resource", "a", "b", items=(_attr("x", 1), _attr("y", 2))),))
+    over = Body((_block("resource", "a", "b", items=(_attr("x", 3),)),))
+    files = [ParsedFile("main.tf.json", "json", body), ParsedFile("override.tf.json", "json", over, True)]
+    module, diags = merge_module(files, directory=".", options=Options())
+    assert not diags
+    assert _plain(module) == {"resource.a.b": [{"x": 3, "y": 2}]}
+
+
+# --- Terraform itself as the oracle ---------------------------------------------------------
+
+ORACLE_CASES = {
+    "main.tf": 'variable "v" {\n  type    = number\n  default = "01"\n}\n\n'
+    'variable "w" {\n  default = "keep"\n}\n\n'
+    "locals {\n  a = 1\n  b = { x = 1 }\n}\n",
+    "override.tf": 'variable "v" {\n  type = string\n}\n\nlocals {\n  b = { y = 2 }\n}\n',
+    "z_override.tf.json": '{"locals": {"a": "json"}, "variable": {"w": {"sensitive": false}}}\n',
+}
+
+
+def test_oracle_agrees_with_merge(tmp_path: Path) -> None:
+    """terraform console on the original directory sees the values our merged module holds."""
+    import oracle
+    from conftest import write_tree
+
+    tf = oracle.terraform()
+    case = write_tree(tmp_path / "case", dict(ORACLE_CASES))
+    options = Options(dialect=Dialect.TERRAFORM)
+    files, diags = load_dir(case, root=case, options=options)
+    module, merge_diags = merge_module(files, directory=".", options=options)
+    assert not diags and not merge_diags
+    values: dict[str, JsonValue] = {}
+    for block in module.blocks:
+        for attr in block.body.attributes:
+            values[f"{block.address}.{attr.name}"] = attr.value
+    ours = [
+        values["variable.v.default"],
+        values["variable.w.default"],
+        values["locals.a"],
+        values["locals.b"],
+    ]
+    result = tf.run("console", cwd=case, stdin="jsonencode([var.v, var.w, local.a, local.b])\n", timeout=120)
+    if result.returncode != 0:
+        pytest.skip(f"terraform console failed: {result.stderr.strip()[:200]}")
+    printed = result.stdout.strip().splitlines()[-1]
+    assert json.loads(json.loads(printed)) == ours
