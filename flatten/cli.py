@@ -113,12 +113,12 @@ def build(
     if diags.has_errors:
         raise typer.Exit(1)
     if check:
-        problems = _stale(out_abs, dict(result.files))
+        problems = _stale(out_abs, result.files)
         for line in problems:
             typer.echo(line, err=True)
         raise typer.Exit(1 if problems else 0)
     try:
-        write_tree(out_abs, result.files)
+        write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
         raise _usage_error(str(exc)) from None
     if not diagnostics_json:

@@ -46,12 +46,16 @@ class Diagnostic:
     module: str = ""
 
     @classmethod
-    def error(cls, summary: str, detail: str = "", range: Range | None = None) -> Diagnostic:
-        return cls(Severity.ERROR, summary, detail, range)
+    def error(
+        cls, summary: str, detail: str = "", range: Range | None = None, module: str = ""
+    ) -> Diagnostic:
+        return cls(Severity.ERROR, summary, detail, range, module)
 
     @classmethod
-    def warning(cls, summary: str, detail: str = "", range: Range | None = None) -> Diagnostic:
-        return cls(Severity.WARNING, summary, detail, range)
+    def warning(
+        cls, summary: str, detail: str = "", range: Range | None = None, module: str = ""
+    ) -> Diagnostic:
+        return cls(Severity.WARNING, summary, detail, range, module)
 
 
 class Diagnostics(list[Diagnostic]):

@@ -213,8 +213,9 @@ def _is_previous_output(path: Path) -> bool:
     return (path / MANIFEST_NAME).is_file() or not any(path.iterdir())
 
 
-def write_tree(out: Path, files: Mapping[str, bytes]) -> None:
-    """Write ``files`` (relative path -> bytes) as the directory ``out``, replacing it atomically.
+def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path] | None = None) -> None:
+    """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
+    the directory ``out``, replacing it atomically.
 
     The tree is written into a temporary directory beside ``out`` and renamed into place, so a
     failed or interrupted build leaves the previous output untouched. An existing ``out`` is
@@ -239,6 +240,11 @@ def write_tree(out: Path, files: Mapping[str, bytes]) -> None:
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        for rel, source in sorted((copies or {}).items()):
+            target = tmp / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            shutil.copymode(source, target)  # scripts keep their executable bit
         os.chmod(tmp, 0o755)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))

@@ -8,6 +8,7 @@ empty body for that file. Nothing here raises for bad configuration.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from flatten.diagnostics import Diagnostics
@@ -20,11 +21,8 @@ __all__ = ["display_path", "load_dir", "load_file"]
 
 def display_path(path: Path, root: Path) -> str:
     """Return ``path`` relative to ``root`` with forward slashes, for ranges and messages."""
-    try:
-        rel = path.relative_to(root)
-    except ValueError:
-        return path.as_posix()
-    return rel.as_posix() or "."
+    rel = os.path.relpath(path, root)
+    return Path(rel).as_posix()
 
 
 def load_file(entry: ConfigFile, *, root: Path, options: Options) -> tuple[ParsedFile, Diagnostics]:

@@ -48,7 +48,7 @@ def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> N
     result, diags = build(original, options=Options())
     assert not diags.has_errors, diags
     out = tmp_path / "flat"
-    write_tree(out, result.files)
+    write_tree(out, result.tree.files, result.tree.copies)
     assert not any(p.name.endswith(("_override.tf", "override.tf")) for p in out.iterdir())
 
     init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=out)
@@ -65,7 +65,7 @@ def test_building_the_output_again_reproduces_it(case: Path, tmp_path: Path) -> 
     result, diags = build(case, options=Options())
     assert not diags.has_errors, diags
     first = tmp_path / "first"
-    write_tree(first, result.files)
+    write_tree(first, result.tree.files, result.tree.copies)
     again, diags = build(first, options=Options())
     assert not diags.has_errors, diags
     assert again.files["main.tf.json"] == result.files["main.tf.json"]
