@@ -17,6 +17,8 @@ from flatten import __version__
 from flatten.build import build as run_build
 from flatten.diagnostics import Diagnostics, render_json, render_text
 from flatten.emit import OutputError, write_tree
+from flatten.graph import build_graph
+from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
 
 app = typer.Typer(
@@ -123,6 +125,28 @@ def build(
         raise _usage_error(str(exc)) from None
     if not diagnostics_json:
         typer.echo(f"flatten: wrote {len(result.files)} files to {out}", err=True)
+    raise typer.Exit(exit_code(diags))
+
+
+@app.command()
+def graph(
+    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    format: Annotated[GraphFormat, typer.Option("--format", "-f", help="Output format.")] = GraphFormat.TEXT,
+    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    diagnostics_json: Annotated[
+        bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
+    ] = False,
+) -> None:
+    """Show the module tree of ROOT: every module path, its source and directory."""
+    root_abs = root.resolve()
+    if not root_abs.is_dir():
+        raise _usage_error(f"{root} is not a directory.")
+    module_graph, diags = build_graph(root_abs, options=Options(dialect=dialect))
+    if diagnostics_json:
+        sys.stderr.write(render_json(diags))
+    elif diags:
+        sys.stderr.write(render_text(diags, root=root_abs))
+    sys.stdout.write(render_graph(module_graph, format, root=root_abs))
     raise typer.Exit(exit_code(diags))
 
 

@@ -155,7 +155,7 @@ def _digest(data: bytes) -> str:
 
 
 def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTree:
-    """Return the output tree for ``graph``: one canonical JSON file per module directory, copies, manifest."""
+    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest."""
     root = root.absolute()
     outputs = _assign_outputs(graph, root)
     files: dict[str, bytes] = {}

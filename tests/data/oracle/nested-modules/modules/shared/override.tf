@@ -1,0 +1,3 @@
+locals {
+  tag = "overridden:${var.label}"
+}
