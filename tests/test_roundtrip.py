@@ -53,9 +53,7 @@ def literal(draw: st.DrawFn, depth: int = 0) -> str:
     options = [
         TEXT.map(hcl_string),
         st.integers(-(10**20), 10**20).map(str),
-        st.decimals(allow_nan=False, allow_infinity=False, places=4).map(
-            lambda d: str(d) if d >= 0 else str(d)
-        ),
+        st.decimals(allow_nan=False, allow_infinity=False, places=4).map(str),
         st.sampled_from(["true", "false", "null"]),
     ]
     if depth < 2:
