@@ -10,11 +10,17 @@ so building the output again reproduces it byte for byte.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
+import glob
 import json
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from decimal import Context, Decimal
 from pathlib import Path
 
@@ -213,48 +219,111 @@ def _is_previous_output(path: Path) -> bool:
     return (path / MANIFEST_NAME).is_file() or not any(path.iterdir())
 
 
-def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path] | None = None) -> None:
-    """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
-    the directory ``out``, replacing it atomically.
+class Interrupted(BaseException):
+    """SIGTERM arrived while the output was being written (raised so cleanup runs)."""
 
-    The tree is written into a temporary directory beside ``out`` and renamed into place, so a
-    failed or interrupted build leaves the previous output untouched. An existing ``out`` is
-    replaced only if it is empty or holds a previous flatten output (it has the manifest);
-    anything else raises ``OutputError``.
-    """
-    out = out.absolute()
-    if out.exists():
-        if not out.is_dir():
-            raise OutputError(f"{out} exists and is not a directory")
-        if not _is_previous_output(out):
-            raise OutputError(
-                f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a directory "
-                "flatten did not write. Choose an empty or new --out directory."
-            )
-    parent = out.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
-    old: Path | None = None
+
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    # SIGTERM normally kills the process without unwinding; turn it into an exception for the
+    # duration of the write so the temporary tree is removed and the old output stays in place.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
-        for rel, data in sorted(files.items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        for rel, source in sorted((copies or {}).items()):
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-            shutil.copymode(source, target)  # scripts keep their executable bit
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=parent))
-            os.rmdir(old)
-            os.rename(out, old)
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` so two builds into the same place take turns."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2); return False where unsupported."""
+    renameat2 = getattr(_libc, "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(result == 0)
+
+
+def _swap_by_renames(tmp: Path, out: Path) -> None:
+    """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between."""
+    old = tmp.with_name(tmp.name + "-old") if out.exists() else None
+    if old is not None:
+        os.rename(out, old)
+    try:
         os.rename(tmp, out)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None and old.exists() and not out.exists():
+        if old is not None and not out.exists():
             os.rename(old, out)
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_files(tmp: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]) -> None:
+    for rel, data in sorted(files.items()):
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    for rel, source in sorted(copies.items()):
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        shutil.copymode(source, target)  # scripts keep their executable bit
+    os.chmod(tmp, 0o755)
+
+
+def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path] | None = None) -> None:
+    """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
+    the directory ``out``, replacing it atomically.
+
+    The tree is written into a temporary directory beside ``out`` and swapped into place (an
+    atomic exchange where the kernel supports it), so a failed or interrupted build (an
+    exception, Ctrl-C or SIGTERM) leaves the previous output untouched and no temporary directory
+    behind. Builds into the same ``out`` take turns (a lock on its parent directory). An existing
+    ``out`` is replaced only if it is empty or holds a previous flatten output (it has the
+    manifest); anything else raises ``OutputError``.
+    """
+    out = out.absolute()
+    parent = out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    with _terminate_as_exception(), _locked(parent):
+        if out.exists():
+            if not out.is_dir():
+                raise OutputError(f"{out} exists and is not a directory")
+            if not _is_previous_output(out):
+                raise OutputError(
+                    f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a directory "
+                    "flatten did not write. Choose an empty or new --out directory."
+                )
+        # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
+        for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+        try:
+            _write_files(tmp, files, copies or {})
+            if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
+                _swap_by_renames(tmp, out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -119,3 +119,29 @@ def test_write_tree_refuses_a_foreign_directory(tmp_path: Path) -> None:
         write_tree(out, {"main.tf.json": b"{}"})
     assert (out / "precious.txt").read_text() == "keep me"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_swap_by_renames_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import flatten.emit as emit
+
+    monkeypatch.setattr(emit, "_exchange", lambda a, b: False)
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: b"1"})
+    write_tree(out, {MANIFEST_NAME: b"2"})
+    assert (out / MANIFEST_NAME).read_bytes() == b"2"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_failure_while_writing_keeps_previous_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: b"old"})
+    with pytest.raises(FileNotFoundError):
+        write_tree(out, {MANIFEST_NAME: b"new"}, {"copied.txt": tmp_path / "missing-source"})
+    assert (out / MANIFEST_NAME).read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_stale_temporary_directories_are_removed(tmp_path: Path) -> None:
+    (tmp_path / ".out.flatten-dead").mkdir()
+    write_tree(tmp_path / "out", {MANIFEST_NAME: b"x"})
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
