@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flatten.decode import check_file, check_versions, incompatible, superseded
 from flatten.diagnostics import Diagnostics
 from flatten.files import ConfigFile, list_config_files
 from flatten.model import Body, ParsedFile, Range
@@ -66,7 +67,12 @@ def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body
 
 
 def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[ParsedFile], Diagnostics]:
-    """Return the parsed configuration files of ``directory`` (primary, then override) and diagnostics."""
+    """Return the parsed configuration files of ``directory`` (primary, then override) and diagnostics.
+
+    Each file also goes through the decode checks (``decode.check_file``), and the module through
+    OpenTofu's version gate: a module declared incompatible gives no files and only its
+    "Incompatible module" errors (spec §1).
+    """
     diags = Diagnostics()
     try:
         listing = list_config_files(directory, dialect=options.dialect)
@@ -81,5 +87,13 @@ def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[Par
     for entry in listing.files:
         parsed, file_diags = load_file(entry, root=root, options=options)
         files.append(parsed)
-        diags.extend(file_diags)
+        decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
+        diags.extend(superseded(file_diags, decode_diags))
+        diags.extend(decode_diags)
+    gate = check_versions(files, options=options)
+    if incompatible(gate):
+        # OpenTofu discards every other diagnostic of a module declared incompatible (spec §1),
+        # and nothing of the module is merged or followed.
+        return [], Diagnostics(d for d in gate if d.summary == "Incompatible module")
+    diags.extend(gate)
     return files, diags

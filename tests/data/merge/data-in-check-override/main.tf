@@ -3,7 +3,7 @@ check "c" {
     url = "https://base"
   }
   assert {
-    condition     = true
+    condition     = data.http.h.status_code == 200
     error_message = "x"
   }
 }

@@ -38,7 +38,7 @@ ephemeral "random_password" "e" {}
 
 check "c" {
   assert {
-    condition     = true
+    condition     = var.ok
     error_message = "x"
   }
 }

@@ -39,7 +39,7 @@ ephemeral "random_password" "e" {} # ERROR: Duplicate ephemeral resource "random
 
 check "c" { # ERROR: Duplicate check "c" configuration
   assert {
-    condition     = true
+    condition     = var.ok
     error_message = "x"
   }
 }
@@ -47,7 +47,7 @@ check "c" { # ERROR: Duplicate check "c" configuration
 check "d" {
   data "aws_ami" "d" {} # ERROR: Duplicate data "aws_ami" configuration
   assert {
-    condition     = true
+    condition     = var.ok
     error_message = "x"
   }
 }

@@ -1,7 +1,7 @@
 provider "aws" {
   region  = "us-east-1"
   profile = "base"
-  version = "~> 4.0"
+  version = "~> 4.0" # WARNING: Version constraints inside provider configuration blocks are deprecated
 }
 
 provider "aws" {

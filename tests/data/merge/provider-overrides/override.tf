@@ -1,6 +1,6 @@
 provider "aws" {
   region  = "eu-west-1"
-  version = "~> 5.0"
+  version = "~> 5.0" # WARNING: Version constraints inside provider configuration blocks are deprecated
 }
 
 provider "aws" {

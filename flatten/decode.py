@@ -1,0 +1,1493 @@
+"""Per-file decode checks: what OpenTofu's and Terraform's block decoders reject after the schema walk.
+
+Rule for the whole file: the parsers (``hcl.py``, ``jsonsyntax.py``) already reported syntax and
+schema problems, and ``merge.py`` reports everything that needs more than one file; this module
+reports only what ``internal/configs``' ``decode*Block`` functions add for one file at a time:
+names, meta-argument combinations, lifecycle rules, provisioners, provider blocks and references,
+``required_providers`` entries, conditions and their references, and OpenTofu's ``language``
+block (spec §1, §2 "Related per-file decode errors", §3.6, §4.1, §4.3–§4.4). It also holds the
+OpenTofu version gate (``check_versions``, spec §1). Nothing here raises; every diagnostic has a
+range.
+
+Expressions are held as ``"${...}"`` templates of their source text (spec §7). The reference
+checks scan that text with a small conservative tokenizer: when it cannot read an expression it
+reports nothing about it.
+
+Summaries that the two dialects word differently come from ``_WORDING`` below (``diagnostics.py``'s
+table belongs to another stage; these are local to decoding).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+
+from flatten.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
+from flatten.options import Dialect, Options
+from flatten.types import Type
+from flatten.versions import parse_constraints
+
+__all__ = [
+    "OPENTOFU_VERSION",
+    "ProviderAddressError",
+    "check_file",
+    "check_versions",
+    "incompatible",
+    "parse_provider_part",
+    "parse_provider_source",
+    "superseded",
+    "valid_identifier",
+    "value_traversals",
+]
+
+# The OpenTofu version whose rules flatten follows (conformance README point 6).
+OPENTOFU_VERSION = (1, 13, 0)
+_FIRST_EDITION = "tofu2024"
+
+_BAD_IDENTIFIER = (
+    "A name must start with a letter or underscore and may contain only letters, digits, "
+    "underscores, and dashes."
+)
+
+_WORDING: dict[str, dict[Dialect, str]] = {
+    "product": {Dialect.OPENTOFU: "OpenTofu", Dialect.TERRAFORM: "Terraform"},
+    "ephemeral_lifecycle": {
+        Dialect.OPENTOFU: "Invalid lifecycle configuration for ephemeral resource",
+        Dialect.TERRAFORM: "Invalid ephemeral resource lifecycle argument",
+    },
+}
+
+# Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
+# reports these situations with its own summary (see ``superseded``).
+_REPLACES: dict[str, tuple[str, ...]] = {
+    "Invalid language edition": ("Quoted keywords are deprecated",),
+    "Invalid data resource lifecycle argument": ("Unsupported argument", "Extraneous JSON object property"),
+    "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
+    "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
+}
+
+_MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
+_REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
+_ARG_IN_DETAIL = re.compile(r'(?:argument|block type) (?:is )?named "([^"]+)"')
+
+
+def _word(key: str, options: Options) -> str:
+    return _WORDING[key][options.dialect]
+
+
+def valid_identifier(name: str) -> bool:
+    """Return whether ``name`` is an HCL identifier (letter or ``_``, then letters, digits, ``_``, ``-``)."""
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        return False
+    return all(c.isalnum() or c in "_-" for c in name[1:])
+
+
+# ---------------------------------------------------------------------------------------------
+# Provider names and source addresses (spec §4.1; regaddr ParseProviderPart / ParseProviderSource)
+
+
+class ProviderAddressError(ValueError):
+    """A provider name or source is invalid; ``summary`` is the diagnostic summary, ``str()`` the detail."""
+
+    def __init__(self, summary: str, detail: str) -> None:
+        super().__init__(detail)
+        self.summary = summary
+
+
+def parse_provider_part(given: str) -> str:
+    """Return the normalised form of one provider name part, or raise ``ProviderAddressError``.
+
+    >>> parse_provider_part("AWS")
+    'aws'
+    """
+    if not given:
+        raise ProviderAddressError("Invalid provider name", "must have at least one character")
+    if "." in given:
+        raise ProviderAddressError("Invalid provider name", "dots are not allowed")
+    if "--" in given:
+        raise ProviderAddressError("Invalid provider name", "cannot use multiple consecutive dashes")
+    ok = all((c.isascii() and (c.isalnum() or c == "-")) or (not c.isascii() and c.isalnum()) for c in given)
+    if not ok or given.startswith("-") or given.endswith("-"):
+        raise ProviderAddressError(
+            "Invalid provider name",
+            "must contain only letters, digits, and dashes, and may not use leading or trailing dashes",
+        )
+    return given.lower()
+
+
+_HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+
+def _parse_hostname(given: str) -> str:
+    host, _, port = given.partition(":")
+    host = host.lower()
+    if port and not port.isdigit():
+        raise ValueError(f"invalid port {port!r}")
+    labels = host.split(".")
+    if not host or not all(_HOST_LABEL.match(label) or not label.isascii() for label in labels):
+        raise ValueError("hostname contains invalid characters")
+    return host if port in ("", "443") else f"{host}:{port}"
+
+
+def parse_provider_source(source: str, *, dialect: Dialect) -> tuple[str, str, str]:
+    """Return ``(hostname, namespace, type)`` for a ``required_providers`` source string.
+
+    Raises ``ProviderAddressError`` with OpenTofu's summary ("Invalid provider source string",
+    "Invalid provider type", "Invalid provider namespace", "Invalid provider source hostname").
+
+    >>> parse_provider_source("hashicorp/aws", dialect=Dialect.OPENTOFU)
+    ('registry.opentofu.org', 'hashicorp', 'aws')
+    """
+    default_host = "registry.opentofu.org" if dialect is Dialect.OPENTOFU else "registry.terraform.io"
+    parts = source.split("/")
+    if len(parts) > 3 or any(p == "" for p in parts):
+        raise ProviderAddressError(
+            "Invalid provider source string",
+            'The "source" attribute must be in the format "[hostname/][namespace/]name"',
+        )
+    given_type = parts[-1]
+    try:
+        type_ = parse_provider_part(given_type)
+    except ProviderAddressError as exc:
+        raise ProviderAddressError(
+            "Invalid provider type", f"Invalid provider type {given_type!r} in source {source!r}: {exc}"
+        ) from None
+    namespace, host = "hashicorp", default_host
+    if len(parts) >= 2:
+        given_ns = parts[-2]
+        if given_ns == "-":
+            namespace = "-"
+        else:
+            try:
+                namespace = parse_provider_part(given_ns)
+            except ProviderAddressError as exc:
+                raise ProviderAddressError(
+                    "Invalid provider namespace",
+                    f"Invalid provider namespace {given_ns!r} in source {source!r}: {exc}",
+                ) from None
+    if len(parts) == 3:
+        try:
+            host = _parse_hostname(parts[0])
+        except ValueError as exc:
+            raise ProviderAddressError(
+                "Invalid provider source hostname",
+                f"Invalid provider source hostname {parts[0]!r} in source {source!r}: {exc}",
+            ) from None
+    if namespace == "-" and host != default_host:
+        raise ProviderAddressError(
+            "Invalid provider namespace",
+            f'The legacy provider namespace "-" can be used only with hostname {default_host}.',
+        )
+    prefixes = ["terraform-"] + (["opentofu-"] if dialect is Dialect.OPENTOFU else [])
+    for prefix in prefixes:
+        if not type_.startswith(prefix):
+            continue
+        user_error = prefix + "provider-"
+        if type_.startswith(user_error) and _is_part(type_[len(user_error) :]):
+            suggested = f"{host}/{namespace}/{type_[len(user_error) :]}"
+            raise ProviderAddressError(
+                "Invalid provider type",
+                f"Provider source {source!r} has a type with the prefix {user_error!r}, which isn't "
+                "valid. Although that prefix is often used in the names of version control "
+                "repositories for providers, provider source strings should not include it.\n\n"
+                f"Did you mean {suggested!r}?",
+            )
+        raise ProviderAddressError(
+            "Invalid provider type",
+            f"Provider source {source!r} has a type with the prefix {prefix!r}, which isn't allowed "
+            "because it would be redundant to name a provider with that prefix. If you are the "
+            "author of this provider, rename it to not include the prefix.",
+        )
+    return host, namespace, type_
+
+
+def _is_part(text: str) -> bool:
+    try:
+        parse_provider_part(text)
+    except ProviderAddressError:
+        return False
+    return True
+
+
+def _version_text(version: tuple[int, ...]) -> str:
+    return ".".join(str(n) for n in version)
+
+
+# ---------------------------------------------------------------------------------------------
+# References in expression text (hclsyntax's Expression.Variables(), conservatively)
+
+Traversal = tuple[str, ...]  # root, then attribute names; index steps are "[]"
+
+_IDENT_START = re.compile(r"[^\W\d]", re.UNICODE)
+_IDENT = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
+
+
+class _Unreadable(Exception):
+    """The tokenizer met text it does not understand; callers then report nothing."""
+
+
+class _RefScanner:
+    """Collect the traversals an HCL expression or template refers to."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.found: list[Traversal] = []
+        self.scopes: list[set[str]] = []
+
+    # -- templates ------------------------------------------------------------------------
+    def template(self, i: int, quote: str | None) -> int:
+        """Scan template text from ``i``; stop after the closing ``quote`` (or at the end)."""
+        text = self.text
+        n = len(text)
+        while i < n:
+            c = text[i]
+            if quote is not None and c == "\\":
+                i += 2
+                continue
+            if quote is not None and c == quote:
+                return i + 1
+            if text.startswith("$${", i) or text.startswith("%%{", i):
+                i += 3
+                continue
+            if text.startswith("${", i):
+                i = self.expression(i + 2, "}")
+                continue
+            if text.startswith("%{", i):
+                i = self.directive(i + 2)
+                continue
+            i += 1
+        if quote is not None:
+            raise _Unreadable("unterminated string")
+        return i
+
+    def directive(self, i: int) -> int:
+        """Scan a ``%{ ... }`` directive; ``for`` opens a scope for its names, ``endfor`` closes it."""
+        text = self.text
+        j = i
+        while j < len(text) and text[j] in " \t\r\n~":
+            j += 1
+        m = _IDENT.match(text, j)
+        word = m.group(0) if m else ""
+        if m is not None and word == "for":
+            end = self.for_header(m.end())
+            return self.expression(end, "}")
+        if m is not None and word == "endfor":
+            if self.scopes:
+                self.scopes.pop()
+            return self.expression(m.end(), "}")
+        if m is not None and word in ("if", "else", "endif"):
+            return self.expression(m.end(), "}")
+        return self.expression(j, "}")
+
+    # -- expressions ----------------------------------------------------------------------
+    def expression(self, i: int, closer: str | None) -> int:
+        """Scan expression text from ``i`` to the unmatched ``closer`` (returned past it) or the end."""
+        text = self.text
+        n = len(text)
+        stack: list[str] = []
+        key_position = False
+        for_scopes: list[int] = []  # stack depths whose bracket opened a for expression
+        while i < n:
+            c = text[i]
+            if c in " \t\r":
+                i += 1
+                continue
+            if c == "\n":
+                key_position = bool(stack) and stack[-1] == "{"
+                i += 1
+                continue
+            if c == "#" or text.startswith("//", i):
+                while i < n and text[i] != "\n":
+                    i += 1
+                continue
+            if text.startswith("/*", i):
+                end = text.find("*/", i + 2)
+                if end < 0:
+                    raise _Unreadable("unterminated comment")
+                i = end + 2
+                continue
+            if c == '"':
+                i = self.template(i + 1, '"')
+                key_position = False
+                continue
+            heredoc = _HEREDOC.match(text, i)
+            if heredoc is not None:
+                i = self.heredoc(heredoc)
+                key_position = False
+                continue
+            if c.isdigit():
+                m = _NUMBER.match(text, i)
+                i = m.end() if m else i + 1
+                key_position = False
+                continue
+            if _IDENT_START.match(c):
+                i = self.identifier(i, stack, key_position, for_scopes)
+                key_position = False
+                continue
+            if c in "([{":
+                stack.append(c)
+                i += 1
+                key_position = c == "{"
+                j = i
+                while j < n and text[j] in " \t\r\n":
+                    j += 1
+                m = _IDENT.match(text, j)
+                if c in "[{" and m is not None and m.group(0) == "for":
+                    i = self.for_header(m.end())
+                    for_scopes.append(len(stack))
+                continue
+            if c in ")]}":
+                if not stack:
+                    if closer is not None and c == closer:
+                        return i + 1
+                    raise _Unreadable("unbalanced brackets")
+                if for_scopes and for_scopes[-1] == len(stack):
+                    for_scopes.pop()
+                    self.scopes.pop()
+                stack.pop()
+                i += 1
+                key_position = False
+                continue
+            if c == ",":
+                key_position = bool(stack) and stack[-1] == "{"
+                i += 1
+                continue
+            if c == ".":
+                attr = _IDENT.match(text, i + 1)
+                i = attr.end() if attr is not None else i + 1  # attribute of a computed value
+                key_position = False
+                continue
+            i += 1
+            key_position = False
+        if closer is not None:
+            raise _Unreadable("unterminated expression")
+        return i
+
+    def for_header(self, i: int) -> int:
+        """Read ``k, v in`` after ``for``; open a scope holding the iterator names."""
+        text = self.text
+        names: set[str] = set()
+        while True:
+            while i < len(text) and text[i] in " \t\r\n,":
+                i += 1
+            m = _IDENT.match(text, i)
+            if m is None:
+                raise _Unreadable("bad for expression")
+            i = m.end()
+            if m.group(0) == "in":
+                break
+            names.add(m.group(0))
+        self.scopes.append(names)
+        return i
+
+    def heredoc(self, m: re.Match[str]) -> int:
+        marker = m.group(2)
+        text = self.text
+        end = re.compile(r"^[ \t]*" + re.escape(marker) + r"[ \t]*$", re.MULTILINE).search(text, m.end())
+        if end is None:
+            raise _Unreadable("unterminated heredoc")
+        inner = _RefScanner(text[m.end() : end.start()])
+        inner.scopes = [set(s) for s in self.scopes]
+        inner.template(0, None)
+        self.found.extend(inner.found)
+        return end.end()
+
+    def identifier(self, i: int, stack: list[str], key_position: bool, for_scopes: list[int]) -> int:
+        text = self.text
+        m = _IDENT.match(text, i)
+        assert m is not None
+        name = m.group(0)
+        j = m.end()
+        k = j
+        while k < len(text) and text[k] in " \t":
+            k += 1
+        if text.startswith("::", k):  # provider-defined function: provider::ns::name(...)
+            while text.startswith("::", k):
+                nm = _IDENT.match(text, k + 2)
+                if nm is None:
+                    raise _Unreadable("bad function name")
+                k = nm.end()
+            return k
+        nxt = text[k] if k < len(text) else ""
+        if nxt == "(":
+            return j  # function call; its arguments are scanned as they come
+        if (
+            key_position
+            and stack
+            and stack[-1] == "{"
+            and (nxt == ":" or (nxt == "=" and not text.startswith("==", k) and not text.startswith("=>", k)))
+        ):
+            return j  # object constructor key
+        if name in ("true", "false", "null") and nxt not in (".", "["):
+            return j
+        if for_scopes and name in ("if", "in", "for"):
+            return j
+        steps: list[str] = [name]
+        i = j
+        while i < len(text):
+            c = text[i]
+            if c == "." and i + 1 < len(text):
+                nm = _IDENT.match(text, i + 1)
+                if nm is not None:
+                    steps.append(nm.group(0))
+                    i = nm.end()
+                    continue
+                num = re.compile(r"[0-9]+").match(text, i + 1)
+                if num is not None:
+                    steps.append("[]")
+                    i = num.end()
+                    continue
+                break  # ".*" splat or an operator
+            if c == "[":
+                lit = re.compile(r'\[\s*(?:[0-9]+|"[^"\\$%]*")\s*\]').match(text, i)
+                if lit is None:
+                    break  # a computed key: scanned as part of the surrounding expression
+                steps.append("[]")
+                i = lit.end()
+                continue
+            break
+        if not any(name in scope for scope in self.scopes):
+            self.found.append(tuple(steps))
+        return i
+
+
+def _scan(text: str, *, template: bool) -> list[Traversal] | None:
+    scanner = _RefScanner(text)
+    try:
+        if template:
+            scanner.template(0, None)
+        else:
+            scanner.expression(0, None)
+    except (_Unreadable, IndexError, RecursionError):
+        return None
+    return scanner.found
+
+
+def value_traversals(value: JsonValue) -> list[Traversal] | None:
+    """Return the traversals an expression value refers to, or None when it cannot be read.
+
+    >>> value_traversals("${[for k, v in var.m : k if v != null]}")
+    [('var', 'm')]
+    """
+    out: list[Traversal] = []
+    stack: list[JsonValue] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found = _scan(item, template=True)
+            if found is None:
+                return None
+            out.extend(found)
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            for key, val in item.items():
+                stack.append(val)
+                stack.append(key)
+    return out
+
+
+def _blank(value: JsonValue) -> bool:
+    return isinstance(value, str) and not value.strip()
+
+
+def _has_interpolation(value: JsonValue) -> bool:
+    return isinstance(value, str) and ("${" in value.replace("$${", "") or "%{" in value.replace("%%{", ""))
+
+
+def _source_item(text: str) -> str:
+    """An EXPR_SOURCE_LIST item as expression source (a JSON ``"${x}"`` item holds ``x``)."""
+    stripped = text.strip()
+    if stripped.startswith("${") and stripped.endswith("}") and stripped.count("${") == 1:
+        return stripped[2:-1]
+    return stripped
+
+
+# ---------------------------------------------------------------------------------------------
+# The checker
+
+
+def _bool_value(value: JsonValue) -> bool | None:
+    """Return ``value`` converted to bool as cty would, or None when it cannot be."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false", "1", "0"):
+        return value in ("true", "1")
+    return None
+
+
+def _within(inner: Range, outer: Range | None) -> bool:
+    return (
+        outer is not None
+        and inner.filename == outer.filename
+        and outer.start.byte <= inner.start.byte
+        and inner.end.byte <= outer.end.byte
+    )
+
+
+class _Checker:
+    def __init__(self, file: ParsedFile, options: Options, parse_diags: Sequence[Diagnostic]) -> None:
+        self.file = file
+        self.options = options
+        self.tofu = options.dialect is Dialect.OPENTOFU
+        self.product = _word("product", options)
+        self.diags = Diagnostics()
+        self.parse_diags = parse_diags
+        self.quoted = {str(d.range) for d in parse_diags if d.summary == "Quoted keywords are deprecated"}
+
+    def error(self, summary: str, detail: str, rng: Range) -> None:
+        self.diags.error(summary, detail, rng)
+
+    def warning(self, summary: str, detail: str, rng: Range) -> None:
+        self.diags.warning(summary, detail, rng)
+
+    def label_range(self, block: Block, index: int) -> Range:
+        return block.label_ranges[index] if index < len(block.label_ranges) else block.range
+
+    def reserved_block(self, block: Block, kind: str) -> None:
+        self.error(
+            f"Reserved block type name in {kind} block",
+            f'The block type name "{block.type}" is reserved for use by {self.product} in a future version.',
+            block.range,
+        )
+
+    def duplicate_escaping(self, blocks: Iterable[Block], kind: str) -> None:
+        first: Block | None = None
+        for block in blocks:
+            if block.type != "_":
+                continue
+            if first is None:
+                first = block
+                continue
+            self.error(
+                "Duplicate escaping block",
+                'The special block type "_" can be used to force particular arguments to be interpreted '
+                f"as {kind}-specific rather than as meta-arguments, but each {kind} block can have only "
+                f"one such block. The first escaping block was at {first.range}.",
+                block.range,
+            )
+
+    def run(self) -> Diagnostics:
+        for block in self.file.body.blocks:
+            handler = getattr(self, "block_" + block.type, None)
+            if handler is not None:
+                handler(block)
+        return self.diags
+
+    # -- top-level blocks --------------------------------------------------------------------
+    def block_required_providers(self, block: Block) -> None:
+        self.error(
+            "Invalid required_providers block",
+            'A "required_providers" block is not allowed in the top-level of a module. Did you mean '
+            'to place it inside a "terraform" block?',
+            block.range,
+        )
+
+    def block_variable(self, block: Block) -> None:
+        if not block.labels:
+            return
+        name = block.labels[0]
+        rng = self.label_range(block, 0)
+        if not valid_identifier(name):
+            self.error("Invalid variable name", _BAD_IDENTIFIER, rng)
+        reserved = ["source", "version", "providers", "count", "for_each", "depends_on", "_", "lifecycle"]
+        reserved += ["locals", "provider"]
+        if not self.tofu:
+            reserved.append("ignore_nested_deprecations")
+        if name in reserved:
+            self.error(
+                "Invalid variable name",
+                f'The variable name "{name}" is reserved due to its special meaning inside module blocks.',
+                rng,
+            )
+        body = block.body
+        for arg in ("sensitive", "nullable", "ephemeral", "const"):
+            attr = body.attribute(arg)
+            if attr is not None:
+                self.bool_argument(attr)
+        deprecated = body.attribute("deprecated")
+        if self.tofu and deprecated is not None and _blank(deprecated.value):
+            self.error(
+                "Invalid `deprecated` value",
+                'The "deprecated" argument must not be empty, and should provide instructions on how '
+                "to migrate away from usage of this deprecated variable.",
+                rng,
+            )
+        if self.tofu:
+            self.unused_default_attributes(body)
+        for nested in body.blocks_of("validation"):
+            self.validation(nested, name)
+
+    def bool_argument(self, attr: Attribute) -> None:
+        if _has_interpolation(attr.value) or _bool_value(attr.value) is not None:
+            return
+        self.error(
+            "Unsuitable value type",
+            f'Unsuitable value: a bool is required. Set "{attr.name}" to true or false.',
+            attr.expr.range,
+        )
+
+    def unused_default_attributes(self, body: Body) -> None:
+        type_attr, default = body.attribute("type"), body.attribute("default")
+        if type_attr is None or default is None or not isinstance(type_attr.value, str):
+            return
+        from flatten.types import ConversionError, TypeExprError, apply_defaults, convert, parse_type
+
+        try:
+            ty = parse_type(type_attr.value)
+            if default.value is not None:
+                convert(apply_defaults(default.value, ty), ty)
+        except (TypeExprError, ConversionError):
+            return  # merge.py reports an invalid type or default
+        for path in _ignored_attributes(default.value, ty, ""):
+            self.warning(
+                "Object attribute is ignored",
+                f"The object type for this variable's default value does not include the attribute "
+                f"{path}, so it will be ignored. Remove it from the default value, or add it to the "
+                "type constraint.",
+                default.expr.range,
+            )
+
+    def validation(self, block: Block, var_name: str) -> None:
+        if self.file.is_override:
+            return
+        self.required_arguments(block, ("condition", "error_message"))
+        condition = block.body.attribute("condition")
+        if condition is None:
+            return
+        refs = value_traversals(condition.value)
+        if refs is None:
+            return
+        if not refs:
+            self.error(
+                "Invalid validation expression",
+                "The condition expression must refer to at least one object from elsewhere in the "
+                "configuration, or else its result would not be checking anything.",
+                condition.expr.range,
+            )
+        own = any(len(r) >= 2 and r[0] == "var" and r[1] == var_name for r in refs)
+        if not own and (self.tofu or not refs):
+            self.error(
+                "Invalid variable validation condition",
+                f'The condition for variable "{var_name}" must refer to var.{var_name} in order to test '
+                "incoming values.",
+                condition.expr.range,
+            )
+
+    def required_arguments(self, block: Block, names: Iterable[str]) -> None:
+        for name in names:
+            if block.body.attribute(name) is None:
+                self.error(
+                    "Missing required argument",
+                    f'The argument "{name}" is required, but no definition was found.',
+                    block.body.range or block.range,
+                )
+
+    def condition_rule(self, block: Block, owner: tuple[str, ...] | None) -> None:
+        """A precondition, postcondition or assert block (``decodeCheckRuleBlock``)."""
+        if self.file.is_override:
+            return  # merge.py reports "Can't override ... blocks"
+        self.required_arguments(block, ("condition", "error_message"))
+        condition = block.body.attribute("condition")
+        if condition is not None:
+            refs = value_traversals(condition.value)
+            if refs is not None and not refs:
+                self.error(
+                    f"Invalid {block.type} expression",
+                    "The condition expression must refer to at least one object from elsewhere in the "
+                    "configuration, or else its result would not be checking anything.",
+                    condition.expr.range,
+                )
+        if owner is None:
+            return
+        for arg in ("condition", "error_message"):
+            attr = block.body.attribute(arg)
+            if attr is None:
+                continue
+            refs = value_traversals(attr.value) or []
+            if any(r[: len(owner)] == owner for r in refs):
+                self.error(
+                    f"Invalid reference in {block.type}",
+                    f"Configuration for {'.'.join(owner)} may not refer to itself.",
+                    attr.expr.range,
+                )
+
+    def block_output(self, block: Block) -> None:
+        if block.labels and not valid_identifier(block.labels[0]):
+            self.error("Invalid output name", _BAD_IDENTIFIER, self.label_range(block, 0))
+        body = block.body
+        if not self.file.is_override:
+            self.required_arguments(block, ("value",))
+        for arg in ("sensitive", "ephemeral"):
+            attr = body.attribute(arg)
+            if attr is not None:
+                self.bool_argument(attr)
+        deprecated = body.attribute("deprecated")
+        if self.tofu and deprecated is not None and _blank(deprecated.value):
+            self.error(
+                "Invalid `deprecated` attribute",
+                'The "deprecated" argument must not be empty, and should provide instructions on how '
+                "to migrate away from usage of this deprecated output value.",
+                deprecated.expr.range,
+            )
+        for nested in body.blocks:
+            if nested.type == "precondition":
+                self.condition_rule(nested, None)
+            elif nested.type == "postcondition":
+                self.error(
+                    "Postconditions are not allowed",
+                    "Output values can only have preconditions, not postconditions.",
+                    nested.range,
+                )
+
+    def block_locals(self, block: Block) -> None:
+        for attr in block.body.attributes:
+            if not valid_identifier(attr.name):
+                self.error("Invalid local value name", _BAD_IDENTIFIER, attr.name_range)
+
+    def block_check(self, block: Block) -> None:
+        if block.labels and not valid_identifier(block.labels[0]):
+            self.error("Invalid check block name", _BAD_IDENTIFIER, self.label_range(block, 0))
+        if self.file.is_override:
+            return
+        asserts = 0
+        seen_data: Block | None = None
+        for nested in block.body.blocks:
+            if nested.type == "assert":
+                asserts += 1
+                self.condition_rule(nested, None)
+            elif nested.type == "data":
+                if seen_data is not None:
+                    self.error(
+                        "Multiple data resource blocks",
+                        f"This check block already has a data resource defined at {seen_data.range}.",
+                        nested.range,
+                    )
+                    continue
+                seen_data = nested
+                self.resource(nested, "data", nested_in_check=True)
+        if asserts == 0:
+            self.error("Zero assert blocks", "Check blocks must have at least one assert block.", block.range)
+
+    def block_provider(self, block: Block) -> None:
+        if not block.labels:
+            return
+        if not self.provider_local_name(block.labels[0], block.range):
+            return
+        body = block.body
+        alias = body.attribute("alias")
+        if (
+            alias is not None
+            and isinstance(alias.value, str)
+            and not _has_interpolation(alias.value)
+            and not valid_identifier(alias.value)
+        ):
+            self.error(
+                "Invalid provider configuration alias",
+                f"An alias must be a valid name. {_BAD_IDENTIFIER}",
+                alias.expr.range,
+            )
+        version = body.attribute("version")
+        if version is not None:
+            self.warning(
+                "Version constraints inside provider configuration blocks are deprecated",
+                f"{self.product} 0.13 and earlier allowed provider version constraints inside the provider "
+                f"configuration block, but that is now deprecated and will be removed in a future version "
+                f"of {self.product}. To silence this warning, move the provider version constraint into "
+                "the required_providers block.",
+                version.expr.range,
+            )
+            self.version_constraint(version)
+        reserved = ["count", "depends_on", "source"] + ([] if self.tofu else ["for_each"])
+        for attr in body.attributes:
+            if attr.name in reserved:
+                self.error(
+                    "Reserved argument name in provider block",
+                    f'The provider argument name "{attr.name}" is reserved for use by {self.product} in a '
+                    "future version.",
+                    attr.name_range,
+                )
+        for_each = body.attribute("for_each")
+        if self.tofu and for_each is not None and alias is None and not self.file.is_override:
+            self.error(
+                'Alias required when using "for_each"',
+                'The "for_each" argument in a provider block requires an "alias" argument, because '
+                "provider instances created with for_each are always referred to by alias.",
+                for_each.name_range,
+            )
+        for nested in body.blocks:
+            if nested.type in ("lifecycle", "locals"):
+                self.reserved_block(nested, "provider")
+        self.duplicate_escaping(body.blocks, "provider")
+
+    def provider_local_name(self, name: str, rng: Range) -> bool:
+        """Report a provider local name that is invalid or not normalised; return whether it is fine."""
+        try:
+            normalized = parse_provider_part(name)
+        except ProviderAddressError as exc:
+            self.error("Invalid provider local name", f"{name} is an invalid provider local name: {exc}", rng)
+            return False
+        if normalized != name:
+            self.error(
+                "Invalid provider local name",
+                f'Provider names must be normalized. Replace "{name}" with "{normalized}" to fix this error.',
+                rng,
+            )
+            return False
+        return True
+
+    def version_constraint(self, attr: Attribute) -> None:
+        value = attr.value
+        if not isinstance(value, str) or _has_interpolation(value):
+            return
+        try:
+            parse_constraints(value)
+        except ValueError:
+            self.error(
+                "Invalid version constraint",
+                "This string does not use correct version constraint syntax.",
+                attr.expr.range,
+            )
+
+    def provider_reference(self, text: JsonValue, rng: Range) -> None:
+        """A ``provider`` argument or ``providers`` map entry: its local name must be normalised."""
+        if not isinstance(text, str) or not text:
+            return
+        name = re.split(r"[.\[]", text, maxsplit=1)[0].strip()
+        if name:
+            self.provider_local_name(name, rng)
+
+    def block_terraform(self, block: Block) -> None:
+        for nested in block.body.blocks:
+            if nested.type == "required_providers":
+                for attr in nested.body.attributes:
+                    self.required_provider(attr)
+            elif nested.type == "provider_meta" and nested.labels:
+                self.provider_local_name(nested.labels[0], nested.range)
+
+    def required_provider(self, attr: Attribute) -> None:
+        value = attr.value
+        rng = attr.expr.range
+        if not isinstance(value, dict):
+            if isinstance(value, str | bool | int) or value is None:
+                if isinstance(value, str) and not _has_interpolation(value):
+                    try:
+                        parse_constraints(value)
+                    except ValueError:
+                        self.error(
+                            "Invalid version constraint",
+                            "This string does not use correct version constraint syntax.",
+                            rng,
+                        )
+                try:
+                    parse_provider_part(attr.name)
+                except ProviderAddressError as exc:
+                    self.error("Invalid provider name", str(exc), rng)
+            return
+        if not self.provider_local_name(attr.name, rng):
+            return
+        version = value.get("version")
+        if "version" in value:
+            if not isinstance(version, str):
+                self.error("Invalid version constraint", "Version must be specified as a string.", rng)
+            elif not _has_interpolation(version):
+                try:
+                    parse_constraints(version)
+                except ValueError:
+                    self.error(
+                        "Invalid version constraint",
+                        "This string does not use correct version constraint syntax.",
+                        rng,
+                    )
+        if "source" in value:
+            source = value.get("source")
+            if not isinstance(source, str):
+                self.error("Invalid source", "Source must be specified as a string.", rng)
+            else:
+                try:
+                    parse_provider_source(source, dialect=self.options.dialect)
+                except ProviderAddressError as exc:
+                    self.error(exc.summary, str(exc), rng)
+        aliases = value.get("configuration_aliases")
+        if isinstance(aliases, list):
+            for item in aliases:
+                if not isinstance(item, str):
+                    continue
+                parts = item.split(".")
+                if len(parts) != 2 or not all(valid_identifier(p) for p in parts):
+                    self.error(
+                        "Invalid configuration_aliases value",
+                        "Configuration aliases can only contain references to local provider configuration "
+                        "names in the format of provider.alias",
+                        rng,
+                    )
+                elif parts[0] != attr.name:
+                    self.error(
+                        "Invalid configuration_aliases value",
+                        "Configuration aliases must be prefixed with the provider name. "
+                        f'Expected "{attr.name}", but found "{parts[0]}".',
+                        rng,
+                    )
+
+    def block_language(self, block: Block) -> None:
+        if not self.tofu or self.file.is_override:
+            return  # merge.py reports "Language selections in override file"
+        edition = block.body.attribute("edition")
+        if edition is not None:
+            self.edition(edition)
+        experiments = block.body.attribute("experiments")
+        if experiments is not None and isinstance(experiments.value, list):
+            for item in experiments.value:
+                if isinstance(item, str):
+                    self.error(
+                        "Unknown experiment keyword",
+                        f'There is no current experiment with the keyword "{item}".',
+                        experiments.expr.range,
+                    )
+        seen: Block | None = None
+        for nested in block.body.blocks_of("compatible_with"):
+            constraint = nested.body.attribute("opentofu")
+            if constraint is None:
+                continue
+            if seen is not None:
+                self.error(
+                    "Duplicate compatible_with block",
+                    "Each language block may have at most one compatible_with block referring to OpenTofu. "
+                    f"The OpenTofu version constraint was already declared at {seen.range}.",
+                    block.range,
+                )
+                continue
+            seen = nested
+            if not isinstance(constraint.value, str):
+                continue
+            try:
+                reqs = parse_constraints(constraint.value)
+            except ValueError:
+                continue  # check_versions reports it
+            if reqs.has_prerelease:
+                continue
+            if reqs.allows("1.11.0"):
+                self.warning(
+                    "Ineffective version constraint",
+                    "The compatible_with block was added in OpenTofu v1.12.0, so any constraint specified "
+                    'this way should exclude earlier versions of OpenTofu, such as by including ">= 1.12.0".'
+                    "\n\nIf your module must be compatible with earlier versions of OpenTofu, use the "
+                    'required_version argument in a "terraform" block in a file named with the .tofu '
+                    "suffix, which is an older way to specify OpenTofu version constraints.",
+                    constraint.expr.range,
+                )
+
+    def edition(self, attr: Attribute) -> None:
+        version = _version_text(OPENTOFU_VERSION)
+        kw = attr.value if isinstance(attr.value, str) else ""
+        quoted = str(attr.expr.range) in self.quoted and self.file.syntax == "native"
+        if not kw or quoted:
+            self.error(
+                "Invalid language edition",
+                f'The "edition" argument expects a bare language edition keyword. OpenTofu {version} '
+                f"supports only language edition {_FIRST_EDITION}, which is the default.",
+                attr.expr.range,
+            )
+        elif kw.startswith("TF"):
+            self.error(
+                "Unsupported language edition",
+                f'OpenTofu v{version} does not support language edition "{kw}". This module may be '
+                "intended for use with other software.",
+                attr.expr.range,
+            )
+        elif kw != _FIRST_EDITION:
+            rel = "newer" if kw > _FIRST_EDITION else "different"
+            self.error(
+                "Unsupported language edition",
+                f"OpenTofu v{version} only supports language edition {_FIRST_EDITION}. This module requires "
+                f"a {rel} version of OpenTofu CLI.",
+                attr.expr.range,
+            )
+
+    def block_import(self, block: Block) -> None:
+        body = block.body
+        provider = body.attribute("provider")
+        to = body.attribute("to")
+        if provider is not None:
+            if to is not None and isinstance(to.value, str) and to.value.startswith("module."):
+                self.error(
+                    "Invalid import provider argument",
+                    "The provider argument can only be specified in import blocks that will generate "
+                    "configuration.\n\nUse the providers argument within the module block to configure "
+                    "providers for all resources within a module, including imported resources.",
+                    provider.name_range,
+                )
+            self.provider_reference(provider.value, provider.expr.range)
+        if not self.file.is_override and body.attribute("id") is None and body.attribute("identity") is None:
+            self.error(
+                "Missing required import argument",
+                "One of 'id' or 'identity' must be specified in an import block to identify the resource "
+                "instance to import.",
+                block.range,
+            )
+
+    def block_module(self, block: Block) -> None:
+        body = block.body
+        enabled = None
+        for nested in body.blocks_of("lifecycle"):
+            if self.tofu:
+                enabled = nested.body.attribute("enabled") or enabled
+        self.repetition(block, enabled)
+        providers = body.attribute("providers")
+        if providers is not None and isinstance(providers.value, dict):
+            for key, val in providers.value.items():
+                self.provider_reference(key, providers.expr.range)
+                self.provider_reference(val, providers.expr.range)
+        reserved = ("locals", "provider") if self.tofu else ("locals", "provider", "lifecycle")
+        for nested in body.blocks:
+            if nested.type in reserved:
+                self.reserved_block(nested, "module")
+        self.duplicate_escaping(body.blocks, "module")
+
+    def repetition(self, block: Block, enabled: Attribute | None) -> None:
+        """``count``, ``enabled`` and ``for_each`` are mutually exclusive (spec §2)."""
+        if self.file.is_override:
+            return  # merge.py judges the merged result ("Override leaves both count and for_each set")
+        count, for_each = block.body.attribute("count"), block.body.attribute("for_each")
+        present = [a for a in (count, enabled, for_each) if a is not None]
+        if len(present) < 2:
+            return
+        if self.tofu:
+            names = [f'"{a.name}"' for a in present]
+            joined = (
+                f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]}, {names[1]}, and {names[2]}"
+            )
+            summary = f"Invalid combination of {joined}"
+            detail = (
+                f"The {joined} meta-arguments are mutually-exclusive, only one should be used to be explicit "
+                "about the number of instances to be created."
+            )
+        elif count is not None and for_each is not None:
+            summary = 'Invalid combination of "count" and "for_each"'
+            detail = (
+                'The "count" and "for_each" meta-arguments are mutually-exclusive, only one should be used '
+                "to be explicit about the number of resources to be created."
+            )
+        else:
+            return
+        self.error(summary, detail, present[-1].name_range)
+
+    # -- resources -------------------------------------------------------------------------
+    def block_resource(self, block: Block) -> None:
+        self.resource(block, "resource")
+
+    def block_data(self, block: Block) -> None:
+        self.resource(block, "data")
+
+    def block_ephemeral(self, block: Block) -> None:
+        self.resource(block, "ephemeral")
+
+    def resource(self, block: Block, kind: str, *, nested_in_check: bool = False) -> None:
+        if len(block.labels) < 2:
+            return
+        type_, name = block.labels
+        names = {
+            "resource": ("Invalid resource type name", "Invalid resource name"),
+            "data": ("Invalid data source name", "Invalid data resource name"),
+            "ephemeral": ("Invalid ephemeral resource type name", "Invalid ephemeral resource name"),
+        }[kind]
+        if not valid_identifier(type_):
+            self.error(names[0], _BAD_IDENTIFIER, self.label_range(block, 0))
+        if not valid_identifier(name):
+            self.error(names[1], _BAD_IDENTIFIER, self.label_range(block, 1))
+        body = block.body
+        lifecycles = list(body.blocks_of("lifecycle"))
+        enabled = None
+        if self.tofu and lifecycles:
+            enabled = lifecycles[0].body.attribute("enabled")
+        if nested_in_check:
+            for arg in ("count", "for_each"):
+                attr = body.attribute(arg)
+                if attr is not None:
+                    self.error(
+                        f'Invalid "{arg}" attribute',
+                        'The "count" and "for_each" meta-arguments are not supported within nested data '
+                        "blocks.",
+                        attr.name_range,
+                    )
+            for lc in lifecycles:
+                self.error(
+                    "Invalid lifecycle block",
+                    'Nested data blocks do not support "lifecycle" blocks as the lifecycle is managed by '
+                    "the containing block.",
+                    lc.range,
+                )
+        else:
+            self.repetition(block, enabled)
+        provider = body.attribute("provider")
+        if provider is not None:
+            self.provider_reference(provider.value, provider.expr.range)
+        owner = (type_, name) if kind == "resource" else (kind, type_, name)
+        for index, lc in enumerate(lifecycles):
+            if index:
+                self.error(
+                    "Duplicate lifecycle block",
+                    f"This resource already has a lifecycle block at {lifecycles[0].range}.",
+                    lc.range,
+                )
+                continue
+            self.lifecycle(lc, kind, owner)
+        connections = list(body.blocks_of("connection"))
+        provisioners = list(body.blocks_of("provisioner"))
+        if kind == "ephemeral" and self.tofu:
+            for nested in connections + provisioners:
+                self.error(
+                    "Invalid configuration block for ephemeral resource",
+                    f'The "{nested.type}" block is not allowed in ephemeral resources; it can be used only '
+                    'in "resource" blocks.',
+                    nested.range,
+                )
+        if kind == "resource":
+            for extra in connections[1:]:
+                self.error(
+                    "Duplicate connection block",
+                    f"This resource already has a connection block at {connections[0].range}.",
+                    extra.range,
+                )
+            destroy = False
+            for prov in provisioners:
+                destroy = self.provisioner(prov) or destroy
+            if destroy and connections:
+                self.only_self_refs(connections[0].body)
+        for nested in body.blocks:
+            if nested.type == "locals":
+                self.reserved_block(nested, "data" if kind == "data" else kind)
+        self.duplicate_escaping(body.blocks, "resource-type" if kind == "resource" else kind)
+
+    def lifecycle(self, block: Block, kind: str, owner: tuple[str, ...]) -> None:
+        body = block.body
+        if kind == "resource":
+            for arg in ("create_before_destroy", "prevent_destroy", "destroy"):
+                attr = body.attribute(arg)
+                if attr is not None:
+                    self.bool_argument(attr)
+            ignore = body.attribute("ignore_changes")
+            ignored = ignore.value if ignore is not None else None
+            if ignore is not None and isinstance(ignored, list) and "*" in ignored and len(set(ignored)) > 1:
+                self.error(
+                    "Invalid ignore_changes ruleset",
+                    'Cannot mix wildcard string "*" with non-wildcard references.',
+                    ignore.expr.range,
+                )
+            triggers = body.attribute("replace_triggered_by")
+            if triggers is not None and isinstance(triggers.value, list):
+                for item in triggers.value:
+                    if isinstance(item, str):
+                        self.replace_trigger(item, triggers.expr.range)
+        else:
+            for attr in body.attributes:
+                if attr.name not in _MANAGED_LIFECYCLE and attr.name != "destroy":
+                    continue
+                if kind == "data":
+                    self.data_lifecycle_argument(attr.name, attr.name_range)
+                else:
+                    self.ephemeral_lifecycle_argument(attr.name, attr.name_range)
+        for nested in body.blocks:
+            if nested.type in ("precondition", "postcondition"):
+                self.condition_rule(nested, owner)
+
+    def data_lifecycle_argument(self, name: str, rng: Range) -> None:
+        self.error(
+            "Invalid data resource lifecycle argument",
+            f'The lifecycle argument "{name}" is defined only for managed resources ("resource" blocks), '
+            "and is not valid for data resources.",
+            rng,
+        )
+
+    def ephemeral_lifecycle_argument(self, name: str, rng: Range) -> None:
+        self.error(
+            _word("ephemeral_lifecycle", self.options),
+            f'The lifecycle argument "{name}" cannot be used in ephemeral resources. This is meant to be '
+            'used strictly in "resource" blocks.',
+            rng,
+        )
+
+    def replace_trigger(self, text: str, rng: Range) -> None:
+        refs = _scan(_source_item(text), template=False)
+        if refs is None:
+            return
+        resources = 0
+        for ref in refs:
+            root = ref[0]
+            if root in ("var", "local", "module", "path", "terraform", "self", "tofu", "check"):
+                summary, detail = (
+                    "Invalid reference in replace_triggered_by expression",
+                    "Only resources, count.index, and each.key may be used in replace_triggered_by.",
+                )
+            elif root == "each":
+                if len(ref) >= 2 and ref[1] == "key":
+                    continue
+                summary, detail = (
+                    "Invalid each reference in replace_triggered_by expression",
+                    "Only each.key may be used in replace_triggered_by.",
+                )
+            elif root == "count":
+                if len(ref) >= 2 and ref[1] == "index":
+                    continue
+                summary, detail = (
+                    "Invalid count reference in replace_triggered_by expression",
+                    "Only count.index may be used in replace_triggered_by.",
+                )
+            else:
+                named = ref[1:3] if root in ("data", "ephemeral") else ref[1:2]
+                want = 2 if root in ("data", "ephemeral") else 1
+                if len(named) < want or "[]" in named:
+                    self.error(
+                        "Invalid reference",
+                        "A reference to a resource type must be followed by at least one attribute access, "
+                        "specifying the resource name.",
+                        rng,
+                    )
+                    return
+                resources += 1
+                continue
+            self.error(summary, detail, rng)
+        if resources != 1:
+            self.error(
+                "Invalid replace_triggered_by expression",
+                "Missing resource reference in replace_triggered_by expression."
+                if resources == 0
+                else "Multiple resource references in replace_triggered_by expression.",
+                rng,
+            )
+
+    def provisioner(self, block: Block) -> bool:
+        """Check one provisioner block; return whether it runs at destroy time."""
+        if not block.labels:
+            return False
+        type_ = block.labels[0]
+        if type_ in _REMOVED_PROVISIONERS:
+            self.error(
+                f'The "{type_}" provisioner has been removed',
+                f'The "{type_}" provisioner is deprecated and has been removed from {self.product}.',
+                self.label_range(block, 0),
+            )
+            return False
+        body = block.body
+        destroy = False
+        when = body.attribute("when")
+        if when is not None and isinstance(when.value, str):
+            if when.value == "destroy":
+                destroy = True
+            elif when.value != "create":
+                self.error(
+                    'Invalid "when" keyword',
+                    'The "when" argument requires one of the following keywords: create or destroy.',
+                    when.expr.range,
+                )
+        on_failure = body.attribute("on_failure")
+        if (
+            on_failure is not None
+            and isinstance(on_failure.value, str)
+            and on_failure.value not in ("continue", "fail")
+        ):
+            self.error(
+                'Invalid "on_failure" keyword',
+                'The "on_failure" argument requires one of the following keywords: continue or fail.',
+                on_failure.expr.range,
+            )
+        if destroy:
+            self.only_self_refs(body, skip=("when", "on_failure"))
+        seen_connection: Block | None = None
+        for nested in body.blocks:
+            if nested.type == "connection":
+                if seen_connection is not None:
+                    self.error(
+                        "Duplicate connection block",
+                        f"This provisioner already has a connection block at {seen_connection.range}.",
+                        nested.range,
+                    )
+                    continue
+                seen_connection = nested
+                if destroy:
+                    self.only_self_refs(nested.body)
+            elif nested.type == "lifecycle":
+                self.reserved_block(nested, "provisioner")
+        self.duplicate_escaping(body.blocks, "provisioner-type")
+        return destroy
+
+    def only_self_refs(self, body: Body, skip: tuple[str, ...] = ()) -> None:
+        allowed = {"self", "path", "terraform"} | ({"tofu"} if self.tofu else set())
+        for attr in body.attributes:
+            if attr.name in skip:
+                continue
+            for ref in value_traversals(attr.value) or []:
+                root = ref[0]
+                ok = root in allowed or (
+                    len(ref) == 2
+                    and ((root == "count" and ref[1] == "index") or (root == "each" and ref[1] == "key"))
+                )
+                if not ok:
+                    self.error(
+                        "Invalid reference from destroy provisioner",
+                        "Destroy-time provisioners and their connection configurations may only reference "
+                        "attributes of the related resource, via 'self', 'count.index', or 'each.key'.\n\n"
+                        "References to other resources during the destroy phase can cause dependency cycles "
+                        "and interact poorly with create_before_destroy.",
+                        attr.expr.range,
+                    )
+
+    # -- parser diagnostics that decoding words differently ------------------------------------
+    def reworded(self) -> None:
+        """Re-report parser diagnostics that OpenTofu's decoder words differently (``_REPLACES``)."""
+        for diag in self.parse_diags:
+            if diag.range is None:
+                continue
+            if diag.summary in ("Unsupported argument", "Extraneous JSON object property"):
+                m = _ARG_IN_DETAIL.search(diag.detail)
+                if m is None or m.group(1) not in (*_MANAGED_LIFECYCLE, "destroy"):
+                    continue
+                kind = self.lifecycle_kind(diag.range)
+                if kind == "data":
+                    self.data_lifecycle_argument(m.group(1), diag.range)
+            elif diag.summary == "Invalid expression" and self.lifecycle_kind(diag.range) == "ephemeral":
+                self.diags.error(
+                    _word("ephemeral_lifecycle", self.options),
+                    "This lifecycle argument cannot be used in ephemeral resources. It is meant to be used "
+                    'strictly in "resource" blocks.',
+                    diag.range,
+                )
+
+    def lifecycle_kind(self, rng: Range) -> str | None:
+        for block in self.file.body.blocks:
+            if block.type in ("data", "ephemeral") or block.type == "check":
+                candidates = [block] if block.type != "check" else list(block.body.blocks_of("data"))
+                for res in candidates:
+                    for lc in res.body.blocks_of("lifecycle"):
+                        if _within(rng, lc.body.range):
+                            return res.type
+        return None
+
+
+def _ignored_attributes(value: JsonValue, ty: Type, path: str) -> Iterator[str]:
+    """Yield the paths of default-value object attributes that the object type ``ty`` lacks."""
+    from flatten.types import ListType, MapType, ObjectType, SetType, TupleType
+
+    if isinstance(ty, ObjectType) and isinstance(value, dict):
+        attributes = ty.attribute_map
+        for key, item in value.items():
+            if key not in attributes:
+                yield f'"{key}"' if not path else f'{path}["{key}"]'
+                continue
+            yield from _ignored_attributes(item, attributes[key], f"{path}.{key}" if path else key)
+    elif isinstance(ty, MapType) and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _ignored_attributes(item, ty.element, f'{path}["{key}"]')
+    elif isinstance(ty, ListType | SetType) and isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _ignored_attributes(item, ty.element, f"{path}[{index}]")
+    elif isinstance(ty, TupleType) and isinstance(value, list):
+        for index, (item, elem) in enumerate(zip(value, ty.elements, strict=False)):
+            yield from _ignored_attributes(item, elem, f"{path}[{index}]")
+
+
+def check_file(file: ParsedFile, *, options: Options, parse_diags: Sequence[Diagnostic] = ()) -> Diagnostics:
+    """Return the decode diagnostics of one parsed file (never raises).
+
+    ``parse_diags`` are the parser's diagnostics for the file. Where OpenTofu's decoder reports a
+    situation the parser already diagnosed with other words (a quoted language edition, a managed
+    lifecycle argument in a data or ephemeral resource), the decode diagnostic is returned here and
+    ``superseded`` removes the parser's one.
+
+    >>> from flatten.model import Body
+    >>> list(check_file(ParsedFile("main.tf", "native", Body()), options=Options()))
+    []
+    """
+    checker = _Checker(file, options, parse_diags)
+    try:
+        checker.run()
+        checker.reworded()
+    except Exception as exc:  # a bug here must not escape the library
+        checker.diags.error(
+            "Internal error in flatten's decoder", f"{type(exc).__name__}: {exc}", Range.point(file.filename)
+        )
+    return checker.diags
+
+
+def superseded(parse_diags: Sequence[Diagnostic], decode_diags: Sequence[Diagnostic]) -> Diagnostics:
+    """Return ``parse_diags`` without those a decode diagnostic at the same range replaces."""
+    replaced = {
+        (parse_summary, str(d.range)) for d in decode_diags for parse_summary in _REPLACES.get(d.summary, ())
+    }
+    return Diagnostics(d for d in parse_diags if (d.summary, str(d.range)) not in replaced)
+
+
+def _tofu_file(filename: str) -> bool:
+    return filename.endswith((".tofu", ".tofu.json"))
+
+
+def check_versions(files: Sequence[ParsedFile], *, options: Options) -> Diagnostics:
+    """Return OpenTofu's version-gate diagnostics for one module's files (spec §1).
+
+    OpenTofu checks ``language { compatible_with { opentofu } }`` in every file and
+    ``terraform { required_version }`` only in ``.tofu``/``.tofu.json`` files against its own
+    version; a constraint that excludes it gives "Incompatible module", after which the caller
+    keeps only those diagnostics for the module. Terraform's ``required_version`` is checked
+    against the running Terraform later, which flatten does not know: no diagnostics.
+    """
+    diags = Diagnostics()
+    if options.dialect is not Dialect.OPENTOFU:
+        return diags
+    for file in files:
+        for block in file.body.blocks:
+            if block.type == "language":
+                for nested in block.body.blocks_of("compatible_with"):
+                    attr = nested.body.attribute("opentofu")
+                    if attr is not None:
+                        _gate(attr, diags)
+            elif block.type == "terraform" and _tofu_file(file.filename):
+                attr = block.body.attribute("required_version")
+                if attr is not None:
+                    _gate(attr, diags)
+    return diags
+
+
+def _gate(attr: Attribute, diags: Diagnostics) -> None:
+    version = _version_text(OPENTOFU_VERSION)
+    if not isinstance(attr.value, str):
+        diags.error(
+            "Invalid version constraint",
+            "A string value is required for the version constraint.",
+            attr.expr.range,
+        )
+        return
+    try:
+        reqs = parse_constraints(attr.value)
+    except ValueError:
+        diags.error(
+            "Invalid version constraint",
+            "This string does not use correct version constraint syntax.",
+            attr.expr.range,
+        )
+        return
+    if reqs.has_prerelease:
+        diags.error(
+            "Invalid required_version constraint",
+            f"Prerelease version constraints are not supported: {attr.value}. Remove the prerelease "
+            "information from the constraint. Prerelease versions of OpenTofu will match constraints "
+            "using their version core only.",
+            attr.expr.range,
+        )
+        return
+    if not reqs.allows(version):
+        diags.error(
+            "Incompatible module",
+            f"This module is not compatible with OpenTofu v{version}.\n\nTo proceed, either choose "
+            "another supported OpenTofu version or update this version constraint. Version constraints "
+            "are normally set for good reason, so updating the constraint may lead to other errors or "
+            "unexpected behavior.",
+            attr.expr.range,
+        )
+
+
+def incompatible(diags: Sequence[Diagnostic]) -> bool:
+    """Return whether ``diags`` hold an "Incompatible module" error (the module's other diagnostics go)."""
+    return any(d.severity is Severity.ERROR and d.summary == "Incompatible module" for d in diags)

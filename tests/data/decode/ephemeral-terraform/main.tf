@@ -1,0 +1,5 @@
+ephemeral "test" "a" {
+  lifecycle {
+    create_before_destroy = true # ERROR: Invalid ephemeral resource lifecycle argument
+  }
+}
