@@ -17,6 +17,8 @@ from flatten.load import load_dir
 from flatten.merge import merge_module
 from flatten.model import Module
 from flatten.options import Options
+from flatten.providers import ProviderWiring, wire_providers
+from flatten.providers.explicit import make_explicit
 
 __all__ = ["BuildResult", "build", "load_module"]
 
@@ -27,6 +29,7 @@ class BuildResult:
 
     tree: OutputTree = field(default_factory=OutputTree)
     graph: ModuleGraph | None = None
+    wiring: ProviderWiring | None = None
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -54,5 +57,16 @@ def build(root: Path, *, options: Options) -> tuple[BuildResult, Diagnostics]:
     graph, diags = build_graph(root, options=options)
     if diags.has_errors:
         return BuildResult(graph=graph), diags
-    tree = layout_tree(graph, root=root, options=options)
-    return BuildResult(tree=tree, graph=graph), diags
+    # Provider validation runs only when loading produced no error (conformance README point 5).
+    wiring, wiring_diags = wire_providers(graph, options=options)
+    diags.extend(wiring_diags)
+    if diags.has_errors:
+        return BuildResult(graph=graph, wiring=wiring), diags
+    emitted: ModuleGraph = graph
+    if options.explicit_providers:
+        emitted, explicit_diags = make_explicit(graph, wiring, options=options)
+        diags.extend(explicit_diags)
+        if diags.has_errors:
+            return BuildResult(graph=graph, wiring=wiring), diags
+    tree = layout_tree(emitted, root=root, options=options)
+    return BuildResult(tree=tree, graph=graph, wiring=wiring), diags

@@ -16,10 +16,12 @@ import typer
 from flatten import __version__
 from flatten.build import build as run_build
 from flatten.diagnostics import Diagnostics, render_json, render_text
-from flatten.emit import OutputError, write_tree
+from flatten.emit import OutputError, dumps, write_tree
 from flatten.graph import build_graph
 from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
+from flatten.providers.audit import audit_json, audit_text, explain
+from flatten.providers.wiring import wire_providers
 
 app = typer.Typer(
     add_completion=False,
@@ -93,6 +95,13 @@ def build(
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 when the existing output is stale.")
     ] = False,
+    explicit_providers: Annotated[
+        bool,
+        typer.Option(
+            "--explicit-providers",
+            help="Write every inherited provider configuration as an explicit providers map item.",
+        ),
+    ] = False,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT."""
     root_abs = root.resolve()
@@ -106,7 +115,7 @@ def build(
         )
     if out_abs == Path(out_abs.anchor):
         raise _usage_error("--out must not be the filesystem root.")
-    options = Options(dialect=dialect, provenance=provenance)
+    options = Options(dialect=dialect, provenance=provenance, explicit_providers=explicit_providers)
     result, diags = run_build(root_abs, options=options)
     if diagnostics_json:
         sys.stdout.write(render_json(diags))
@@ -147,6 +156,42 @@ def graph(
     elif diags:
         sys.stderr.write(render_text(diags, root=root_abs))
     sys.stdout.write(render_graph(module_graph, format, root=root_abs))
+    raise typer.Exit(exit_code(diags))
+
+
+@app.command()
+def providers(
+    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    explain_address: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--explain", metavar="ADDRESS", help="Show one resource's chain from the root."),
+    ] = None,
+    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    diagnostics_json: Annotated[
+        bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
+    ] = False,
+) -> None:
+    """Audit provider wiring: what each module receives, configures and uses, and from where."""
+    root_abs = root.resolve()
+    if not root_abs.is_dir():
+        raise _usage_error(f"{root} is not a directory.")
+    options = Options(dialect=dialect)
+    module_graph, diags = build_graph(root_abs, options=options)
+    # Provider validation runs only when loading produced no error; the report is shown regardless.
+    wiring, wiring_diags = wire_providers(module_graph, options=options, validate=not diags.has_errors)
+    diags.extend(wiring_diags)
+    if diagnostics_json:
+        sys.stderr.write(render_json(diags))
+    if explain_address is not None:
+        text = explain(wiring, explain_address)
+        if text is None:
+            raise _usage_error(f"no resource {explain_address} in the configuration.")
+        sys.stdout.write(text)
+    elif json_output:
+        sys.stdout.write(dumps(audit_json(wiring, diags)))
+    else:
+        sys.stdout.write(audit_text(wiring, diags))
     raise typer.Exit(exit_code(diags))
 
 

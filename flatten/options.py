@@ -21,3 +21,6 @@ class Options:
 
     dialect: Dialect = Dialect.TERRAFORM
     provenance: bool = False  # write "//" comments naming the files that made each merged block
+    explicit_providers: bool = False  # write inherited provider configurations as explicit passes
+    offline: bool = False  # never touch the network: remote modules only from .terraform/modules
+    locked: bool = False  # refuse to build when remote modules resolve differently from the previous manifest

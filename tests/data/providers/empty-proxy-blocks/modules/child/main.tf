@@ -1,0 +1,3 @@
+provider "foo" {} # WARNING: Redundant empty provider block
+
+resource "foo_thing" "x" {}

@@ -1,0 +1,3 @@
+resource "aws_vpc" "z" {}
+
+data "google_client_config" "c" {}

@@ -1,0 +1,1 @@
+resource "aws-_foo" "x" {} # ERROR: Invalid provider local name

@@ -1,0 +1,3 @@
+module "legacy" {
+  source = "../legacy"
+}

@@ -1,0 +1,5 @@
+resource "terraform_data" "x" {}
+
+module "c" {
+  source = "../c"
+}

@@ -1,0 +1,9 @@
+terraform {
+  required_providers {
+    terraform = {
+      source = "terraform.io/builtin/terraform"
+    }
+  }
+}
+
+resource "terraform_data" "w" {}

@@ -1,0 +1,1 @@
+resource "baz_thing" "x" {}
