@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
@@ -33,10 +33,20 @@ from flatten.sources import (
     RegistrySource,
     RemoteSource,
     SourceAddress,
+    join_subdir,
     parse_module_source,
 )
+from flatten.sources.package import FetchedModule, ModulePackage
 
-__all__ = ["ModuleCall", "ModuleFetcher", "ModuleGraph", "ModuleNode", "build_graph", "module_address"]
+__all__ = [
+    "ModuleCall",
+    "ModuleFetcher",
+    "ModuleGraph",
+    "ModuleNode",
+    "PrefetchingFetcher",
+    "build_graph",
+    "module_address",
+]
 
 _IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
@@ -71,6 +81,7 @@ class ModuleNode:
     directory: Path | None  # absolute; None when the source could not be resolved
     call: ModuleCall | None  # None for the root
     calls: tuple[ModuleCall, ...] = ()  # this module's own decoded calls, in name order
+    package: ModulePackage | None = None  # the remote package holding the module (None: the root's)
 
     @property
     def address(self) -> str:
@@ -78,9 +89,22 @@ class ModuleNode:
 
 
 class ModuleFetcher(Protocol):
-    """Resolves a non-local source to a directory on disk (remote sources; a later stage)."""
+    """Resolves a registry or remote source to a directory on disk (``flatten.sources.fetcher``).
 
-    def fetch(self, call: ModuleCall, *, parent: ModuleNode) -> tuple[Path | None, Diagnostics]: ...
+    A fetcher may return a bare directory (test stand-ins) or a ``FetchedModule``, whose package
+    makes local sources inside it resolve within the package (spec §5.7).
+    """
+
+    def fetch(
+        self, call: ModuleCall, *, parent: ModuleNode
+    ) -> tuple[Path | FetchedModule | None, Diagnostics]: ...
+
+
+@runtime_checkable
+class PrefetchingFetcher(Protocol):
+    """A fetcher that can resolve all the calls of one module at once (in parallel) before ``fetch``."""
+
+    def prefetch(self, calls: Sequence[ModuleCall], *, parent: ModuleNode) -> None: ...
 
 
 class ModuleGraph:
@@ -197,10 +221,37 @@ def _static_template(value: str | None) -> str | None:
     return value.replace("$${", "${").replace("%%{", "%{")
 
 
-def _load(directory: Path, *, root: Path, options: Options, address: str) -> tuple[Module, Diagnostics]:
-    files, diags = load_dir(directory, root=root, options=options)
-    module, merge_diags = merge_module(files, directory=display_path(directory, root), options=options)
+def _outside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return True
+    return False
+
+
+def _display(directory: Path, root: Path, package: ModulePackage | None = None) -> str:
+    """Return how messages name a module directory: relative to the root, or by package address."""
+    if package is not None and _outside(directory, root):
+        return package.source
+    return display_path(directory, root)
+
+
+def _load(
+    directory: Path, *, root: Path, options: Options, address: str, package: ModulePackage | None = None
+) -> tuple[Module, Diagnostics]:
+    # A module from a downloaded package (outside the root, in the cache) is named by its package:
+    # file names become "<package address>//<path in the package>", never a machine's cache path.
+    outside = package is not None and _outside(directory, root)
+    base = package.root if outside and package is not None else root
+    files, diags = load_dir(directory, root=base, options=options)
+    module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
     diags.extend(merge_diags)
+    if outside and package is not None:
+        prefix = package.address.partition("?")[0]
+        diags = Diagnostics(
+            replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}")) if d.range else d
+            for d in diags
+        )
     if address:
         diags = Diagnostics(replace(d, module=address) for d in diags)
     return module, diags
@@ -256,8 +307,16 @@ def build_graph(
     The graph always has the root node. Children are loaded only when the root loaded without
     errors; a child whose source cannot be resolved or read is left out, with a diagnostic at
     the calling block's ``source``.
+
+    Registry and remote sources go to ``fetcher`` (``flatten.sources.fetcher.RemoteFetcher``).
+    Without one, only modules that ``terraform init`` already installed (``.terraform/modules``)
+    are found, and any other remote module is a "Module not installed" error.
     """
     root = root.absolute()
+    if fetcher is None:
+        from flatten.sources.fetcher import installed_only
+
+        fetcher = installed_only(root, options=options)
     graph: nx.DiGraph = nx.DiGraph()
     module, diags = _load(root, root=root, options=options, address="")
     calls, call_diags = _decode_calls(module, options=options)
@@ -272,16 +331,18 @@ def build_graph(
     while stack:
         parent, chain = stack.pop()
         children: list[tuple[ModuleNode, tuple[Path, ...]]] = []
+        if isinstance(fetcher, PrefetchingFetcher):
+            fetcher.prefetch(parent.calls, parent=parent)
         for call in parent.calls:
             path = (*parent.path, call.name)
             address = module_address(path)
-            directory, fetch_diags = _resolve(call, parent, root=root, fetcher=fetcher)
+            directory, package, fetch_diags = _resolve(call, parent, root=root, fetcher=fetcher)
             diags.extend(replace(d, module=parent.address) for d in fetch_diags)
             if directory is None:
                 continue
             real = directory.resolve()
             if real in chain:
-                cycle = " -> ".join([*(display_path(p, root) for p in chain), display_path(real, root)])
+                cycle = " -> ".join([*(_display(p, root) for p in chain), _display(real, root)])
                 diags.append(
                     Diagnostic.error(
                         "Module call cycle",
@@ -297,18 +358,21 @@ def build_graph(
                 diags.append(
                     Diagnostic.warning(
                         "Empty module directory",
-                        f'The directory {display_path(directory, root)} of module "{call.name}" holds no '
+                        f"The directory {_display(directory, root, package)} of module "
+                        f'"{call.name}" holds no '
                         ".tf or .tf.json files, so the module declares nothing. Terraform accepts it; "
                         "check that the source points where you meant.",
                         call.range,
                         module=parent.address,
                     )
                 )
-            module, load_diags = _load(directory, root=root, options=options, address=address)
+            module, load_diags = _load(
+                directory, root=root, options=options, address=address, package=package
+            )
             diags.extend(load_diags)
             calls, call_diags = _decode_calls(module, options=options)
             diags.extend(replace(d, module=address) for d in call_diags)
-            node = ModuleNode(path, module, directory, call, tuple(calls))
+            node = ModuleNode(path, module, directory, call, tuple(calls), package)
             diags.extend(_child_checks(node, options=options))
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
@@ -318,30 +382,39 @@ def build_graph(
 
 
 def _resolve(
-    call: ModuleCall, parent: ModuleNode, *, root: Path, fetcher: ModuleFetcher | None
-) -> tuple[Path | None, Diagnostics]:
+    call: ModuleCall, parent: ModuleNode, *, root: Path, fetcher: ModuleFetcher
+) -> tuple[Path | None, ModulePackage | None, Diagnostics]:
     diags = Diagnostics()
     if isinstance(call.address, LocalSource):
         if parent.directory is None:
-            return None, diags
-        directory = Path(os.path.normpath(parent.directory / call.address.path))
+            return None, None, diags
+        package = parent.package
+        if package is not None:
+            # Inside a remote package a local source moves within the package and may not leave it.
+            try:
+                subdir = join_subdir(
+                    package.subdir,
+                    call.address.path,
+                    package=package.address,
+                    module=module_address((*parent.path, call.name)),
+                )
+            except InvalidSourceAddress as exc:
+                diags.error(exc.summary, str(exc), call.range)
+                return None, None, diags
+            package = package.at(subdir)
+            directory = package.directory
+        else:
+            directory = Path(os.path.normpath(parent.directory / call.address.path))
         if not directory.is_dir():
             diags.error(
                 "Unreadable module directory",
-                f"The directory {display_path(directory, root)} does not exist or cannot be read.",
+                f"The directory {_display(directory, root, package)} does not exist or cannot be read.",
                 call.range,
             )
-            return None, diags
-        return directory, diags
-    if fetcher is not None:
-        return fetcher.fetch(call, parent=parent)
-    kind = "registry" if isinstance(call.address, RegistrySource) else "remote"
+            return None, None, diags
+        return directory, package, diags
     assert isinstance(call.address, (RegistrySource, RemoteSource))
-    diags.error(
-        "Module not installed",
-        f'Module "{call.name}" has the {kind} source {call.source!r}, and flatten was run without '
-        "access to remote modules. Run `terraform init` first so flatten can reuse "
-        ".terraform/modules, or allow downloads.",
-        call.range,
-    )
-    return None, diags
+    found, fetch_diags = fetcher.fetch(call, parent=parent)
+    if isinstance(found, FetchedModule):
+        return found.directory, found.package, fetch_diags
+    return found, None, fetch_diags

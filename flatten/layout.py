@@ -8,6 +8,12 @@ repeated; ``..`` becomes ``_parent``). Every module call's ``source`` is rewritt
 path of its vendored directory, and ``version`` is dropped once a registry source becomes local.
 Non-configuration files beside a module (templates, scripts, policies, nested folders read through
 ``path.module``) are copied so relative paths keep working.
+
+Modules from remote packages (registry, git, archives; spec §5.7) keep their package's structure:
+each package becomes ``modules/_remote/<name>/`` (``<name>`` readable, e.g. ``ns-vpc-aws-1.2.0``)
+and each of its modules that is used goes to the same relative place inside it, so ``../sibling``
+calls inside the package still work. The manifest records each remote module's package address,
+resolved version, commit and content digest (what ``--locked`` compares against).
 """
 
 from __future__ import annotations
@@ -66,19 +72,43 @@ def _slug(directory: Path, root: Path) -> str:
     return "modules/" + "/".join(parts or ["_root"])
 
 
+def _package_slugs(graph: ModuleGraph) -> dict[Path, str]:
+    """Return ``modules/_remote/<name>`` for each distinct package root, names made unique in walk order."""
+    slugs: dict[Path, str] = {}
+    taken: set[str] = set()
+    for node in graph.walk():
+        if node.package is None:
+            continue
+        real = node.package.root.resolve()
+        if real in slugs:
+            continue
+        base = "modules/_remote/" + node.package.name
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base}-{n}", n + 1
+        slugs[real] = candidate
+        taken.add(candidate)
+    return slugs
+
+
 def _assign_outputs(graph: ModuleGraph, root: Path) -> dict[Path, str]:
     """Return the output directory for every distinct module directory, "" for the root."""
     outputs: dict[Path, str] = {root.resolve(): ""}
-    taken = {""}
+    packages = _package_slugs(graph)
+    taken = {"", *packages.values()}
     for node in graph.walk():
         if node.directory is None:
             continue
         real = node.directory.resolve()
         if real in outputs:
             continue
+        if node.package is not None:
+            base = packages[node.package.root.resolve()]
+            outputs[real] = posixpath.join(base, node.package.subdir) if node.package.subdir else base
+            continue
         slug = _slug(node.directory, root)
         candidate, n = slug, 2
-        while candidate in taken:
+        while candidate in taken or any(candidate.startswith(p + "/") for p in packages.values()):
             candidate, n = f"{slug}-{n}", n + 1
         outputs[real] = candidate
         taken.add(candidate)
@@ -187,6 +217,17 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
         }
         if node.call is not None and node.call.version is not None:
             entry["version"] = node.call.version
+        if node.package is not None:
+            pkg = node.package
+            entry["directory"] = pkg.source  # never a machine's cache path
+            record: dict[str, JsonValue] = {"address": pkg.address, "subdir": pkg.subdir}
+            if pkg.version is not None:
+                record["version"] = pkg.version
+            if pkg.commit is not None:
+                record["commit"] = pkg.commit
+            if pkg.digest:
+                record["digest"] = pkg.digest
+            entry["package"] = record
         manifest_modules.append(entry)
     manifest: dict[str, JsonValue] = {
         "flatten_version": __version__,

@@ -42,6 +42,7 @@ __all__ = [
     "SourceAddress",
     "join_subdir",
     "parse_module_source",
+    "parse_remote_source",
 ]
 
 #: The registry host assumed by a three-part registry address, per dialect.
@@ -177,6 +178,22 @@ def parse_module_source(raw: str, *, has_version: bool, dialect: str = "terrafor
             "Invalid module source address",
             f"Failed to parse module source address: {exc}.",
             reason=str(exc),
+        ) from None
+
+
+def parse_remote_source(raw: str, *, dialect: str = "terraform") -> RemoteSource:
+    """Return ``raw`` parsed as a go-getter address only (a registry's download location, §5.7).
+
+    Raises :class:`InvalidSourceAddress` ("Invalid module source address").
+
+    >>> parse_remote_source("https://example.com/x.tgz//sub?archive=tar.gz")
+    RemoteSource(package='https://example.com/x.tgz?archive=tar.gz', subdir='sub')
+    """
+    try:
+        return _parse_remote(raw, dialect)
+    except _AddrError as exc:
+        raise InvalidSourceAddress(
+            "Invalid module source address", f"Failed to parse module source address: {exc}.", reason=str(exc)
         ) from None
 
 

@@ -1,0 +1,155 @@
+"""The download cache: packages stored by what identifies their content, safe when builds run at once.
+
+Layout under the cache directory (``FLATTEN_CACHE_DIR``, ``$XDG_CACHE_HOME/flatten`` or
+``~/.cache/flatten``)::
+
+    v1/packages/<sha256 of identity>/meta.json   what was installed (identity, commit, subdir, digest)
+    v1/packages/<sha256 of identity>/files/      the package's files
+    v1/locks/<sha256 of identity>.lock           flock(2) taken while the entry is being made
+    v1/tmp/                                      downloads in progress
+
+An *identity* is a string that pins content: ``registry <package> <version>``, ``git <url>
+<commit>``, ``http <url> …``. The rule the file follows: an entry becomes visible only by an
+atomic ``rename`` of a complete directory, made while holding the entry's lock, so two builds
+(threads or processes) never see a half-written package and never download the same one twice.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from flatten.sources.package import FetchError
+
+__all__ = ["CachedPackage", "PackageCache", "tree_digest"]
+
+
+def tree_digest(root: Path) -> str:
+    """Return a ``sha256:`` digest of a directory's files: names, content, executable bits, links.
+
+    ``.git`` directories are left out, so a clone and an unpacked archive of the same files agree.
+    """
+    h = hashlib.sha256()
+    entries: list[tuple[str, Path]] = []
+    for current, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(current, d)))
+        rel_dir = os.path.relpath(current, root)
+        for name in files + [d for d in os.listdir(current) if os.path.islink(os.path.join(current, d))]:
+            if name == ".git":
+                continue
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            entries.append((rel.replace(os.sep, "/"), Path(current) / name))
+    for rel, path in sorted(set(entries)):
+        st = path.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            h.update(f"L {rel}\0{os.readlink(path)}\0".encode())
+            continue
+        h.update(f"F {rel}\0{'x' if st.st_mode & 0o111 else '-'}\0".encode())
+        fh = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 16):
+                fh.update(chunk)
+        h.update(fh.digest())
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedPackage:
+    """A complete cache entry: the package files and what was recorded when it was made."""
+
+    files: Path
+    identity: str
+    digest: str
+    commit: str | None = None
+    subdir: str = ""
+
+
+class PackageCache:
+    """A content-addressed package store in ``root`` (see the module docstring for the layout)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / "v1"
+
+    @staticmethod
+    def key(identity: str) -> str:
+        return hashlib.sha256(identity.encode("utf-8")).hexdigest()
+
+    def _entry(self, identity: str) -> Path:
+        return self.root / "packages" / self.key(identity)
+
+    def lookup(self, identity: str) -> CachedPackage | None:
+        """Return the cached package for ``identity``, or None when there is none (or it is damaged)."""
+        entry = self._entry(identity)
+        try:
+            meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(meta, dict) or meta.get("identity") != identity or not (entry / "files").is_dir():
+            return None
+        commit = meta.get("commit")
+        return CachedPackage(
+            entry / "files",
+            identity,
+            str(meta.get("digest", "")),
+            commit if isinstance(commit, str) else None,
+            str(meta.get("subdir", "")),
+        )
+
+    @contextmanager
+    def _locked(self, identity: str) -> Iterator[None]:
+        locks = self.root / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"{self.key(identity)}.lock", "a+b") as fd:
+            fcntl.flock(fd.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd.fileno(), fcntl.LOCK_UN)
+
+    def install(
+        self, identity: str, fill: Callable[[Path], tuple[str | None, str]]
+    ) -> tuple[CachedPackage, bool]:
+        """Return the entry for ``identity``, making it with ``fill`` if needed, and whether it was made.
+
+        ``fill(directory)`` writes the package into the new ``directory`` and returns
+        ``(commit, subdir)``; a :class:`FetchError` from it leaves no entry behind.
+        """
+        found = self.lookup(identity)
+        if found is not None:
+            return found, False
+        try:
+            with self._locked(identity):
+                found = self.lookup(identity)  # another build may have made it while we waited
+                if found is not None:
+                    return found, False
+                tmp_root = self.root / "tmp"
+                tmp_root.mkdir(parents=True, exist_ok=True)
+                work = Path(tempfile.mkdtemp(prefix="pkg-", dir=tmp_root))
+                try:
+                    commit, subdir = fill(work / "files")
+                    digest = tree_digest(work / "files")
+                    meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
+                    (work / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
+                    entry = self._entry(identity)
+                    entry.parent.mkdir(parents=True, exist_ok=True)
+                    if entry.exists():  # a damaged entry (no meta.json): replace it
+                        shutil.rmtree(entry)
+                    os.rename(work, entry)
+                finally:
+                    if work.exists():
+                        shutil.rmtree(work, ignore_errors=True)
+        except OSError as exc:
+            raise FetchError(f"could not write to the module cache at {self.root.parent}: {exc}") from None
+        made = self.lookup(identity)
+        if made is None:
+            raise FetchError(f"the module cache entry at {self._entry(identity)} could not be read back")
+        return made, True

@@ -1,0 +1,457 @@
+"""The remote module fetcher: registry, git and archive sources to directories on disk (spec §5.7, §6.3).
+
+:class:`RemoteFetcher` implements :class:`flatten.graph.ModuleFetcher`. For each registry or
+remote module call it tries, in order:
+
+1. Terraform's own installation (``<data dir>/modules/modules.json``), when the record for the
+   call's key has the same source (and a version the constraint allows): no network at all;
+2. with ``options.offline``, nothing else: a call not installed is an error ("Module not
+   installed") that says how to fix it;
+3. the registry protocol or go-getter, through the content-addressed download cache.
+
+The result is the module's directory plus its :class:`~flatten.sources.package.ModulePackage`
+(address, version, commit, digest). With ``options.locked``, a resolution that differs from the
+previous manifest's record for the module is an error. Problems are diagnostics at the calling
+block's ``source``; messages never contain a credential. Calls of one module can be resolved in
+parallel with :meth:`RemoteFetcher.prefetch`.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import posixpath
+import sys
+import threading
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flatten.diagnostics import Diagnostic, Diagnostics
+from flatten.options import Options
+from flatten.sources.address import (
+    InvalidSourceAddress,
+    RegistrySource,
+    RemoteSource,
+    parse_remote_source,
+)
+from flatten.sources.cache import PackageCache, tree_digest
+from flatten.sources.env import SourceEnv
+from flatten.sources.getter import Getter, GetterAddress, parse_getter_address
+from flatten.sources.git import redact_url, resolve_ref
+from flatten.sources.installed import InstalledModule, read_installed
+from flatten.sources.package import FetchedModule, FetchError, ModulePackage
+from flatten.sources.progress import Progress
+from flatten.sources.registry import RegistryClient
+from flatten.sources.transport import HttpClient
+from flatten.versions import InvalidConstraint, parse_constraints, select_module_version
+
+if TYPE_CHECKING:
+    from flatten.graph import ModuleCall, ModuleNode
+
+__all__ = ["LockedModule", "RemoteFetcher", "installed_only", "read_lock"]
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class LockedModule:
+    """What a previous build's manifest recorded for one remote module."""
+
+    address: str
+    version: str | None = None
+    commit: str | None = None
+    digest: str | None = None
+
+
+def read_lock(manifest: bytes | str | None) -> dict[str, LockedModule]:
+    """Return the remote-module records of a previous manifest (``flatten.manifest.json``), by module.
+
+    Anything unreadable gives {} (and ``--locked`` then refuses every remote module).
+    """
+    if manifest is None:
+        return {}
+    try:
+        doc = json.loads(manifest)
+    except ValueError:
+        return {}
+    out: dict[str, LockedModule] = {}
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    for entry in modules if isinstance(modules, list) else []:
+        pkg = entry.get("package") if isinstance(entry, dict) else None
+        if not isinstance(pkg, dict) or not isinstance(entry.get("module"), str):
+            continue
+
+        def text(name: str, pkg: dict[str, object] = pkg) -> str | None:
+            value = pkg.get(name)
+            return value if isinstance(value, str) else None
+
+        out[entry["module"]] = LockedModule(
+            text("address") or "", text("version"), text("commit"), text("digest")
+        )
+    return out
+
+
+@dataclass(slots=True)
+class _Result:
+    fetched: FetchedModule | None
+    diags: Diagnostics = field(default_factory=Diagnostics)
+
+
+class _Problem(Exception):
+    def __init__(self, summary: str, detail: str) -> None:
+        super().__init__(detail)
+        self.summary = summary
+        self.detail = detail
+
+
+class RemoteFetcher:
+    """Fetches registry and remote module packages for :func:`flatten.graph.build_graph`.
+
+    ``root`` is the root module directory (where ``.terraform`` lives), ``env`` the settings
+    read from the environment at the edge, ``lock`` the records of the previous manifest
+    (:func:`read_lock`; used with ``options.locked``), ``progress`` where to report downloads.
+
+    >>> from flatten.sources.env import SourceEnv
+    >>> fetcher = RemoteFetcher(Path("."), options=Options(offline=True), env=SourceEnv(Path("/nonexistent")))
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        options: Options,
+        env: SourceEnv,
+        lock: Mapping[str, LockedModule] | None = None,
+        progress: Progress | None = None,
+        downloads: bool = True,
+    ) -> None:
+        self._root = root.absolute()
+        self._downloads = downloads
+        self._options = options
+        self._env = env
+        self._lock = dict(lock or {})
+        self._progress = progress or Progress(sys.stderr if env.progress else None)
+        http = HttpClient(tokens=env.tokens, timeout=env.timeout)
+        self._registry = RegistryClient(http, insecure_hosts=env.insecure_hosts)
+        self._getter = Getter(http, git=env.git, limits=env.limits)
+        self._cache = PackageCache(env.cache_dir)
+        self._installed = read_installed(self._root, env.data_dir) if env.use_installed else {}
+        self._results: dict[str, _Result] = {}
+        self._mutex = threading.Lock()
+
+    # -- ModuleFetcher -----------------------------------------------------------------------
+
+    def fetch(self, call: ModuleCall, *, parent: ModuleNode) -> tuple[FetchedModule | None, Diagnostics]:
+        """Return the module directory and package for a registry or remote call, and diagnostics."""
+        key = ".".join((*parent.path, call.name))
+        with self._mutex:
+            done = self._results.pop(key, None)
+        if done is None:
+            done = self._resolve(call, key)
+        return done.fetched, done.diags
+
+    def prefetch(self, calls: Sequence[ModuleCall], *, parent: ModuleNode) -> None:
+        """Resolve the remote calls of one module in parallel; :meth:`fetch` then returns the results."""
+        todo = [c for c in calls if isinstance(c.address, (RegistrySource, RemoteSource))]
+        if len(todo) < 2:
+            return
+        keys = [".".join((*parent.path, c.name)) for c in todo]
+        with ThreadPoolExecutor(max_workers=max(1, min(self._env.jobs, len(todo)))) as pool:
+            results = list(pool.map(self._resolve, todo, keys))
+        with self._mutex:
+            self._results.update(zip(keys, results, strict=True))
+
+    # -- resolution ----------------------------------------------------------------------------
+
+    def _resolve(self, call: ModuleCall, key: str) -> _Result:
+        address = "module." + key.replace(".", ".module.")
+        result = _Result(None)
+        package: ModulePackage | None
+        try:
+            installed = self._installed.get(key)
+            if installed is not None and self._matches(call, installed):
+                package = self._from_installed(call, installed)
+            elif self._options.offline or not self._downloads:
+                raise _Problem("Module not installed", self._offline_detail(call))
+            elif isinstance(call.address, RegistrySource):
+                package = self._registry_package(call, result.diags)
+            else:
+                assert isinstance(call.address, RemoteSource)
+                package = self._remote_package(call.address)
+            if package is None:
+                return result
+            package = self._with_subdir(package, call)
+            self._check_lock(address, package, call)
+            result.fetched = FetchedModule(package.directory, package)
+        except _Problem as exc:
+            result.diags.append(Diagnostic.error(exc.summary, self._redact(exc.detail), call.range))
+        except FetchError as exc:
+            where = self._redact(redact_url(str(call.address)))
+            detail = f'Could not download module "{call.name}" source code from "{where}": {exc}.'
+            result.diags.append(Diagnostic.error(exc.summary, self._redact(detail), call.range))
+        return result
+
+    def _redact(self, text: str) -> str:
+        for token in self._env.tokens.values():
+            secret = token.reveal()
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    def _offline_detail(self, call: ModuleCall) -> str:
+        data = self._env.data_dir
+        if self._downloads:
+            why, fix = "--offline forbids downloading it", "build without --offline"
+        else:
+            why, fix = "flatten was run without access to remote modules", "allow downloads"
+        return (
+            f'Module "{call.name}" has the source {call.source!r}, which is not installed in {data}/modules, '
+            f"and {why}. Run `terraform init` (or `tofu init`) in the root module first so flatten can "
+            f"reuse the installed modules, or {fix}."
+        )
+
+    def _matches(self, call: ModuleCall, rec: InstalledModule) -> bool:
+        sources = {call.source, str(call.address)}
+        if isinstance(call.address, RegistrySource):
+            sources.add(call.address.for_display(dialect=self._options.dialect.value))
+        if rec.source not in sources:
+            return False
+        if call.version is not None:
+            if rec.version is None:
+                return False
+            try:
+                return parse_constraints(call.version).allows(rec.version)
+            except (InvalidConstraint, ValueError):
+                return False
+        return rec.directory.is_dir()
+
+    def _from_installed(self, call: ModuleCall, rec: InstalledModule) -> ModulePackage:
+        addr = call.address
+        assert isinstance(addr, (RegistrySource, RemoteSource))
+        # The record's Dir already includes the call's subdir; the package is its install root.
+        subdir = rec.subdir
+        user = addr.subdir
+        if user and subdir.endswith(user):
+            subdir = subdir[: -len(user)].rstrip("/")
+        elif user:
+            subdir = ""
+        return ModulePackage(
+            address=addr.package,
+            root=rec.package_root,
+            subdir=subdir,  # the package's own base subdir; the call's subdir is added later
+            version=rec.version if isinstance(addr, RegistrySource) else None,
+            digest=tree_digest(rec.package_root),
+            name=_readable_name(addr, rec.version, _getter_address(addr)),
+        )
+
+    def _registry_package(self, call: ModuleCall, diags: Diagnostics) -> ModulePackage | None:
+        src = call.address
+        assert isinstance(src, RegistrySource)
+        try:
+            constraints = parse_constraints(call.version) if call.version is not None else None
+        except InvalidConstraint as exc:
+            raise _Problem(exc.summary, exc.detail) from None
+        versions = self._registry.versions(src)
+        selection = select_module_version(versions, constraints, dialect=self._options.dialect.value)
+        for bad in selection.invalid:
+            diags.append(
+                Diagnostic.warning(
+                    "Invalid response from remote module registry",
+                    f"The registry at {src.host} returned an invalid version string {bad!r} for "
+                    f"{src.for_display()}, which flatten ignored.",
+                    call.range,
+                )
+            )
+        if selection.newest is None:
+            raise _Problem(
+                "Module has no versions",
+                f'Module "{call.name}" ({src.for_display()}) has no versions available.',
+            )
+        if selection.chosen is None:
+            raise _Problem(
+                "Unresolvable module version constraint",
+                f'There is no available version of module "{call.name}" ({src.for_display()}) which matches '
+                f"the given version constraint. The newest available version is {selection.newest}.",
+            )
+        version = selection.chosen.original
+        identity = f"registry {src.package} {version}"
+
+        def fill(dest: Path) -> tuple[str | None, str]:
+            location = self._registry.location(src, version)
+            try:
+                where = parse_remote_source(location)
+            except InvalidSourceAddress as exc:
+                raise FetchError(
+                    f"the registry returned an invalid download address: {exc.reason}",
+                    summary="Invalid response from remote module registry",
+                ) from None
+            fetched = self._getter.get(parse_getter_address(where.package), dest)
+            return fetched.commit, posixpath.join(where.subdir, fetched.subdir).strip("/")
+
+        entry = self._download(identity, f"{src.for_display()} {version}", fill)
+        return ModulePackage(
+            address=src.package,
+            root=entry.files,
+            subdir=entry.subdir,
+            version=version,
+            commit=entry.commit,
+            digest=entry.digest,
+            name=_readable_name(src, version),
+        )
+
+    def _remote_package(self, src: RemoteSource) -> ModulePackage:
+        addr = parse_getter_address(src.package)
+        label = redact_url(src.package)
+        if addr.kind == "file" and addr.archive is None:
+            path = addr.path
+            if not path.is_dir():
+                raise FetchError(f"the directory {path} does not exist")
+            return ModulePackage(src.package, path, digest=tree_digest(path), name=_readable_name(src, None))
+        if addr.kind == "git":
+            commit = resolve_ref(self._env.git, addr.url, addr.ref)
+            identity = f"git {addr.url} {commit or addr.ref}"
+        elif addr.kind == "file":
+            identity = f"file {tree_digest_file(addr.path)}"
+        else:
+            identity = f"http {addr.url} {addr.archive} {addr.checksum}"
+
+        def fill(dest: Path) -> tuple[str | None, str]:
+            fetched = self._getter.get(addr, dest)
+            return fetched.commit, fetched.subdir
+
+        entry = self._download(identity, label, fill)
+        return ModulePackage(
+            address=src.package,
+            root=entry.files,
+            subdir=entry.subdir,
+            commit=entry.commit,
+            digest=entry.digest,
+            name=_readable_name(src, None, addr),
+        )
+
+    def _download(self, identity: str, label: str, fill: _Fill) -> _Entry:
+        found = self._cache.lookup(identity)
+        if found is not None:
+            return found
+        self._progress.begin(label)
+        ok = False
+        try:
+            entry, _ = self._cache.install(identity, fill)
+            ok = True
+            return entry
+        finally:
+            self._progress.end(label, ok=ok)
+
+    def _with_subdir(self, package: ModulePackage, call: ModuleCall) -> ModulePackage:
+        addr = call.address
+        assert isinstance(addr, (RegistrySource, RemoteSource))
+        subdir = posixpath.join(package.subdir, addr.subdir).strip("/") if addr.subdir else package.subdir
+        if _GLOB_CHARS & set(subdir):
+            matches = sorted(glob.glob(glob.escape(str(package.root)) + "/" + subdir))
+            dirs = [m for m in matches if os.path.isdir(m)]
+            if len(dirs) != 1:
+                raise _Problem(
+                    "Failed to expand subdir globs",
+                    f"subdir {subdir!r} {'matches multiple paths' if dirs else 'not found'} in the package "
+                    f"{redact_url(package.address)}.",
+                )
+            subdir = Path(dirs[0]).relative_to(package.root).as_posix()
+        if subdir and not (package.root / subdir).is_dir():
+            raise _Problem(
+                "Module subdirectory not found",
+                f"The module subdirectory {subdir!r} does not exist in the package "
+                f"{redact_url(package.address)}.",
+            )
+        return package.at(subdir)
+
+    def _check_lock(self, address: str, package: ModulePackage, call: ModuleCall) -> None:
+        if not self._options.locked:
+            return
+        locked = self._lock.get(address)
+        if locked is None:
+            raise _Problem(
+                "Module not in the lock",
+                f'Module "{call.name}" ({redact_url(call.source)}) is not recorded in the existing manifest, '
+                "and --locked forbids resolving it anew. Build once without --locked to record it.",
+            )
+        changes = [
+            f"{what} {old} → {new}"
+            for what, old, new in (
+                ("address", locked.address, package.address),
+                ("version", locked.version, package.version),
+                ("commit", locked.commit, package.commit),
+                ("digest", locked.digest, package.digest),
+            )
+            if old and new and old != new
+        ]
+        if changes:
+            raise _Problem(
+                "Module resolution differs from the lock",
+                f'Module "{call.name}" resolves differently from the existing manifest '
+                f"({'; '.join(changes)}), "
+                "and --locked forbids the change. Build without --locked to accept it.",
+            )
+
+
+def _getter_address(addr: RegistrySource | RemoteSource) -> GetterAddress | None:
+    if isinstance(addr, RegistrySource):
+        return None
+    try:
+        return parse_getter_address(addr.package)
+    except FetchError:
+        return None
+
+
+def installed_only(root: Path, *, options: Options) -> RemoteFetcher:
+    """Return a fetcher that only reuses ``.terraform/modules`` (``build_graph``'s default): no network."""
+    return RemoteFetcher(root, options=options, env=SourceEnv(cache_dir=Path(os.devnull)), downloads=False)
+
+
+def tree_digest_file(path: Path) -> str:
+    """Return the ``sha256:`` digest of one file (a local archive's identity)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 16):
+                h.update(chunk)
+    except OSError as exc:
+        raise FetchError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return "sha256:" + h.hexdigest()
+
+
+def _readable_name(
+    src: RegistrySource | RemoteSource, version: str | None, addr: GetterAddress | None = None
+) -> str:
+    """Return a short, file-name-safe name for a package's vendored copy."""
+    if isinstance(src, RegistrySource):
+        base = f"{src.namespace}-{src.name}-{src.system}"
+        tag = version or ""
+    else:
+        url = addr.url if addr is not None else src.package.partition("::")[2] or src.package
+        path = urllib.parse.urlsplit(url).path.rstrip("/")
+        base = posixpath.basename(path) or "package"
+        for ext in (".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip", ".tar"):
+            if base.lower().endswith(ext) and len(base) > len(ext):
+                base = base[: -len(ext)]
+                break
+        base = base.removesuffix(".git")
+        tag = addr.ref if addr is not None else ""
+    name = f"{base}-{tag}" if tag else base
+    safe = "".join(c if c.isalnum() or c in "._-" else "-" for c in name).strip(".-")
+    return safe or "package"
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from flatten.sources.cache import CachedPackage
+
+    _Fill = Callable[[Path], tuple[str | None, str]]
+    _Entry = CachedPackage

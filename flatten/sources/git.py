@@ -1,0 +1,116 @@
+"""The git getter: clone a repository at a ref with the ``git`` binary (go-getter ``GitGetter``).
+
+Rule for the file: git runs non-interactively (``GIT_TERMINAL_PROMPT=0``, no credential prompts,
+``ssh`` in batch mode), every URL shown in a message has its password removed, and the result of a
+clone is the exact commit checked out. ``ref`` may be a branch, a tag or a commit; ``depth``
+makes a shallow clone (a commit SHA is then fetched directly).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from flatten.sources.package import FetchError
+
+__all__ = ["clone", "redact_url", "resolve_ref"]
+
+_SHA_RE = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+_USERINFO_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@:\s]*):[^/@\s]*@")
+
+
+def redact_url(text: str) -> str:
+    """Return ``text`` with the password of every ``scheme://user:password@`` URL hidden.
+
+    >>> redact_url("fatal: https://me:s3cret@h/x.git not found")
+    'fatal: https://me:***@h/x.git not found'
+    """
+    return _USERINFO_RE.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    env["GIT_ASKPASS"] = "echo" if shutil.which("echo") else ""
+    return env
+
+
+def _run(git: str, args: list[str], *, cwd: Path | None = None, timeout: float = 600) -> str:
+    try:
+        proc = subprocess.run(
+            [git, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=_env(),
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except FileNotFoundError:
+        raise FetchError(
+            f"the git command ({git}) was not found; install git to use git module sources"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise FetchError(f"git {args[0]} timed out after {int(timeout)} seconds") from None
+    if proc.returncode != 0:
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        message = redact_url(" ".join(line.strip() for line in lines[-3:]))
+        raise FetchError(f"error running git {args[0]}: {message or f'exit status {proc.returncode}'}")
+    return proc.stdout
+
+
+def resolve_ref(git: str, url: str, ref: str) -> str | None:
+    """Return the commit ``ref`` names in the repository at ``url`` without cloning it.
+
+    A full commit SHA is returned as is; an empty ref means the default branch (``HEAD``).
+    None means the remote lists no such branch or tag (it may still be an abbreviated commit,
+    which only a clone can tell).
+    """
+    if _SHA_RE.fullmatch(ref):
+        return ref.lower()
+    out = _run(git, ["ls-remote", "--", url, ref or "HEAD"], timeout=120)
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        found[name] = sha
+    if not ref:
+        return found.get("HEAD")
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/tags/{ref}", f"refs/heads/{ref}", ref):
+        if name in found:
+            return found[name]
+    return None
+
+
+def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0) -> str:
+    """Clone ``url`` into the new directory ``dest``, check out ``ref``, and return the commit SHA.
+
+    Submodules are initialised as go-getter does; the ``.git`` directory is removed afterwards, so
+    ``dest`` holds only the checked-out files. Raises :class:`FetchError`.
+    """
+    if ref.startswith("-"):
+        raise FetchError(f"invalid git ref {ref!r}")
+    if depth > 0 and _SHA_RE.fullmatch(ref):
+        dest.mkdir(parents=True)
+        _run(git, ["init", "--quiet"], cwd=dest)
+        _run(git, ["fetch", "--quiet", f"--depth={depth}", "--", url, ref], cwd=dest)
+        _run(git, ["checkout", "--quiet", "FETCH_HEAD"], cwd=dest)
+    elif depth > 0:
+        branch = ["--branch", ref] if ref else []
+        _run(git, ["clone", "--quiet", f"--depth={depth}", *branch, "--", url, str(dest)])
+    else:
+        _run(git, ["clone", "--quiet", "--", url, str(dest)])
+        if ref:
+            _run(git, ["checkout", "--quiet", ref], cwd=dest)
+    if (dest / ".gitmodules").is_file():
+        _run(git, ["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
+    commit = _run(git, ["rev-parse", "HEAD"], cwd=dest).strip()
+    for gitdir in [dest / ".git", *dest.rglob(".git")]:
+        if gitdir.is_dir() and not gitdir.is_symlink():
+            shutil.rmtree(gitdir, ignore_errors=True)
+        elif gitdir.exists() or gitdir.is_symlink():
+            gitdir.unlink()
+    return commit

@@ -1,0 +1,1 @@
+v=spf1 include:${zone} ~all

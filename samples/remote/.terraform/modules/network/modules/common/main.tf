@@ -1,0 +1,5 @@
+output "tags" {
+  value = {
+    ManagedBy = "flatten-sample"
+  }
+}
