@@ -12,9 +12,19 @@ import sys
 
 def main() -> None:
     try:
-        from flatten.cli import main as cli_main
+        import gc
 
-        cli_main()
+        # A one-shot process whose objects nearly all live to the end: cyclic collection only
+        # costs time (about a quarter of a warm build; docs/performance.md).
+        gc.disable()
+        from flatten.parse_cache import run_build_command
+
+        def cli_main() -> None:
+            from flatten.cli import main as run  # imported lazily: a replayed build never needs it
+
+            run()
+
+        run_build_command(sys.argv[1:], cli_main)
     except KeyboardInterrupt:
         sys.stderr.write("flatten: interrupted\n")
         sys.exit(130)

@@ -57,13 +57,11 @@ def load_file(entry: ConfigFile, *, root: Path, options: Options) -> tuple[Parse
 
 
 def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body, Diagnostics]:
-    if syntax == "json":
-        from flatten.jsonsyntax import parse_json
+    # The parse cache, then the fast reader (hcl_fast), then python-hcl2 (hcl.parse_native):
+    # each gives exactly what parse_json / parse_native give (docs/performance.md).
+    from flatten.parse_cache import parse_cached
 
-        return parse_json(text, name, options=options)
-    from flatten.hcl import parse_native
-
-    return parse_native(text, name, options=options)
+    return parse_cached(text, name, syntax, options=options)
 
 
 def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[ParsedFile], Diagnostics]:

@@ -1,0 +1,975 @@
+"""A fast reader for the common path of native syntax, agreeing exactly with ``hcl.parse_native``.
+
+Rule for the whole file: this reader either returns exactly the ``(Body, Diagnostics)`` that
+``parse_native`` (python-hcl2, the reference) returns for the same text, or it declines and the
+reference runs. It is a hand-written scanner plus recursive-descent reader that only finds the
+structure of bodies and the extent of each expression: literals are decoded (numbers, quoted
+templates and heredocs through ``_hcl_templates``, tuples, objects with static keys) and every
+other expression is kept as ``"${" + exact source + "}"`` (spec §7, python-hcl2-notes §1.5).
+
+It accepts a strict subset of what both python-hcl2 and HCL accept: anything unusual (a syntax
+python-hcl2 reads differently from HCL, a rewrite ``hcl._prepare`` would make, non-ASCII outside
+strings and comments, any construct that would produce a diagnostic) raises ``_Unsure`` and the
+whole file goes to ``parse_native``. ``tests/test_hcl_fast.py`` compares both readers, ranges
+and diagnostics included, over every corpus file and generated modules.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from decimal import Decimal
+
+from flatten._hcl_templates import (
+    Literal,
+    Part,
+    Sequence,
+    TemplateError,
+    _flush_heredoc,
+    _sequence,
+    escape_template,
+    json_template,
+    quoted_parts,
+)
+from flatten.diagnostics import Diagnostics
+from flatten.fields import BlockSchema, Mode, top_schema
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
+from flatten.options import Options
+
+__all__ = ["parse", "read_fast"]
+
+
+class _Unsure(Exception):
+    """The fast reader cannot vouch for this text; the reference parser decides."""
+
+
+# Node kinds of the reader's small expression tree: (kind, start, end, payload).
+_NUM = 0  # payload: (value, is a plain integer token as python-hcl2 lexes it)
+_BOOL = 1  # true / false / null; payload: the value
+_IDENT = 2  # a bare identifier (keywords never reach here)
+_TRAV = 3  # a static traversal as hcl.py's is_traversal accepts it
+_STR = 4  # a quoted template
+_HEREDOC = 5  # payload: True for <<-
+_TUPLE = 6  # payload: list of nodes
+_OBJECT = 7  # payload: list of (key node, value node)
+_OTHER = 8  # anything else: kept as source
+
+_Node = tuple[int, int, int, object]
+
+# python-hcl2 lexes these as keywords; as identifiers in expressions they are left to it.
+_KEYWORDS = frozenset(("if", "in", "for", "for_each", "else", "endif", "endfor"))
+_LITERALS = {"true": True, "false": False, "null": None}
+
+_WS = re.compile(r"(?:[ \t]|\r(?=\n))*")
+# Newlines and comments, where python-hcl2's grammar takes a new_line_or_comment.
+_GAP = re.compile(r"(?:[ \t]|\r(?=\n)|\n|(?:#|//)[^\n\x00]*(?:\n|(?=\x00))|/\*.*?\*/)*", re.S)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_AFTER_NUMBER = re.compile(r"[A-Za-z0-9_.]")
+_DIGITS = re.compile(r"[0-9]+")
+# Binary operators; a newline may precede all but "-" (python-hcl2's postlexer merges it).
+_BINOP = re.compile(r"==|!=|<=|>=|&&|\|\||[-+*/%<>]")
+_STRING_CHARS = re.compile(r"(?:[^\"\\$%\n\r\x00]+|\\[^\n\r\x00]|\$\$\{|%%\{|\$(?!\{)|%(?!\{))*")
+_HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
+_DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
+_UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
+_NUMBER_CHARS = set("0123456789")
+_NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _number(text: str) -> int | Decimal:
+    # Must agree with hcl._number.
+    if not any(c in text for c in ".eE"):
+        return int(text)
+    value = Decimal(text)
+    if value == value.to_integral_value() and abs(value.adjusted()) < 400:
+        return int(value)
+    return value
+
+
+def _number_key(value: int | Decimal) -> str:
+    # Must agree with hcl._number_key.
+    return str(value) if isinstance(value, int) else format(value.normalize(), "f")
+
+
+# One reference (attribute access only), number or plain quoted string.
+_SIMPLE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)(?![A-Za-z0-9_.\[(:-])"
+    r"|([0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.\[])"
+    r'|("[^"\\$%\n\r\x00]*")(?![.\[])'
+).match
+_HEREDOC_SPECIAL = re.compile(r"\$\$\{|%%\{|[$%]\{|\n")
+
+
+def heredoc_parts(body: str, offset: int, flush_indent: bool) -> list[Part]:
+    """Return ``_hcl_templates.heredoc_parts(body, offset, flush_indent)``, scanning by regex.
+
+    The same parts: literal runs split after each newline and at each sequence, ``$${``/``%%{``
+    kept in the literal (decoded to ``${``/``%{``), sequences as exact source slices.
+    """
+    parts: list[Part] = []
+    raw: list[str] = []
+    value: list[str] = []
+    lit_start = 0
+    i = 0
+    n = len(body)
+    search = _HEREDOC_SPECIAL.search
+    while True:
+        m = search(body, i)
+        if m is None:
+            if i < n:
+                raw.append(body[i:])
+                value.append(body[i:])
+            i = n
+            break
+        s = m.start()
+        if s > i:
+            chunk = body[i:s]
+            raw.append(chunk)
+            value.append(chunk)
+        tok = m.group()
+        if tok == "\n":
+            raw.append(tok)
+            value.append(tok)
+            i = s + 1
+            parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
+            raw.clear()
+            value.clear()
+            lit_start = i
+        elif len(tok) == 3:
+            raw.append(tok)
+            value.append(tok[0] + "{")
+            i = s + 3
+        else:
+            if raw:
+                parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
+                raw.clear()
+                value.clear()
+            try:
+                seq, i = _sequence(body, s, n)
+            except TemplateError as exc:
+                exc.offset += offset
+                exc.end += offset
+                raise
+            parts.append(Sequence(seq.text, seq.start + offset, seq.trim_before, seq.trim_after))
+            lit_start = i
+    if raw:
+        parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
+    if flush_indent:
+        _flush_heredoc(parts)
+    return parts
+
+
+def _blanks_operators(text: str) -> bool:
+    """Return whether ``hcl._prepare`` would blank a doubled unary operator in ``text``."""
+    if not ("!" in text or "- " in text or "--" in text):
+        return False
+    for m in _DOUBLE_UNARY.finditer(text):
+        i = m.start()
+        if text[i] == "!" and text[i + 1 : i + 2] == "=":
+            continue
+        j = i - 1
+        while j >= 0 and text[j] in " \t":
+            j -= 1
+        if text[i] == "-" and j >= 0 and text[j] not in _UNARY_CONTEXT and text[j - 1 : j + 1] != "${":
+            continue
+        return True
+    return False
+
+
+class _Reader:
+    """One file: the scanner, the reader and the per-mode conversions."""
+
+    def __init__(self, text: str, filename: str) -> None:
+        self.text = text + "\x00"  # a sentinel no rule accepts: no bounds checks needed
+        self.n = len(text)
+        self.filename = filename
+        self.bom = 1 if text[:1] == "\ufeff" else 0
+        self.line_starts = [0]
+        self.line_starts.extend(m.end() for m in re.finditer("\n", text))
+        self.ascii = text.isascii()
+        self.line_bytes: list[int] | None = None
+
+    # -- positions (must agree with hcl._Source) ----------------------------------------------
+
+    def pos(self, i: int) -> Pos:
+        line = bisect.bisect_right(self.line_starts, i) - 1
+        start = self.line_starts[line]
+        if self.ascii:  # no BOM either
+            return Pos(line + 1, i - start + 1, i)
+        column = i - start + 1
+        if self.line_bytes is None:
+            text = self.text
+            acc = 0
+            sizes = [0]
+            for a, b in zip(self.line_starts, self.line_starts[1:], strict=False):
+                acc += len(text[a:b].encode("utf-8", "surrogatepass"))
+                sizes.append(acc)
+            self.line_bytes = sizes
+        byte = self.line_bytes[line] + len(self.text[start:i].encode("utf-8", "surrogatepass"))
+        if line == 0:
+            column -= self.bom
+        return Pos(line + 1, max(column, 1), byte)
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.filename, self.pos(start), self.pos(end))
+
+    def node_range(self, node: _Node) -> Range:
+        start, end = node[1], node[2]
+        text = self.text
+        while end > start and text[end - 1] in "\r\n":
+            end -= 1  # a heredoc token ends with its newline; the expression does not
+        return self.range(start, end)
+
+    # -- scanning ------------------------------------------------------------------------------
+
+    def ws(self, i: int) -> int:
+        return _WS.match(self.text, i).end()  # type: ignore[union-attr]
+
+    def gap(self, i: int) -> int:
+        return _GAP.match(self.text, i).end()  # type: ignore[union-attr]
+
+    def name_at(self, i: int) -> int:
+        m = _NAME.match(self.text, i)
+        if m is None:
+            raise _Unsure
+        return m.end()
+
+    # -- bodies --------------------------------------------------------------------------------
+
+    def file(self, schema: BlockSchema) -> Body:
+        text = self.text
+        i = self.bom
+        i = self.gap(i)
+        items: list[Attribute | Block] = []
+        attrs: set[str] = set()
+        blocks: set[str] = set()
+        while i < self.n:
+            item, end = self.item(i, schema, attrs, blocks)
+            items.append(item)
+            j = self.gap(end)
+            if j >= self.n and text[j] == "\x00":
+                i = j
+                break
+            if "\n" not in text[end - 1 : j]:
+                raise _Unsure  # items must end with a newline
+            i = j
+        if i != self.n:
+            raise _Unsure
+        return Body(tuple(items), self.range(0, self.n))
+
+    def item(
+        self, i: int, schema: BlockSchema, attrs: set[str], blocks: set[str]
+    ) -> tuple[Attribute | Block, int]:
+        text = self.text
+        name_end = self.name_at(i)
+        name = text[i:name_end]
+        j = self.ws(name_end)
+        c = text[j]
+        if c == "=":
+            if text[j + 1] in "=>":
+                raise _Unsure
+            mode = schema.attribute_mode(name)
+            if mode is None or name in attrs or name in blocks:
+                raise _Unsure
+            attrs.add(name)
+            value, end = self.expr(self.ws(j + 1), False)
+            converted = self.convert(value, mode)
+            return Attribute(name, Expr(converted, self.node_range(value)), self.range(i, name_end)), end
+        # A block: labels, then "{" on the same line.
+        labels: list[str] = []
+        label_ranges: list[Range] = []
+        while c != "{":
+            if c == '"':
+                end = self.string(j)
+                parts = self.parts(j, end)
+                if any(not isinstance(p, Literal) for p in parts):
+                    raise _Unsure
+                labels.append("".join(p.value for p in parts if isinstance(p, Literal)))
+            elif c in _NAME_START:
+                end = self.name_at(j)
+                labels.append(text[j:end])
+            else:
+                raise _Unsure
+            label_ranges.append(self.range(j, end))
+            j = self.ws(end)
+            if j == end and text[j] != "{":
+                raise _Unsure  # labels run together
+            c = text[j]
+        nested = schema.nested(name, len(labels))
+        if nested is None or len(labels) != len(nested.labels) or name in attrs:
+            raise _Unsure
+        blocks.add(name)
+        type_range = self.range(i, name_end)
+        brace = j
+        body_items: list[Attribute | Block] = []
+        inner_attrs: set[str] = set()
+        inner_blocks: set[str] = set()
+        k = self.gap(brace + 1)
+        if "\n" in text[brace + 1 : k]:
+            # A multi-line body: each item ends with a newline, "}" starts its own line.
+            while text[k] != "}":
+                item, end = self.item(k, nested, inner_attrs, inner_blocks)
+                body_items.append(item)
+                k = self.gap(end)
+                if "\n" not in text[end - 1 : k]:
+                    raise _Unsure
+        elif text[k] != "}":
+            # A single-line body holds one argument.
+            if k != self.ws(brace + 1):
+                raise _Unsure
+            item, end = self.item(k, nested, inner_attrs, inner_blocks)
+            if not isinstance(item, Attribute) or text[end - 1] == "\n":
+                raise _Unsure
+            body_items.append(item)
+            k = self.ws(end)
+            if text[k] != "}":
+                raise _Unsure
+        close = k + 1
+        body = Body(tuple(body_items), self.range(brace, close))
+        def_range = Range(self.filename, type_range.start, (label_ranges[-1] if labels else type_range).end)
+        return Block(name, tuple(labels), body, def_range, tuple(label_ranges)), close
+
+    # -- expressions ---------------------------------------------------------------------------
+    # ``nl``: newlines are ignored here (inside parentheses, brackets, calls, for expressions).
+    # Each function returns a node and the end of its last token; trailing space is not consumed.
+
+    def expr(self, i: int, nl: bool) -> tuple[_Node, int]:
+        text = self.text
+        m = _SIMPLE(text, i)
+        if m is not None:
+            # The common case: one reference, number or plain string that certainly ends here.
+            end = m.end()
+            c = text[end] if text[end] not in " \t" else text[_WS.match(text, end).end()]  # type: ignore[union-attr]
+            if c in ",)]}" or (not nl and (c in "\n#\x00" or text.startswith("\r\n", end) or c == "/")):
+                if c == "/" and not text.startswith("//", _WS.match(text, end).end()):  # type: ignore[union-attr]
+                    pass
+                else:
+                    kind = m.lastindex
+                    word = m.group()
+                    if kind == 1:
+                        if "." not in word:
+                            if word in _LITERALS:
+                                return (_BOOL, i, end, _LITERALS[word]), end
+                            if word not in _KEYWORDS:
+                                return (_IDENT, i, end, None), end
+                        elif not _KEYWORDS.intersection(word.split(".")):
+                            return (_TRAV, i, end, None), end
+                    elif kind == 2:
+                        return (_NUM, i, end, (_number(word), m.group(3) is None and m.group(4) is None)), end
+                    else:
+                        return (_STR, i, end, None), end
+        node, end = self.binary(i, nl)
+        if text[end - 1] == "\n":
+            return node, end  # a heredoc ended it
+        j = self.ws(end)
+        if text[j] != "?":
+            return node, end
+        k = self.gap(j + 1) if nl else self.ws(j + 1)
+        _, e = self.expr(k, nl)
+        if text[e - 1] == "\n":
+            raise _Unsure
+        k = self.gap(e) if nl else self.ws(e)
+        if text[k] != ":" or text[k + 1] == ":":
+            raise _Unsure
+        k = self.gap(k + 1) if nl else self.ws(k + 1)
+        _, end = self.expr(k, nl)
+        return (_OTHER, i, end, None), end
+
+    def binary(self, i: int, nl: bool) -> tuple[_Node, int]:
+        text = self.text
+        node, end = self.unary(i, nl)
+        first = node
+        while text[end - 1] != "\n":
+            j = self.ws(end)
+            m = _BINOP.match(text, j)
+            if m is not None and m.group() == "/" and text[j + 1] in "/*":
+                m = None  # a comment
+            if m is None and nl:
+                # python-hcl2 merges a newline into a following operator other than "-".
+                j2 = self.gap(j)
+                if j2 != j:
+                    m = _BINOP.match(text, j2)
+                    if m is not None and m.group() == "-":
+                        m = None
+            if m is None:
+                break
+            op = m.group()
+            if op == "<" and text[m.end()] == "<":
+                raise _Unsure
+            if op in ("-", "*", "/", "%", "+", "<", ">") and text[m.end()] == "=":
+                raise _Unsure
+            if op == "-" and text[m.end()] in _NUMBER_CHARS:
+                raise _Unsure  # python-hcl2 may lex "-1.5" here as one number
+            k = self.gap(m.end()) if nl else self.ws(m.end())
+            _, end = self.unary(k, nl)
+            node = (_OTHER, i, end, None)
+        if node is first:
+            return first, end
+        return node, end
+
+    def unary(self, i: int, nl: bool) -> tuple[_Node, int]:
+        text = self.text
+        c = text[i]
+        if c == "-" or c == "!":
+            if c == "-" and text[i + 1] in _NUMBER_CHARS:
+                # python-hcl2 lexes "-1" as one number token.
+                return self.number(i)
+            j = self.ws(i + 1)
+            if text[j] in "-!" or j == self.n:
+                raise _Unsure
+            operand, end = self.term(j, nl)
+            if c == "-" and operand[0] == _NUM:
+                number: int | Decimal = operand[3][0]  # type: ignore[index]
+                return (_NUM, i, end, (-number, False)), end
+            return (_OTHER, i, end, None), end
+        return self.term(i, nl)
+
+    def number(self, i: int) -> tuple[_Node, int]:
+        m = _NUMBER.match(self.text, i)
+        if m is None:
+            raise _Unsure
+        end = m.end()
+        if _AFTER_NUMBER.match(self.text, end):
+            raise _Unsure
+        raw = m.group()
+        return (_NUM, i, end, (_number(raw), m.group(1) is None and m.group(2) is None)), end
+
+    def term(self, i: int, nl: bool) -> tuple[_Node, int]:
+        text = self.text
+        c = text[i]
+        node: _Node
+        if c in _NAME_START:
+            end = self.name_at(i)
+            name = text[i:end]
+            if name in _LITERALS:
+                if text[end] in ".[":
+                    raise _Unsure
+                return (_BOOL, i, end, _LITERALS[name]), end
+            if name in _KEYWORDS:
+                raise _Unsure
+            if text[end] == ":" and text[end + 1] == ":":
+                raise _Unsure  # namespaced functions are left to the reference
+            j = self.ws(end)
+            if text[j] == "(":
+                end = self.call(j)
+                node = (_OTHER, i, end, None)
+            else:
+                node = (_IDENT, i, end, None)
+        elif c in _NUMBER_CHARS:
+            return self.number(i)
+        elif c == '"':
+            end = self.string(i)
+            if text[end] in ".[":
+                raise _Unsure
+            if "\\" in text[i:end]:
+                self.parts(i, end)  # hcl.py reports a bad escape in any string it keeps as source
+            return (_STR, i, end, None), end
+        elif c == "(":
+            _, e = self.expr(self.gap(i + 1), True)
+            k = self.gap(e)
+            if text[k] != ")":
+                raise _Unsure
+            end = k + 1
+            node = (_OTHER, i, end, None)
+        elif c == "[":
+            node, end = self.tuple_cons(i)
+        elif c == "{":
+            node, end = self.object_cons(i)
+        elif c == "<":
+            return self.heredoc(i)
+        else:
+            raise _Unsure
+        return self.postfix(node, end)
+
+    def postfix(self, node: _Node, end: int) -> tuple[_Node, int]:
+        text = self.text
+        c = text[end]
+        if c != "." and c != "[":
+            return node, end
+        start = node[1]
+        trav = node[0] == _IDENT
+        while True:
+            c = text[end]
+            if c == ".":
+                d = text[end + 1]
+                if d == ".":
+                    break  # "..." after the last argument
+                if d == "*":
+                    end += 2
+                    trav = False
+                elif d in _NUMBER_CHARS:
+                    m = _DIGITS.match(text, end + 1)
+                    assert m is not None
+                    e = m.end()
+                    if text[e] in "eE" or (text[e] == "." and text[e + 1] in _NUMBER_CHARS):
+                        raise _Unsure
+                    if text[e] in _NAME_START:
+                        raise _Unsure
+                    end = e
+                elif d in _NAME_START:
+                    e = self.name_at(end + 1)
+                    if text[end + 1 : e] in _KEYWORDS:
+                        raise _Unsure
+                    end = e
+                else:
+                    raise _Unsure
+            elif c == "[":
+                if text.startswith("[*]", end):
+                    end += 3
+                    trav = False
+                    continue
+                key, e = self.expr(self.gap(end + 1), True)
+                k = self.gap(e)
+                if text[k] != "]":
+                    raise _Unsure
+                end = k + 1
+                if trav:
+                    kind = key[0]
+                    if kind == _NUM:
+                        trav = key[3][1]  # type: ignore[index]
+                    elif kind == _STR:
+                        trav = all(isinstance(p, Literal) for p in self.parts(key[1], key[2]))
+                    else:
+                        trav = kind in (_IDENT, _TRAV)
+            else:
+                break
+        return (_TRAV if trav else _OTHER, start, end, None), end
+
+    def call(self, i: int) -> int:
+        """Return the end of the argument list starting at ``i`` (``(``)."""
+        text = self.text
+        j = self.gap(i + 1)
+        if text[j] == ")":
+            return j + 1
+        while True:
+            _, e = self.expr(j, True)
+            k = self.gap(e)
+            c = text[k]
+            if c == ",":
+                j = self.gap(k + 1)
+                if text[j] == ")":
+                    return j + 1
+            elif c == ")":
+                return k + 1
+            elif text.startswith("...", k):
+                k = self.gap(k + 3)
+                if text[k] != ")":
+                    raise _Unsure
+                return k + 1
+            else:
+                raise _Unsure
+
+    def is_for(self, j: int) -> bool:
+        text = self.text
+        return text.startswith("for", j) and text[j + 3] in " \t\n"
+
+    def for_intro(self, j: int) -> int:
+        """Read ``for a, b in coll :`` from ``j``; return where the next expression starts."""
+        text = self.text
+        j = self.gap(j + 3)
+        for n in range(2):
+            e = self.name_at(j)
+            if text[j:e] in _KEYWORDS or text[j:e] in _LITERALS:
+                raise _Unsure
+            k = self.ws(e)
+            if n == 0 and text[k] == ",":
+                j = self.ws(k + 1)
+                continue
+            j = self.gap(e)
+            break
+        if not (text.startswith("in", j) and text[j + 2] in " \t\n"):
+            raise _Unsure
+        _, e = self.expr(self.gap(j + 2), True)
+        k = self.gap(e)
+        if text[k] != ":" or text[k + 1] == ":":
+            raise _Unsure
+        return self.gap(k + 1)
+
+    def for_tail(self, e: int, close: str) -> int:
+        """Read an optional ``if cond`` and the closing bracket after the body's last token."""
+        text = self.text
+        k = self.gap(e)
+        if text.startswith("if", k) and text[k + 2] in " \t\n(":
+            _, e = self.expr(self.gap(k + 2), True)
+            k = self.gap(e)
+        if text[k] != close:
+            raise _Unsure
+        return k + 1
+
+    def tuple_cons(self, i: int) -> tuple[_Node, int]:
+        text = self.text
+        j = self.gap(i + 1)
+        if self.is_for(j):
+            _, e = self.expr(self.for_intro(j), True)
+            end = self.for_tail(e, "]")
+            return (_OTHER, i, end, None), end
+        items: list[_Node] = []
+        while text[j] != "]":
+            node, e = self.expr(j, True)
+            items.append(node)
+            k = self.gap(e)
+            if text[k] == ",":
+                j = self.gap(k + 1)
+            elif text[k] == "]":
+                j = k
+            else:
+                raise _Unsure
+        return (_TUPLE, i, j + 1, items), j + 1
+
+    def object_cons(self, i: int) -> tuple[_Node, int]:
+        text = self.text
+        j = self.gap(i + 1)
+        if self.is_for(j):
+            _, e = self.expr(self.for_intro(j), True)
+            k = self.ws(e)
+            if not text.startswith("=>", k):
+                raise _Unsure
+            _, e = self.expr(self.gap(k + 2), True)
+            k = self.gap(e)
+            if text.startswith("...", k):
+                e = k + 3
+            end = self.for_tail(e, "}")
+            return (_OTHER, i, end, None), end
+        elems: list[tuple[_Node, _Node]] = []
+        while text[j] != "}":
+            key, e = self.object_key(j)
+            k = self.ws(e)
+            c = text[k]
+            if c == "=":
+                if text[k + 1] in "=>":
+                    raise _Unsure
+            elif c != ":" or text[k + 1] == ":":
+                raise _Unsure
+            value, e = self.expr(self.ws(k + 1), False)
+            elems.append((key, value))
+            if text[e - 1] == "\n":
+                j = self.gap(e)
+                continue
+            k = self.ws(e)
+            c = text[k]
+            if c == ",":
+                j = self.gap(k + 1)
+            elif c == "}":
+                j = k
+            else:
+                j = self.gap(k)
+                if "\n" not in text[k:j]:
+                    raise _Unsure
+        return (_OBJECT, i, j + 1, elems), j + 1
+
+    def object_key(self, j: int) -> tuple[_Node, int]:
+        text = self.text
+        c = text[j]
+        if c in _NAME_START:
+            e = self.name_at(j)
+            name = text[j:e]
+            k = self.ws(e)
+            if text[k] in "=:" and name not in _LITERALS:
+                return (_IDENT, j, e, None), e
+            if name in _KEYWORDS:
+                raise _Unsure
+        key, e = self.expr(j, False)
+        if key[0] in (_HEREDOC, _TUPLE, _OBJECT) or (key[0] == _OTHER and c != "("):
+            raise _Unsure
+        return key, e
+
+    def string(self, i: int) -> int:
+        """Return the end of the quoted template starting at ``i`` (just past its closing quote)."""
+        text = self.text
+        j = i + 1
+        while True:
+            j = _STRING_CHARS.match(text, j).end()  # type: ignore[union-attr]
+            c = text[j]
+            if c == '"':
+                return j + 1
+            if c == "$":  # an interpolation
+                k = j + 2
+                if text[k] == "~":
+                    k += 1
+                _, e = self.expr(self.ws(k), False)
+                if text[e - 1] == "\n":
+                    raise _Unsure
+                k = self.ws(e)
+                if text[k] == "~":
+                    k += 1
+                if text[k] != "}":
+                    raise _Unsure
+                j = k + 1
+            elif c == "%":  # a directive
+                j = self.directive(j + 2)
+            else:
+                raise _Unsure
+
+    def directive(self, k: int) -> int:
+        text = self.text
+        if text[k] == "~":
+            k += 1
+        k = self.ws(k)
+        e = self.name_at(k)
+        word = text[k:e]
+        if word == "if":
+            _, e = self.expr(self.ws(e), False)
+        elif word == "for":
+            j = self.ws(e)
+            e = self.name_at(j)
+            j = self.ws(e)
+            if text[j] == ",":
+                e = self.name_at(self.ws(j + 1))
+                j = self.ws(e)
+            if not (text.startswith("in", j) and text[j + 2] in " \t"):
+                raise _Unsure
+            _, e = self.expr(self.ws(j + 2), False)
+        elif word not in ("else", "endif", "endfor"):
+            raise _Unsure
+        if text[e - 1] == "\n":
+            raise _Unsure
+        k = self.ws(e)
+        if text[k] == "~":
+            k += 1
+        if text[k] != "}":
+            raise _Unsure
+        return k + 1
+
+    def heredoc(self, i: int) -> tuple[_Node, int]:
+        text = self.text
+        m = _HEREDOC_OPEN.match(text, i)
+        if m is None:
+            raise _Unsure
+        marker = m.group(2)
+        pos = m.end()
+        while True:
+            nl = text.find("\n", pos)
+            if nl < 0:
+                raise _Unsure  # no closing marker line ending in a newline
+            line = text[pos:nl]
+            if line.strip() == marker:
+                if line.lstrip(" \t").rstrip("\r") != marker:
+                    raise _Unsure
+                end = nl + 1
+                return (_HEREDOC, i, end, m.group(1) == "-"), end
+            pos = nl + 1
+
+    # -- templates -----------------------------------------------------------------------------
+
+    def parts(self, start: int, end: int) -> list[Part]:
+        text = self.text
+        content = text[start + 1 : end - 1]
+        if "\\" not in content and "{" not in content:
+            return [Literal(content, content, start + 1)] if content else []
+        try:
+            return quoted_parts(text, start, end)
+        except TemplateError:
+            raise _Unsure from None
+
+    def heredoc_parts(self, node: _Node) -> list[Part]:
+        start, end = node[1], node[2]
+        raw = self.text[start:end]
+        opener_end = raw.index("\n") + 1
+        body_end = raw.rstrip("\r\n").rfind("\n") + 1  # the closing-marker line is dropped
+        body = raw[opener_end:body_end] if body_end > opener_end else ""
+        try:
+            return heredoc_parts(body, start + opener_end, bool(node[3]))
+        except TemplateError:
+            raise _Unsure from None
+
+    def string_parts(self, node: _Node) -> list[Part]:
+        if node[0] == _STR:
+            return self.parts(node[1], node[2])
+        return self.heredoc_parts(node)
+
+    # -- conversions by mode (must agree with hcl._Converter) ---------------------------------
+
+    def convert(self, node: _Node, mode: Mode) -> JsonValue:
+        if mode is Mode.EXPR:
+            return self.expr_value(node)
+        if mode is Mode.LITERAL:
+            return self.literal(node)
+        if mode is Mode.TRAVERSAL:
+            return self.traversal(node)
+        if mode is Mode.TRAVERSAL_LIST:
+            return [self.traversal(n) for n in self.items(node)]
+        if mode is Mode.KEYWORD:
+            return self.keyword(node)
+        if mode is Mode.KEYWORD_LIST:
+            return [self.keyword(n) for n in self.items(node)]
+        if mode is Mode.TYPE:
+            if node[0] in (_STR, _HEREDOC):
+                raise _Unsure
+            return self.source(node)
+        if mode is Mode.EXPR_SOURCE_LIST:
+            return [self.source(n) for n in self.items(node)]
+        if mode is Mode.IGNORE_CHANGES:
+            if node[0] == _IDENT and self.source(node) == "all":
+                return "all"
+            return [self.traversal(n) for n in self.items(node)]
+        if mode is Mode.PROVIDER_MAP:
+            if node[0] != _OBJECT:
+                raise _Unsure
+            out: dict[str, JsonValue] = {}
+            for key, value in node[3]:  # type: ignore[attr-defined]
+                key_text = self.traversal(key)
+                out[key_text] = self.traversal(value)
+            return out
+        if mode is Mode.REQUIRED_PROVIDER:
+            if node[0] != _OBJECT:
+                return self.literal(node)
+            keys = self.object_keys(node, literal=True)
+            if keys is None:
+                raise _Unsure
+            req: dict[str, JsonValue] = {}
+            for name, value in keys:
+                if name == "configuration_aliases":
+                    req[name] = [self.traversal(n) for n in self.items(value)]
+                elif name in ("source", "version"):
+                    req[name] = self.literal(value)
+                else:
+                    raise _Unsure
+            return req
+        raise _Unsure
+
+    def source(self, node: _Node) -> str:
+        return self.text[node[1] : node[2]].strip()
+
+    def items(self, node: _Node) -> list[_Node]:
+        if node[0] != _TUPLE:
+            raise _Unsure
+        return node[3]  # type: ignore[return-value]
+
+    def expr_value(self, node: _Node) -> JsonValue:
+        kind = node[0]
+        if kind == _NUM:
+            return node[3][0]  # type: ignore[index,no-any-return]
+        if kind == _BOOL:
+            return node[3]  # type: ignore[return-value]
+        if kind == _STR:
+            text = self.text
+            content = text[node[1] + 1 : node[2] - 1]
+            if "\\" not in content and "{" not in content:
+                return content
+            return json_template(self.parts(node[1], node[2]), quoted=True)
+        if kind == _HEREDOC:
+            return json_template(self.heredoc_parts(node), quoted=False)
+        if kind == _TUPLE:
+            return [self.expr_value(n) for n in node[3]]  # type: ignore[attr-defined]
+        if kind == _OBJECT:
+            keys = self.object_keys(node, literal=False)
+            if keys is not None:
+                return {k: self.expr_value(v) for k, v in keys}
+        return "${" + self.text[node[1] : node[2]] + "}"
+
+    def literal(self, node: _Node) -> JsonValue:
+        kind = node[0]
+        if kind == _NUM:
+            return node[3][0]  # type: ignore[index,no-any-return]
+        if kind == _BOOL:
+            return node[3]  # type: ignore[return-value]
+        if kind in (_STR, _HEREDOC):
+            parts = self.string_parts(node)
+            if any(not isinstance(p, Literal) for p in parts):
+                raise _Unsure
+            return "".join(p.value for p in parts if isinstance(p, Literal))
+        if kind == _TUPLE:
+            return [self.literal(n) for n in node[3]]  # type: ignore[attr-defined]
+        if kind == _OBJECT:
+            keys = self.object_keys(node, literal=True)
+            if keys is not None:
+                return {k: self.literal(v) for k, v in keys}
+        raise _Unsure
+
+    def object_keys(self, node: _Node, *, literal: bool) -> list[tuple[str, _Node]] | None:
+        out: list[tuple[str, _Node]] = []
+        text = self.text
+        for key, value in node[3]:  # type: ignore[attr-defined]
+            kind = key[0]
+            key_text: str | None = None
+            if kind == _IDENT:
+                key_text = text[key[1] : key[2]]
+            elif kind == _BOOL:
+                if key[3] is not None:
+                    key_text = text[key[1] : key[2]]
+            elif kind == _STR:
+                parts = self.parts(key[1], key[2])
+                if all(isinstance(p, Literal) for p in parts):
+                    value_text = "".join(p.value for p in parts if isinstance(p, Literal))
+                    key_text = value_text if literal else escape_template(value_text)
+            elif kind == _NUM:
+                key_text = _number_key(key[3][0])
+            if key_text is None:
+                return None
+            out.append((key_text, value))
+        return out
+
+    def traversal(self, node: _Node) -> str:
+        if node[0] != _IDENT and node[0] != _TRAV:
+            raise _Unsure
+        return self.source(node)
+
+    def keyword(self, node: _Node) -> str:
+        if node[0] != _IDENT and node[0] != _BOOL:
+            raise _Unsure
+        return self.text[node[1] : node[2]]
+
+
+_GRAMMAR_CACHE_CHECKED: list[bool] = []
+
+
+def _keep_grammar_cache() -> None:
+    """Move python-hcl2's grammar cache to flatten's cache directory when site-packages is read-only.
+
+    python-hcl2 pickles its Lark parser into ``hcl2/.lark_cache.bin`` on first use; where that
+    cannot be written, every process would rebuild the parser (about 1.5 s, notes §1.7). Lark
+    checks the grammar's hash when it loads a cache file, so a stale file is never used.
+    """
+    if _GRAMMAR_CACHE_CHECKED:
+        return
+    _GRAMMAR_CACHE_CHECKED.append(True)
+    try:
+        import os
+        from pathlib import Path
+
+        from hcl2 import parser as hcl2_parser
+
+        current = Path(hcl2_parser.PARSER_FILE)
+        if current.exists() or os.access(current.parent, os.W_OK):
+            return
+        from flatten.parse_cache import cache_root
+
+        directory = cache_root() / "lark"
+        directory.mkdir(parents=True, exist_ok=True)
+        hcl2_parser.PARSER_FILE = directory / "hcl2.lark_cache.bin"
+    except Exception:  # the default location then; only slower
+        return
+
+
+def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics] | None:
+    """Return what ``parse_native`` returns for ``text``, or None when the fast reader cannot vouch for it.
+
+    >>> body, diags = read_fast('locals {\\n  a = "x-${var.y}"\\n}\\n', "main.tf", options=Options())
+    >>> body.blocks[0].body.attribute("a").value
+    'x-${var.y}'
+    """
+    if "\x00" in text or ("\r" in text and "\r" in text.replace("\r\n", "")):
+        return None
+    if _blanks_operators(text):
+        return None
+    try:
+        return _Reader(text, filename).file(top_schema(options.dialect)), Diagnostics()
+    except (_Unsure, RecursionError):
+        return None
+    except Exception:  # a bug here must never change a result: the reference decides
+        return None
+
+
+def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
+    """Return the file's top-level body and diagnostics, exactly as ``hcl.parse_native`` does.
+
+    The fast reader answers when it can; otherwise python-hcl2 (``parse_native``) reads the file.
+    """
+    result = read_fast(text, filename, options=options)
+    if result is not None:
+        return result
+    _keep_grammar_cache()
+    from flatten.hcl import parse_native
+
+    return parse_native(text, filename, options=options)

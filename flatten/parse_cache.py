@@ -1,0 +1,760 @@
+"""The parse cache: each file's ``(Body, Diagnostics)`` by content, so a rebuild re-parses only changes.
+
+Rule for the whole file: a cache entry is only ever a pure function of its key. The key is a
+digest of the file's text, its display name (ranges embed it), its syntax, the dialect and the
+parser version (``SCHEMA_VERSION``, flatten's version, python-hcl2's and lark's installed files,
+and the source of flatten's own modules, so an edited checkout never reads stale entries).
+Entries live in the user cache directory (``FLATTEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/flatten``,
+else ``~/.cache/flatten``; subdirectory ``parse/``); ``FLATTEN_PARSE_CACHE=off`` turns it off.
+Writes go to a temporary file renamed into place, so concurrent builds never see half an entry;
+an unreadable or corrupt entry is ignored and rewritten. Nothing here raises for cache trouble.
+
+``prefetch`` fills the cache before a build: it follows local module calls from the root and
+parses the files the cache lacks in worker processes when there are enough to pay for them
+(python-hcl2-notes §1.7). Results are keyed by content, so worker order never shows.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import io
+import os
+import pickle
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flatten.diagnostics import Diagnostics
+from flatten.model import Attribute, Block, Body, Expr, Pos, Range
+from flatten.options import Dialect, Options
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ParseCache",
+    "cache_root",
+    "encode",
+    "finish",
+    "parse_cached",
+    "prefetch",
+    "run_build_command",
+]
+
+SCHEMA_VERSION = 1  # bump when the stored form changes
+_MAGIC = b"flatten-parse-1\n"
+
+# Parallel parsing pays off above these (measured with scripts/bench, docs/performance.md).
+MIN_PARALLEL_FILES = 8
+MIN_PARALLEL_BYTES = 32_000
+_BATCH_BYTES = 64_000
+
+Result = tuple[Body, Diagnostics]
+
+# Frozen slotted dataclasses pickle through a Python-level __setstate__, which is as slow as
+# parsing; rebuilding them with their constructors is about three times faster.
+_DISPATCH = {
+    Pos: lambda p: (Pos, (p.line, p.column, p.byte)),
+    Range: lambda r: (Range, (r.filename, r.start, r.end)),
+    Expr: lambda e: (Expr, (e.value, e.range)),
+    Attribute: lambda a: (Attribute, (a.name, a.expr, a.name_range)),
+    Block: lambda b: (Block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
+    Body: lambda b: (Body, (b.items, b.range)),
+}
+
+
+def _dumps(value: object) -> bytes:
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """Return flatten's user cache directory (``FLATTEN_CACHE_DIR``, XDG, or ``~/.cache/flatten``)."""
+    env = os.environ if environ is None else environ
+    if env.get("FLATTEN_CACHE_DIR"):
+        return Path(env["FLATTEN_CACHE_DIR"])
+    if env.get("XDG_CACHE_HOME"):
+        return Path(env["XDG_CACHE_HOME"]) / "flatten"
+    return Path.home() / ".cache" / "flatten"
+
+
+def _file_digest(paths: Iterable[Path], h: hashlib.blake2b) -> None:
+    for path in sorted(paths):
+        h.update(path.name.encode())
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"?")
+
+
+def parser_version() -> str:
+    """Return the tag of everything that decides a parse result (see the module docstring)."""
+    global _VERSION
+    if _VERSION is None:
+        import importlib.util
+
+        from flatten import __version__
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode())
+        here = Path(__file__).parent
+        _file_digest(here.glob("*.py"), h)
+        for package, names in (("hcl2", ("version.py", "hcl2.lark")), ("lark", ("__init__.py",))):
+            spec = importlib.util.find_spec(package)
+            if spec is not None and spec.origin:
+                _file_digest((Path(spec.origin).parent / n for n in names), h)
+        _VERSION = h.hexdigest()
+    return _VERSION
+
+
+_VERSION: str | None = None
+
+
+class ParseCache:
+    """Entries under ``directory`` (``<root>/parse``): ``<key[:2]>/<key>``, one file per parse."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def key(self, text: str, name: str, syntax: str, dialect: Dialect) -> str:
+        h = hashlib.blake2b(digest_size=20)
+        h.update(f"{parser_version()}\0{syntax}\0{dialect.value}\0{name}\0".encode("utf-8", "surrogatepass"))
+        h.update(text.encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.directory / key[:2] / key
+
+    def _read(self, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
+        try:
+            data = self._path(key).read_bytes()
+        except OSError:
+            return None
+        return _split(data, key)
+
+    def load(self, key: str) -> Result | None:
+        """Return the stored result for ``key``, or None (missing or unreadable: parse again)."""
+        found = self._read(key)
+        return None if found is None else _decode(found)
+
+    def calls(self, key: str) -> tuple[str, ...] | None:
+        """Return the module sources recorded with ``key``'s entry, or None when it is missing."""
+        found = self._read(key)
+        return None if found is None else found[0]
+
+    def store(self, key: str, result: Result) -> tuple[str, ...]:
+        """Write ``result`` under ``key`` (atomically; failures are ignored) and return its module sources."""
+        calls, data = encode(key, result)
+        self.write(key, data)
+        return calls
+
+    def write(self, key: str, data: bytes) -> None:
+        """Write an encoded entry: a temporary file renamed into place (failures are ignored)."""
+        tmp: Path | None = None
+        try:
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.parent / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except Exception:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+
+
+def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
+    """Return a result's module sources and its entry bytes (header with key and sources, then the result)."""
+    calls = _module_sources(result[0])
+    header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
+    return calls, _MAGIC + len(header).to_bytes(4, "big") + header + _dumps(result)
+
+
+def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        at = len(_MAGIC)
+        size = int.from_bytes(data[at : at + 4], "big")
+        stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
+        if stored != key:
+            return None
+        return tuple(calls), data, at + 4 + size
+    except Exception:  # a corrupt entry is a miss
+        return None
+
+
+def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
+    _, data, at = found
+    try:
+        body, diags = pickle.loads(data[at:])
+    except Exception:
+        return None
+    if not isinstance(body, Body) or not isinstance(diags, Diagnostics):
+        return None
+    return body, diags
+
+
+class _Writer:
+    """Writes entries on a background thread (file creation is slow; it releases the GIL)."""
+
+    def __init__(self, cache: ParseCache) -> None:
+        import queue
+
+        self.cache = cache
+        self.queue: queue.SimpleQueue[tuple[str, bytes | Result] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="flatten-parse-cache", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            key, value = item
+            try:
+                data = value if isinstance(value, bytes) else encode(key, value)[1]
+                self.cache.write(key, data)
+            except Exception:
+                continue
+
+    def put(self, key: str, value: bytes | Result) -> None:
+        self.queue.put((key, value))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+
+def _module_sources(body: Body) -> tuple[str, ...]:
+    out = []
+    for block in body.blocks_of("module"):
+        attr = block.body.attribute("source")
+        if attr is not None and isinstance(attr.value, str):
+            out.append(attr.value)
+    return tuple(out)
+
+
+_CACHE: dict[str, ParseCache | None] = {}
+_MEMO: dict[str, Result | bytes] = {}  # read by prefetch (parsed here, or entry bytes), taken by the build
+_WRITERS: list[_Writer] = []
+
+
+def finish() -> None:
+    """Wait until every cache entry ``prefetch`` queued is written."""
+    while _WRITERS:
+        _WRITERS.pop().close()
+
+
+def default_cache() -> ParseCache | None:
+    """Return the cache the environment names, or None when it is turned off."""
+    if "cache" not in _CACHE:
+        if os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in ("0", "off", "no", "false"):
+            _CACHE["cache"] = None
+        else:
+            _CACHE["cache"] = ParseCache(cache_root() / "parse")
+    return _CACHE["cache"]
+
+
+def _parse(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
+    options = Options(dialect=dialect)
+    was_enabled = gc.isenabled()
+    gc.disable()  # parsing allocates many small objects and frees none of them (notes §1.7)
+    try:
+        if syntax == "json":
+            from flatten.jsonsyntax import parse_json
+
+            return parse_json(text, name, options=options)
+        from flatten.hcl_fast import parse
+
+        return parse(text, name, options=options)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Result:
+    """Return the file parsed (``syntax`` "native" or "json"), from the cache when it holds it.
+
+    The same result as parsing directly; the cache only saves the work.
+    """
+    cache = default_cache()
+    if cache is None:
+        return _parse(text, name, syntax, options.dialect)
+    key = cache.key(text, name, syntax, options.dialect)
+    memo = _MEMO.pop(key, None)
+    if isinstance(memo, bytes):
+        split = _split(memo, key)
+        memo = None if split is None else _decode(split)
+    if memo is not None:
+        return memo
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        found = cache.load(key)
+    finally:
+        if was_enabled:
+            gc.enable()
+    if found is not None:
+        return found
+    result = _parse(text, name, syntax, options.dialect)
+    cache.store(key, result)
+    return result
+
+
+# -- prefetching ---------------------------------------------------------------------------------
+
+_Job = tuple[str, str, str, str, Dialect]  # key, text, name, syntax, dialect
+
+
+def _work(jobs: list[_Job]) -> list[tuple[str, tuple[str, ...], bytes]]:
+    """Worker: parse each job; return each key's module sources and entry bytes."""
+    out = []
+    for key, text, name, syntax, dialect in jobs:
+        calls, data = encode(key, _parse(text, name, syntax, dialect))
+        out.append((key, calls, data))
+    return out
+
+
+def _batches(jobs: list[_Job], parts: int) -> list[list[_Job]]:
+    total = sum(len(j[1]) for j in jobs)
+    size = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_Job]] = [[]]
+    acc = 0
+    for job in sorted(jobs, key=lambda j: -len(j[1])):
+        if acc >= size:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += len(job[1])
+    return out
+
+
+def prefetch(
+    root: Path, *, options: Options, workers: int | None = None, meanwhile: Callable[[], object] | None = None
+) -> int:
+    """Parse into the cache, in parallel, the files a build of ``root`` will read; return how many.
+
+    Follows local module calls (``./``, ``../``) from ``root``, level by level. Only files the
+    cache lacks are parsed; below ``MIN_PARALLEL_FILES``/``MIN_PARALLEL_BYTES`` uncached files
+    they are left to the build. ``meanwhile`` runs once while the workers parse (the command line
+    imports the rest of flatten there). Never raises: any trouble just leaves the work to the build.
+    """
+    cache = default_cache()
+    if cache is None:
+        return 0
+    try:
+        return _prefetch(root.absolute(), cache, options, workers, meanwhile)
+    except Exception:
+        return 0
+
+
+def _prefetch(
+    root: Path,
+    cache: ParseCache,
+    options: Options,
+    workers: int | None,
+    meanwhile: Callable[[], object] | None,
+) -> int:
+    from flatten.files import list_config_files
+    from flatten.load import display_path
+
+    if workers:
+        cpus = workers
+    elif hasattr(os, "sched_getaffinity"):
+        cpus = len(os.sched_getaffinity(0))
+    else:
+        cpus = os.cpu_count() or 1
+    pool: ProcessPoolExecutor | None = None
+    writer = _Writer(cache)
+    _WRITERS.append(writer)
+    seen = {root.resolve()}
+    level = [root]
+    done = 0
+    try:
+        while level:
+            jobs: list[_Job] = []
+            sources: list[tuple[Path, tuple[str, ...]]] = []
+            owner: dict[str, Path] = {}
+            for directory in level:
+                try:
+                    listing = list_config_files(directory, dialect=options.dialect)
+                except OSError:
+                    continue
+                for entry in listing.files:
+                    try:
+                        text = entry.path.read_bytes().decode("utf-8")
+                    except (OSError, UnicodeDecodeError):
+                        continue
+                    name = display_path(entry.path, root)
+                    key = cache.key(text, name, entry.syntax, options.dialect)
+                    found = cache._read(key)
+                    if found is None:
+                        jobs.append((key, text, name, entry.syntax, options.dialect))
+                        owner[key] = directory
+                    else:
+                        _MEMO[key] = found[1]  # the build decodes it from memory, without reading again
+                        sources.append((directory, found[0]))
+            if jobs:
+                size = sum(len(j[1]) for j in jobs)
+                if cpus > 1 and len(jobs) >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                    if pool is None:
+                        pool = _pool(max(cpus - 1, 1))  # this process is the other worker
+                    batches = _batches(jobs, cpus)
+                    futures = [pool.submit(_work, b) for b in batches]
+                    if meanwhile is not None:
+                        meanwhile()
+                        meanwhile = None
+                    # This process parses too: it takes back batches no worker has started yet,
+                    # from the end of the queue, and keeps those results in memory for the build.
+                    results = []
+                    for future, batch in zip(reversed(futures), reversed(batches), strict=True):
+                        if not future.cancel():
+                            break
+                        for key, text, name, syntax, dialect in batch:
+                            result = _parse(text, name, syntax, dialect)
+                            _MEMO[key] = result
+                            writer.put(key, result)
+                            results.append((key, _module_sources(result[0])))
+                    for future in futures:
+                        if not future.cancelled():
+                            for key, calls, data in future.result():
+                                _MEMO[key] = data
+                                writer.put(key, data)
+                                results.append((key, calls))
+                    sources.extend((owner[key], calls) for key, calls in results)
+                    done += len(jobs)
+                else:
+                    # Too little to pay for processes: read them here, for their module calls.
+                    for key, text, name, syntax, dialect in jobs:
+                        result = _parse(text, name, syntax, dialect)
+                        _MEMO[key] = result
+                        writer.put(key, result)
+                        sources.append((owner[key], _module_sources(result[0])))
+            level = []
+            for directory, calls in sources:
+                for source in calls:
+                    if not source.startswith(("./", "../")):
+                        continue
+                    child = Path(os.path.normpath(directory / source))
+                    try:
+                        real = child.resolve()
+                    except OSError:
+                        continue
+                    if real not in seen and child.is_dir():
+                        seen.add(real)
+                        level.append(child)
+            level.sort()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def _pool(cpus: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    # fork reuses the modules this process already imported: workers start in milliseconds.
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(max_workers=cpus, mp_context=context)
+
+
+# -- whole-build records -------------------------------------------------------------------------
+# A warm rebuild where nothing changed replays the previous build instead of running it. A record
+# is written only after a successful plain ``flatten build`` whose modules are all local (no
+# registry or remote package, so no network and no ``.terraform`` state decides anything). It holds
+# a snapshot of everything the build can read: every module directory's tree (names, symlink
+# targets, file contents; hidden and ignored directories are skipped because no stage reads them),
+# ``.terraform/modules/modules.json``, and the output tree as written. The record's key covers the
+# command line, the environment variables flatten and Terraform read, and the source of flatten and
+# its libraries. A record is refused when any input's mtime is not safely older than the build's
+# start (it may have changed while the build read it).
+# A stage that starts reading files outside module directories (or hidden ones) must add them to
+# the snapshot (``_snapshot_inputs``); a command-line option this file does not know disables records.
+
+_RECORD_MAGIC = "flatten-build-1"
+_ENV_PREFIXES = ("TF_", "FLATTEN_", "XDG_", "TOFU_", "NO_COLOR", "TERM", "COLUMNS", "HOME")
+_MTIME_MARGIN_NS = 2_000_000_000
+
+
+class _Unrecordable(Exception):
+    pass
+
+
+def _build_version() -> str:
+    import importlib.util
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(parser_version().encode())
+    h.update(sys.version.encode())
+    _file_digest(Path(__file__).parent.rglob("*.py"), h)
+    for package in ("networkx", "typer", "click", "packaging"):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            _file_digest([Path(spec.origin)], h)
+    return h.hexdigest()
+
+
+def _plain_build(argv: list[str]) -> tuple[Path, Path, Dialect, bool] | None:
+    """Return (root, out, dialect, replayable) for a ``build`` command line it can pre-read, else None."""
+    if not argv or argv[0] != "build":
+        return None
+    root: str | None = None
+    out: str | None = None
+    dialect = Dialect.TERRAFORM
+    replayable = True
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        value: str | None = None
+        if arg.startswith("--") and "=" in arg:
+            arg, value = arg.split("=", 1)
+        if arg in ("--out", "-o", "--dialect"):
+            if value is None:
+                i += 1
+                if i >= len(args):
+                    return None
+                value = args[i]
+            if arg == "--dialect":
+                if value not in ("terraform", "opentofu"):
+                    return None
+                dialect = Dialect(value)
+            else:
+                out = value
+        elif arg in ("--provenance", "--no-provenance", "--explicit-providers") and value is None:
+            pass
+        elif arg in ("--check", "--diagnostics-json") and value is None:
+            replayable = False
+        elif not arg.startswith("-") and root is None and value is None:
+            root = arg
+        else:
+            return None
+        i += 1
+    if out is None:
+        return None
+    try:
+        return Path(root or ".").resolve(), Path(out).resolve(), dialect, replayable
+    except (OSError, RuntimeError):
+        return None
+
+
+def _record_key(argv: list[str], root: Path, out: Path) -> str:
+    h = hashlib.blake2b(digest_size=20)
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    h.update(repr((_RECORD_MAGIC, _build_version(), argv, str(root), str(out), env, isatty)).encode())
+    return h.hexdigest()
+
+
+def _digest_file(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+
+
+def _snapshot_tree(top: Path, entries: dict[str, object], seen: set[str], started_ns: int | None) -> None:
+    """Add ``top``'s tree to ``entries``: directory listings, symlink targets and file digests."""
+    real = os.path.realpath(top)
+    if real in seen:
+        return
+    seen.add(real)
+    stack = [str(top)]
+    while stack:
+        current = stack.pop()
+        real_dir = os.path.realpath(current)
+        st = os.stat(current)
+        if started_ns is not None and st.st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
+            raise _Unrecordable(current)
+        names = []
+        with os.scandir(current) as it:
+            for entry in it:
+                names.append(entry.name)
+                path = entry.path
+                if entry.is_symlink():
+                    entries["L" + path] = os.readlink(path)
+                if entry.is_dir():
+                    if entry.name.startswith(".") or entry.name.endswith("~"):
+                        continue  # no stage reads hidden or backup directories
+                    child_real = os.path.realpath(path)
+                    if child_real in seen:
+                        if entry.is_symlink():
+                            entries["D" + path] = child_real
+                        continue
+                    seen.add(child_real)
+                    stack.append(path)
+                elif entry.is_file():
+                    if started_ns is not None and entry.stat().st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
+                        raise _Unrecordable(path)
+                    entries["F" + path] = _digest_file(path)
+        entries["R" + current] = real_dir
+        entries["N" + current] = sorted(names)
+
+
+def _snapshot_inputs(root: Path, tops: list[str], started_ns: int | None) -> dict[str, object]:
+    entries: dict[str, object] = {}
+    seen: set[str] = set()
+    for top in tops:
+        _snapshot_tree(Path(top), entries, seen, started_ns)
+    manifest = root / ".terraform" / "modules" / "modules.json"
+    try:
+        entries["M"] = _digest_file(str(manifest))
+    except OSError:
+        entries["M"] = None
+    return entries
+
+
+def _snapshot_output(out: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for current, dirs, names in os.walk(out):
+        dirs.sort()
+        for name in names:
+            path = os.path.join(current, name)
+            files[os.path.relpath(path, out)] = _digest_file(path)
+    return files
+
+
+def _module_directories(out: Path) -> list[str] | None:
+    """Return the module directories (relative to the root) an output manifest lists, if all are local."""
+    import json
+
+    from flatten.emit import MANIFEST_NAME
+
+    data = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or set(data) - {"dialect", "flatten_version", "modules"}:
+        return None
+    found = []
+    for module in data.get("modules", []):
+        if not isinstance(module, dict) or set(module) - {
+            "digest",
+            "directory",
+            "module",
+            "output",
+            "source",
+        }:
+            return None
+        source, directory = module.get("source"), module.get("directory")
+        if not isinstance(source, str) or not isinstance(directory, str):
+            return None
+        if source != "." and not source.startswith(("./", "../")):
+            return None
+        found.append(directory)
+    return found or None
+
+
+class _Tee(io.TextIOBase):
+    """A text stream that records what is written and passes it on."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+        self.parts: list[str] = []
+
+    def write(self, s: str | bytes) -> int:
+        real = self.real
+        if isinstance(s, bytes):
+            self.parts.append(s.decode("utf-8", "replace"))
+            real.flush()  # type: ignore[attr-defined]
+            real.buffer.write(s)  # type: ignore[attr-defined]
+            return len(s)
+        self.parts.append(s)
+        return int(real.write(s))  # type: ignore[attr-defined]
+
+    def flush(self) -> None:
+        self.real.flush()  # type: ignore[attr-defined]
+
+    def isatty(self) -> bool:
+        return bool(self.real.isatty())  # type: ignore[attr-defined]
+
+    def fileno(self) -> int:
+        return int(self.real.fileno())  # type: ignore[attr-defined]
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(self.real.encoding)  # type: ignore[attr-defined]
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.real.errors  # type: ignore[attr-defined,no-any-return]
+
+
+def _replay(path: Path, root: Path, out: Path) -> bool:
+    try:
+        data = path.read_bytes()
+        magic, tops, inputs, outputs, stderr = pickle.loads(data)
+        if magic != _RECORD_MAGIC or not tops:
+            return False
+        if _snapshot_inputs(root, tops, None) != inputs or _snapshot_output(out) != outputs:
+            return False
+    except Exception:
+        return False
+    sys.stderr.write(stderr)
+    sys.stderr.flush()
+    return True
+
+
+def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
+    """Run the command line (``run``), with the parse cache's help for ``build``.
+
+    For a ``build`` command line it understands, it first fills the parse cache in parallel
+    (``prefetch``). For a plain build it replays the previous identical build when a record says
+    nothing it read changed (the output is already in place), and records a successful one.
+    Anything it does not understand runs unchanged.
+    """
+    plan = _plain_build(argv)
+    cache = default_cache()
+    if plan is None or cache is None:
+        run()
+        return
+    root, out, dialect, replayable = plan
+    record = cache.directory.parent / "builds" / _record_key(argv, root, out) if replayable else None
+    if record is not None and record.is_file() and _replay(record, root, out):
+        return
+    prefetch(root, options=Options(dialect=dialect), meanwhile=_import_cli)
+    if record is None:
+        try:
+            run()
+        finally:
+            finish()
+        return
+    started = time.time_ns()
+    err, std = _Tee(sys.stderr), _Tee(sys.stdout)
+    sys.stderr, sys.stdout = err, std
+    code: object = 0
+    try:
+        run()
+    except SystemExit as exc:
+        code = exc.code
+        raise
+    finally:
+        sys.stderr, sys.stdout = err.real, std.real
+        finish()
+        if code in (0, None) and not "".join(std.parts):
+            _save_record(record, root, out, "".join(err.parts), started)
+
+
+def _import_cli() -> None:
+    import flatten.cli  # noqa: F401
+
+
+def _save_record(record: Path, root: Path, out: Path, stderr: str, started_ns: int) -> None:
+    try:
+        directories = _module_directories(out)
+        if directories is None:
+            return
+        tops = sorted({os.path.normpath(root / rel) for rel in directories})
+        inputs = _snapshot_inputs(root, tops, started_ns)
+        data = pickle.dumps((_RECORD_MAGIC, tops, inputs, _snapshot_output(out), stderr))
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.parent / f".{record.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, record)
+    except Exception:  # no record: the next build just runs
+        return
