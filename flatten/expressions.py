@@ -1,0 +1,546 @@
+"""References in HCL expressions and Terraform JSON templates: find them, and rewrite them by parsing.
+
+Rule for the whole file: a reference is found only where HCL would evaluate one (hclsyntax's
+``Expression.Variables()``): never inside a string literal's literal text, a comment or a number,
+never an object key written as a bare identifier, never a function name, and never a name that a
+``for`` expression, a ``%{for}`` directive or the caller (``dynamic`` iterators) binds in that
+scope. A reference is its root name plus every static step after it (``.attr``, ``.0``, ``[0]``,
+``["key"]``); a splat or a computed index ends it. Rewriting replaces exactly the text of chosen
+references and leaves every other byte alone (spec §7.3: expression-mode strings are templates;
+traversal-mode and source-list strings are bare expressions).
+
+>>> rename = lambda r: "local.b" if r.root == "var" else None
+>>> rewrite_template("${var.a} var.a ${[for var in x : var]}", rename)
+'${local.b} var.a ${[for var in x : var]}'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+
+from flatten.model import JsonValue
+
+__all__ = [
+    "ExpressionError",
+    "Reference",
+    "escape_literal",
+    "expression_references",
+    "hcl_string",
+    "json_to_hcl",
+    "literal_to_expression",
+    "rewrite_expression",
+    "rewrite_template",
+    "simplify_template",
+    "single_interpolation",
+    "template_references",
+]
+
+_IDENT = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
+_DIGITS = re.compile(r"[0-9]+")
+_INDEX = re.compile(r'\[[ \t]*(?:([0-9]+)|"((?:[^"\\$%]|\\[nrt"\\])*)")[ \t]*\]')
+_KEYWORDS = frozenset({"for", "in", "if", "true", "false", "null"})
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+Step = tuple[str, "str | int"]  # ("attr", name) or ("index", key)
+
+
+class ExpressionError(ValueError):
+    """Text that is not a readable HCL expression or template; ``offset`` says where."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"{message} at offset {offset}")
+        self.offset = offset
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference: ``root`` then static ``steps``, spanning ``text[start:end]``.
+
+    ``ends[k]`` is the offset just after the root (k = 0) or after step k.
+    """
+
+    root: str
+    steps: tuple[Step, ...]
+    start: int
+    end: int
+    ends: tuple[int, ...]
+
+    def name(self, k: int) -> str | None:
+        """Return step ``k`` (1-based) as a name: an attribute or a string index; None otherwise."""
+        if k > len(self.steps):
+            return None
+        value = self.steps[k - 1][1]
+        return value if isinstance(value, str) else None
+
+    def tail(self, text: str, k: int) -> str:
+        """Return the source of the steps after the first ``k`` (``k = 0``: everything after the root)."""
+        return text[self.ends[k] : self.end]
+
+
+class _Scanner:
+    """Collect references with their offsets; ``scopes`` holds the names bound at this point."""
+
+    def __init__(self, text: str, bound: Iterable[str] = ()) -> None:
+        self.text = text
+        self.refs: list[Reference] = []
+        self.scopes: list[frozenset[str]] = [frozenset(bound)]
+
+    def bound(self, name: str) -> bool:
+        return any(name in s for s in self.scopes)
+
+    # -- templates --------------------------------------------------------------------------
+    def template(self, i: int, limit: int, quoted: bool) -> int:
+        """Scan template text from ``i``; a quoted one stops after its closing quote."""
+        text = self.text
+        directives: list[str] = []
+        while i < limit:
+            c = text[i]
+            if quoted and c == "\\":
+                if i + 1 >= limit:
+                    raise ExpressionError("unterminated escape", i)
+                i += 6 if text[i + 1] == "u" else 10 if text[i + 1] == "U" else 2
+                continue
+            if quoted and c == '"':
+                if directives:
+                    raise ExpressionError("unclosed template directive", i)
+                return i + 1
+            if quoted and c == "\n":
+                raise ExpressionError("newline in a quoted string", i)
+            if text.startswith("$${", i) or text.startswith("%%{", i):
+                i += 3
+                continue
+            if text.startswith("${", i):
+                i = self._close(self.expression(i + 2, limit, "}"), "}")
+                continue
+            if text.startswith("%{", i):
+                i = self.directive(i + 2, limit, directives)
+                continue
+            i += 1
+        if quoted:
+            raise ExpressionError("unterminated string", i)
+        if directives:
+            raise ExpressionError("unclosed template directive", i)
+        return i
+
+    def directive(self, i: int, limit: int, open_: list[str]) -> int:
+        text = self.text
+        if text.startswith("~", i):
+            i += 1
+        i = self.space(i, limit)
+        m = _IDENT.match(text, i, limit)
+        word = m.group(0) if m else ""
+        if word == "for":
+            names, i = self.for_names(m.end() if m else i, limit)
+            i = self._close(self.expression(i, limit, "}"), "}")
+            self.scopes.append(frozenset(names))
+            open_.append("for")
+            return i
+        if word == "if":
+            open_.append("if")
+            return self._close(self.expression(m.end() if m else i, limit, "}"), "}")
+        if word in ("endfor", "endif", "else"):
+            if word == "endfor":
+                if not open_ or open_[-1] != "for":
+                    raise ExpressionError("endfor without for", i)
+                open_.pop()
+                self.scopes.pop()
+            elif word == "endif":
+                if not open_ or open_[-1] != "if":
+                    raise ExpressionError("endif without if", i)
+                open_.pop()
+            j = self.space(m.end() if m else i, limit)
+            if text.startswith("~", j):
+                j += 1
+            return self._close(j, "}")
+        raise ExpressionError("unknown template directive", i)
+
+    def _close(self, i: int, closer: str) -> int:
+        if not self.text.startswith(closer, i):
+            raise ExpressionError(f"expected {closer!r}", i)
+        return i + len(closer)
+
+    def space(self, i: int, limit: int) -> int:
+        text = self.text
+        while i < limit:
+            c = text[i]
+            if c in " \t\r\n":
+                i += 1
+            elif c == "#" or text.startswith("//", i):
+                while i < limit and text[i] != "\n":
+                    i += 1
+            elif text.startswith("/*", i):
+                end = text.find("*/", i + 2, limit)
+                if end < 0:
+                    raise ExpressionError("unterminated comment", i)
+                i = end + 2
+            else:
+                break
+        return i
+
+    def for_names(self, i: int, limit: int) -> tuple[list[str], int]:
+        """Read ``k, v in`` after ``for``; return the names and the offset after ``in``."""
+        names: list[str] = []
+        while True:
+            i = self.space(i, limit)
+            if i < limit and self.text[i] == ",":
+                i += 1
+                continue
+            m = _IDENT.match(self.text, i, limit)
+            if m is None:
+                raise ExpressionError("bad for expression", i)
+            i = m.end()
+            if m.group(0) == "in":
+                return names, i
+            names.append(m.group(0))
+
+    # -- expressions ------------------------------------------------------------------------
+    def expression(self, i: int, limit: int, stop: str, in_object: bool = False) -> int:
+        """Scan an expression from ``i`` up to the unmatched character in ``stop`` (returned, not consumed).
+
+        An empty ``stop`` scans to ``limit``. With ``:`` in ``stop``, a ``:`` answering a ``?``
+        belongs to the conditional. ``in_object`` marks an object constructor body (keys).
+        """
+        text = self.text
+        pending = 0  # unanswered "?" of conditionals
+        key_position = in_object
+        while True:
+            j = self.space(i, limit)
+            if in_object and "\n" in text[i:j]:
+                key_position = True  # a newline inside an object: a new item may start
+            i = j
+            if i >= limit:
+                if stop:
+                    raise ExpressionError("unterminated expression", i)
+                return i
+            c = text[i]
+            if c in stop and not (c == ":" and pending):
+                return i
+            if c == "?":
+                pending += 1
+                i += 1
+                key_position = False
+                continue
+            if c == ":" and pending:
+                pending -= 1
+                i += 1
+                continue
+            if c == '"':
+                i = self.template(i + 1, limit, quoted=True)
+                key_position = False
+                continue
+            heredoc = _HEREDOC.match(text, i, limit)
+            if heredoc is not None:
+                i = self.heredoc(heredoc, limit)
+                key_position = False
+                continue
+            if c.isdigit():
+                m = _NUMBER.match(text, i, limit)
+                i = m.end() if m else i + 1
+                key_position = False
+                continue
+            if _IDENT.match(c):
+                i = self.identifier(i, limit, key_position)
+                key_position = False
+                continue
+            if c in "([{":
+                i = self.bracket(i, limit)
+                key_position = False
+                continue
+            if c in ")]}":
+                raise ExpressionError("unbalanced brackets", i)
+            if c == ",":
+                key_position = in_object
+                i += 1
+                continue
+            if c == ".":
+                # An attribute of a computed value ((x).a, f().a, x[0].a) or a splat (.*).
+                attr = _IDENT.match(text, i + 1, limit)
+                i = attr.end() if attr is not None else i + 1
+                key_position = False
+                continue
+            i += 1
+            key_position = False
+
+    def bracket(self, i: int, limit: int) -> int:
+        text = self.text
+        opener = text[i]
+        closer = {"(": ")", "[": "]", "{": "}"}[opener]
+        j = self.space(i + 1, limit)
+        m = _IDENT.match(text, j, limit)
+        if opener in "[{" and m is not None and m.group(0) == "for":
+            names, k = self.for_names(m.end(), limit)
+            k = self.expression(k, limit, ":")
+            self.scopes.append(frozenset(names))
+            try:
+                k = self.expression(k + 1, limit, closer)
+            finally:
+                self.scopes.pop()
+            return self._close(k, closer)
+        k = self.expression(i + 1, limit, closer, in_object=opener == "{")
+        return self._close(k, closer)
+
+    def heredoc(self, m: re.Match[str], limit: int) -> int:
+        marker = m.group(2)
+        end = re.compile(r"^[ \t]*" + re.escape(marker) + r"[ \t]*(?:\r?\n|$)", re.MULTILINE).search(
+            self.text, m.end(), limit
+        )
+        if end is None:
+            raise ExpressionError("unterminated heredoc", m.start())
+        self.template(m.end(), end.start(), quoted=False)
+        # The closing marker line's newline belongs to the surrounding expression.
+        stop = end.end()
+        if self.text[stop - 1 : stop] == "\n":
+            stop -= 1
+            if self.text[stop - 1 : stop] == "\r":
+                stop -= 1
+        return stop
+
+    def identifier(self, i: int, limit: int, key_position: bool) -> int:
+        text = self.text
+        m = _IDENT.match(text, i, limit)
+        assert m is not None
+        name = m.group(0)
+        j = m.end()
+        k = j
+        while k < limit and text[k] in " \t":
+            k += 1
+        if text.startswith("::", k):  # provider-defined function: provider::ns::name(...)
+            while text.startswith("::", k):
+                nm = _IDENT.match(text, k + 2, limit)
+                if nm is None:
+                    raise ExpressionError("bad function name", k)
+                k = nm.end()
+            return k
+        nxt = text[k] if k < limit else ""
+        if nxt == "(":
+            return j  # a function call; its arguments are scanned as they come
+        if key_position and (nxt == ":" or (nxt == "=" and not text.startswith(("==", "=>"), k))):
+            return j  # an object key written as a bare identifier is a literal string
+        if name in _KEYWORDS:
+            return j
+        steps: list[Step] = []
+        ends = [j]
+        i = j
+        while i < limit:
+            c = text[i]
+            if c == ".":
+                nm = _IDENT.match(text, i + 1, limit)
+                if nm is not None:
+                    steps.append(("attr", nm.group(0)))
+                    i = nm.end()
+                    ends.append(i)
+                    continue
+                num = _DIGITS.match(text, i + 1, limit)
+                if num is not None:  # legacy index syntax: foo.0.bar
+                    steps.append(("index", int(num.group(0))))
+                    i = num.end()
+                    ends.append(i)
+                    continue
+                break  # ".*" splat
+            if c == "[":
+                lit = _INDEX.match(text, i, limit)
+                if lit is None:
+                    break  # a splat or a computed key: scanned as part of the surrounding expression
+                key: str | int = int(lit.group(1)) if lit.group(1) is not None else _unescape(lit.group(2))
+                steps.append(("index", key))
+                i = lit.end()
+                ends.append(i)
+                continue
+            break
+        if not self.bound(name):
+            self.refs.append(Reference(name, tuple(steps), m.start(), i, tuple(ends)))
+        return i
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
+
+
+def template_references(text: str, *, bound: Iterable[str] = ()) -> list[Reference]:
+    """Return the references in a Terraform JSON template string, in source order.
+
+    ``bound`` names are in scope already (a ``dynamic`` block's iterator) and are not references.
+    Raises ``ExpressionError`` when the text cannot be read.
+
+    >>> [r.root for r in template_references('${var.a} "var.b" ${"${local.c}"}')]
+    ['var', 'local']
+    """
+    scanner = _Scanner(text, bound)
+    try:
+        scanner.template(0, len(text), quoted=False)
+    except (IndexError, RecursionError) as exc:
+        raise ExpressionError(f"unreadable template ({exc})", 0) from None
+    return sorted(scanner.refs, key=lambda r: r.start)
+
+
+def expression_references(text: str, *, bound: Iterable[str] = ()) -> list[Reference]:
+    """Return the references in bare HCL expression source (a traversal or ``replace_triggered_by`` item)."""
+    scanner = _Scanner(text, bound)
+    try:
+        scanner.expression(0, len(text), "")
+    except (IndexError, RecursionError) as exc:
+        raise ExpressionError(f"unreadable expression ({exc})", 0) from None
+    return sorted(scanner.refs, key=lambda r: r.start)
+
+
+def _apply(text: str, refs: list[Reference], replace: Callable[[Reference], str | None]) -> str:
+    out: list[str] = []
+    at = 0
+    for ref in refs:
+        new = replace(ref)
+        if new is None:
+            continue
+        out.append(text[at : ref.start])
+        out.append(new)
+        at = ref.end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def rewrite_template(
+    text: str, replace: Callable[[Reference], str | None], *, bound: Iterable[str] = ()
+) -> str:
+    """Return ``text`` (a JSON template) with each reference ``replace`` answers replaced by its answer.
+
+    ``replace`` returns the new source for the reference's whole span, or None to keep it.
+    Raises ``ExpressionError`` when the text cannot be read.
+    """
+    return _apply(text, template_references(text, bound=bound), replace)
+
+
+def rewrite_expression(
+    text: str, replace: Callable[[Reference], str | None], *, bound: Iterable[str] = ()
+) -> str:
+    """Return bare expression source with references replaced, as ``rewrite_template`` does."""
+    return _apply(text, expression_references(text, bound=bound), replace)
+
+
+def escape_literal(s: str) -> str:
+    """Return ``s`` as literal template text: ``${`` and ``%{`` are escaped.
+
+    >>> escape_literal("a ${b} %{c}")
+    'a $${b} %%{c}'
+    """
+    return s.replace("${", "$${").replace("%{", "%%{")
+
+
+def hcl_string(s: str) -> str:
+    """Return ``s`` as a quoted HCL string literal (escapes and template sequences escaped).
+
+    >>> hcl_string('a"b${c}')
+    '"a\\\\"b$${c}"'
+    """
+    out = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return '"' + escape_literal(out.replace("\t", "\\t")) + '"'
+
+
+_SIMPLE_STRING = re.compile(r'(?<!\$)\$\{"([^"\\$%\n{}]*)"\}')
+
+
+def simplify_template(text: str) -> str:
+    """Return ``text`` with every ``${"literal"}`` sequence folded into the literal text around it.
+
+    This holds at any depth (also in quoted strings inside expressions) because the folded text
+    has no character that needs escaping in either place.
+
+    >>> simplify_template('${"modules/net"}/x.txt $${"kept"} ${file("${"m"}/a")}')
+    'modules/net/x.txt $${"kept"} ${file("m/a")}'
+    """
+    return _SIMPLE_STRING.sub(lambda m: m.group(1), text) if '${"' in text else text
+
+
+def literal_to_expression(value: JsonValue) -> JsonValue:
+    """Return a literal-mode JSON value (a variable ``default``) as the same value in expression mode.
+
+    >>> literal_to_expression({"a${": ["${x}", 1]})
+    {'a$${': ['$${x}', 1]}
+    """
+    if isinstance(value, str):
+        return escape_literal(value)
+    if isinstance(value, list):
+        return [literal_to_expression(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_literal(k): literal_to_expression(v) for k, v in value.items()}
+    if isinstance(value, (bool, int, Decimal)) or value is None:
+        return value
+    return value  # pragma: no cover - JSON values only
+
+
+def _sequence_end(text: str, i: int) -> int:
+    """Return the offset after the ``${...}``/``%{...}`` sequence starting at ``i``."""
+    scanner = _Scanner(text)
+    n = len(text)
+    try:
+        if text.startswith("${", i):
+            return scanner._close(scanner.expression(i + 2, n, "}"), "}")
+        return scanner.directive(i + 2, n, [])
+    except (IndexError, RecursionError) as exc:
+        raise ExpressionError(f"unreadable template ({exc})", i) from None
+
+
+def single_interpolation(text: str) -> str | None:
+    """Return the expression source of a template that is exactly one ``${...}``, else None.
+
+    >>> single_interpolation("${var.a}"), single_interpolation("x${var.a}")
+    ('var.a', None)
+    """
+    if not text.startswith("${") or text.startswith("${~"):
+        return None
+    try:
+        end = _sequence_end(text, 0)
+    except ExpressionError:
+        return None
+    if end != len(text) or text[end - 2] == "~":
+        return None
+    return text[2:-1].strip()
+
+
+def _quoted_template(text: str) -> str:
+    out: list[str] = ['"']
+    i = 0
+    n = len(text)
+    while i < n:
+        if text.startswith(("$${", "%%{"), i):
+            out.append(text[i : i + 3])
+            i += 3
+            continue
+        if text.startswith(("${", "%{"), i):
+            end = _sequence_end(text, i)
+            out.append(text[i:end])
+            i = end
+            continue
+        c = text[i]
+        out.append({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, c))
+        i += 1
+    out.append('"')
+    return "".join(out)
+
+
+def json_to_hcl(value: JsonValue) -> str:
+    """Return native HCL source for an expression-mode JSON value (templates become quoted strings).
+
+    Raises ``ExpressionError`` when a template cannot be read.
+
+    >>> json_to_hcl({"a": ["${var.x}", 1, "n=${var.n}"], "${k}": None})
+    '{"a" = [(var.x), 1, "n=${var.n}"], (k) = null}'
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, str):
+        inner = single_interpolation(value)
+        return f"({inner})" if inner is not None else _quoted_template(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(json_to_hcl(v) for v in value) + "]"
+    items = ", ".join(f"{json_to_hcl(k)} = {json_to_hcl(v)}" for k, v in value.items())
+    return "{" + items + "}"

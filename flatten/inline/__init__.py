@@ -1,0 +1,421 @@
+"""``build --inline``: module calls merged into their callers, with ``moved`` blocks so state follows.
+
+Rule for the whole file: calls are inlined deepest first, each into its caller (``_step.py``), so
+the root ends up holding every module that could be inlined. A call stays a call, with its reason
+reported, when it has ``count`` or ``for_each`` (or OpenTofu's ``lifecycle.enabled``), when its
+module configures providers itself, or when inlining it would not be exact (an unreadable
+expression, a block type inlining does not handle, a provider configuration the caller cannot
+name). Every managed resource and kept call that changes address gets one ``moved`` block from
+its original address straight to its final one; the provider configuration each resource uses is
+checked to be the same after inlining (spec §4.2) and an error is reported if it is not.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from flatten.diagnostics import Diagnostic, Diagnostics
+from flatten.emit import dumps, module_json
+from flatten.fields import top_schema
+from flatten.files import is_ignored_name, split_extension
+from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
+from flatten.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.options import Dialect, Options
+from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
+from flatten.providers.addresses import Naming, parse_config_ref
+
+from ._addresses import move_address, split_address
+from ._providers import ProviderNames
+from ._step import Context, Work, inline_call
+
+__all__ = ["InlineResult", "InlinedGraph", "KeptCall", "inline_graph", "move_address", "split_address"]
+
+_SKIP_SUFFIXES = (".tfstate", ".tfstate.backup", ".tfplan", ".tftest.hcl", ".tftest.json")
+
+
+@dataclass(frozen=True, slots=True)
+class KeptCall:
+    """A module call that stays a call: its original address, why, and where it is written."""
+
+    address: str
+    reason: str
+    range: Range | None = None
+    module: str = ""  # the caller's original address
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.reason}"
+
+
+class InlinedGraph(ModuleGraph):
+    """The module graph after inlining: the root and the calls that stayed, under their new paths."""
+
+    def __init__(
+        self, base: ModuleGraph, nodes: Mapping[str, ModuleNode], kids: Mapping[str, list[str]]
+    ) -> None:
+        # graph.py offers no public constructor from nodes; every method that reads the networkx
+        # graph is overridden below, so the base graph is only a placeholder.
+        super().__init__(base._graph)
+        self._nodes = dict(nodes)
+        self._kids = {k: list(v) for k, v in kids.items()}
+        self._parents = {c: p for p, cs in kids.items() for c in cs}
+
+    def node(self, address: str) -> ModuleNode:
+        return self._nodes[address]
+
+    def __contains__(self, address: object) -> bool:
+        return address in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def children(self, address: str) -> list[ModuleNode]:
+        return sorted((self._nodes[a] for a in self._kids.get(address, [])), key=lambda n: n.path[-1])
+
+    def parent(self, address: str) -> ModuleNode | None:
+        parent = self._parents.get(address)
+        return self._nodes[parent] if parent is not None else None
+
+    def edges(self) -> list[tuple[str, str]]:
+        return sorted((p, c) for p, cs in self._kids.items() for c in cs)
+
+
+@dataclass(frozen=True, slots=True)
+class InlineResult:
+    """What inlining produced.
+
+    ``graph`` is ready for ``layout_tree``; ``copies`` are extra files for the output tree (files
+    of inlined modules that read ``path.module``, by output path); ``moves`` are the ``(from, to)``
+    address pairs of every ``moved`` block written, outermost module first; ``inlined`` and
+    ``kept`` list original call addresses. ``renames`` adds the data and ephemeral resources,
+    which are renamed but not moved (they have no state).
+    """
+
+    graph: ModuleGraph
+    inlined: tuple[str, ...] = ()
+    kept: tuple[KeptCall, ...] = ()
+    moves: tuple[tuple[str, str], ...] = ()
+    renames: tuple[tuple[str, str], ...] = ()
+    copies: Mapping[str, Path] = field(default_factory=dict)
+
+    def new_address(self, address: str) -> str:
+        """Return where an original resource, data source or module address is after inlining."""
+        return move_address(address, self.renames)
+
+
+def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
+    def module_dir(node: ModuleNode) -> str:
+        # The directory layout.py vendors a module to (without its collision numbering).
+        if node.package is not None:
+            base = "modules/_remote/" + node.package.name
+            return posixpath.join(base, node.package.subdir) if node.package.subdir else base
+        assert node.directory is not None
+        rel = Path(os.path.relpath(node.directory, root)).as_posix()
+        parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
+        if len(parts) > 1 and parts[0] == "modules":
+            parts = parts[1:]
+        return "modules/" + "/".join(parts or ["_root"])
+
+    return module_dir
+
+
+def _copied(name: str, dialect: Dialect) -> bool:
+    return split_extension(name, dialect) is None and not name.endswith(_SKIP_SUFFIXES)
+
+
+def _files(dialect: Dialect) -> Callable[[ModuleNode, str], dict[str, Path]]:
+    def files(node: ModuleNode, dest: str) -> dict[str, Path]:
+        out: dict[str, Path] = {}
+
+        def visit(current: Path, rel: str, depth: int) -> None:
+            try:
+                entries = sorted(os.scandir(current), key=lambda e: e.name)
+            except OSError:
+                return
+            for entry in entries:
+                if is_ignored_name(entry.name):
+                    continue
+                path = Path(entry.path)
+                child_rel = f"{rel}/{entry.name}" if rel else entry.name
+                if entry.is_dir():
+                    holds_config = any(
+                        split_extension(e.name, dialect) for e in os.scandir(path) if e.is_file()
+                    )
+                    if depth < 32 and not holds_config:
+                        visit(path, child_rel, depth + 1)
+                elif entry.is_file() and _copied(entry.name, dialect):
+                    out[f"{dest}/{child_rel}"] = path
+
+        if node.directory is not None:
+            visit(node.directory, "", 0)
+        return out
+
+    return files
+
+
+def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
+    targets: dict[tuple[str, str, str], ConfigAddr | None] = {}
+    mw = wiring.module_at(node.path)
+    for res in mw.resources if mw is not None else ():
+        if res.decl.mode in ("managed", "data", "ephemeral"):
+            targets[(res.decl.mode, res.decl.type, res.decl.name)] = res.config
+    for check in node.module.blocks_of("check"):
+        for data in check.body.blocks_of("data"):
+            if len(data.labels) != 2:
+                continue
+            attr = data.body.attribute("provider")
+            try:
+                ref = (
+                    parse_config_ref(attr.value)
+                    if attr is not None
+                    else ConfigRef(data.labels[0].split("_")[0])
+                )
+            except ValueError:
+                continue
+            targets[("data", data.labels[0], data.labels[1])] = ctx.names.resolve(node.path, ref, node.module)
+    return Work(node, node.module, targets)
+
+
+def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: ModuleNode) -> str | None:
+    body = call.block.body
+    for meta in ("count", "for_each"):
+        if body.attribute(meta) is not None:
+            return f"it uses {meta}; each instance is a separate module instance"
+    for lifecycle in body.blocks_of("lifecycle"):
+        if lifecycle.body.attribute("enabled") is not None:
+            return "it uses lifecycle.enabled"
+    mw = wiring.module_at(child.path)
+    own = sorted(b.key for b in (mw.own if mw is not None else ()) if b.how is How.OWN)
+    if own:
+        return (
+            "the module configures providers itself (" + ", ".join(own) + "); its resources would need "
+            "those configurations moved into the caller"
+        )
+    return None
+
+
+class _Walk:
+    def __init__(self, ctx: Context, graph: ModuleGraph, wiring: ProviderWiring, only: str | None) -> None:
+        self.ctx, self.graph, self.wiring, self.only = ctx, graph, wiring, only
+        self.inlined: list[str] = []
+        self.kept: list[KeptCall] = []
+        self.found_only = only is None
+
+    def process(self, node: ModuleNode) -> Work:
+        work = _initial(self.ctx, self.wiring, node)
+        for call in node.calls:
+            address = module_address((*node.path, call.name))
+            if address not in self.graph:
+                continue  # not loaded: the build stopped with an error before this
+            child_node = self.graph.node(address)
+            child = self.process(child_node)
+            selected = self.only is None or address == self.only
+            self.found_only = self.found_only or address == self.only
+            reason = _ineligible(self.ctx, self.wiring, call, child_node) if selected else None
+            if selected and reason is None:
+                result = inline_call(self.ctx, work, call.name, child)
+                if isinstance(result, Work):
+                    work = result
+                    self.inlined.append(address)
+                    continue
+                reason = result
+            work.kept[call.name] = child
+            if reason is not None:
+                self.kept.append(KeptCall(address, reason, call.block.range, node.address))
+        return work
+
+
+def _note_block(notes: Mapping[str, str], at: Range) -> Block | None:
+    if not notes:
+        return None
+    text = "Inlined module variables: " + "; ".join(f"local.{k}: {v}" for k, v in sorted(notes.items()))
+    return Block("locals", (), Body((Attribute("//", Expr(text, at), at),)), at)
+
+
+def _last_step(address: str) -> str:
+    steps = split_address(address)
+    return steps[-1][0] if steps else address
+
+
+def _movable(address: str) -> bool:
+    return not address.startswith(("data.", "ephemeral."))
+
+
+def _finish(work: Work, is_root: bool) -> Module:
+    at = work.module.blocks[0].range if work.module.blocks else Range.point("main.tf")
+    blocks = list(work.module.blocks)
+    pairs = sorted(work.origins.items(), key=lambda kv: kv[1])
+    for current, origin in pairs:
+        if _movable(current):
+            body = Body((Attribute("from", Expr(origin, at), at), Attribute("to", Expr(current, at), at)))
+            blocks.append(Block("moved", (), body, at))
+    note = _note_block(work.notes, at)
+    if note is not None:
+        blocks.append(note)
+    if is_root:
+        # Import blocks (root only) name their target by its address: follow it to the new one.
+        rel = [(o, c) for c, o in pairs]
+        out: list[Block] = []
+        for b in blocks:
+            to = b.body.attribute("to")
+            if b.type == "import" and to is not None and isinstance(to.value, str):
+                new = move_address(to.value, rel)
+                if new != to.value:
+                    items = tuple(
+                        replace(i, expr=Expr(new, to.expr.range)) if i is to else i for i in b.body.items
+                    )
+                    b = replace(b, body=Body(items, b.body.range))
+            out.append(b)
+        blocks = out
+    return Module(work.module.directory, tuple(blocks), work.module.files)
+
+
+def _assemble(
+    base: ModuleGraph, root: Work
+) -> tuple[InlinedGraph, list[tuple[str, str]], dict[str, Path], list[tuple[Work, ModuleNode]]]:
+    nodes: dict[str, ModuleNode] = {}
+    kids: dict[str, list[str]] = {}
+    moves: list[tuple[str, str]] = []
+    copies: dict[str, Path] = {}
+    placed: list[tuple[Work, ModuleNode]] = []
+
+    def emit(work: Work, path: tuple[str, ...], call: ModuleCall | None) -> None:
+        module = _finish(work, not path)
+        address = module_address(path)
+        prefix = address + "." if address else ""
+        moves.extend((prefix + o, prefix + c) for c, o in sorted(work.origins.items(), key=lambda kv: kv[1]))
+        copies.update(work.copies)
+        calls: list[tuple[ModuleCall, Work]] = []
+        for name, kept in sorted(work.kept.items()):
+            block = next((b for b in module.blocks_of("module") if b.labels and b.labels[0] == name), None)
+            original = kept.node.call
+            if block is None or original is None:
+                continue
+            calls.append((ModuleCall(name, block, original.source, original.address, original.version), kept))
+        node = ModuleNode(
+            path, module, work.node.directory, call, tuple(c for c, _ in calls), work.node.package
+        )
+        nodes[address] = node
+        placed.append((work, node))
+        kids[address] = []
+        for mc, kept in calls:
+            kids[address].append(module_address((*path, mc.name)))
+            emit(kept, (*path, mc.name), mc)
+
+    emit(root, (), None)
+    return InlinedGraph(base, nodes, kids), moves, copies, placed
+
+
+def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str | None:
+    if config is None:
+        return None
+    module = move_address(config.module_address, moves) if config.module else ""
+    text = str(ConfigAddr((), config.provider, config.alias))
+    return f"{module}.{text}" if module else text
+
+
+def _check(
+    wiring: ProviderWiring, graph: InlinedGraph, moves: list[tuple[str, str]], options: Options
+) -> Diagnostics:
+    diags = Diagnostics()
+    again, _ = wire_providers(graph, options=options, validate=False)
+    after = {r.address: r.config for r in again.resources() if r.decl.mode != "import"}
+    for res in wiring.resources():
+        if res.decl.mode == "import":
+            continue
+        new = move_address(res.address, moves)
+        before_key, after_key = (
+            _config_key(res.config, moves),
+            (str(after[new]) if after.get(new) is not None else None),
+        )
+        if new in after and before_key != after_key:
+            diags.error(
+                "Inlining changed the provider wiring",
+                f"After inlining, {new} (originally {res.address}) would use {after_key} instead of "
+                f"{before_key}. flatten does not emit a configuration that changes which provider "
+                "configuration a resource uses; please report this.",
+            )
+    return diags
+
+
+def _shared_directories(placed: list[tuple[Work, ModuleNode]]) -> Diagnostics:
+    diags = Diagnostics()
+    seen: dict[Path, tuple[str, str]] = {}
+    for _, node in placed:
+        if node.directory is None or not node.path:
+            continue
+        text = dumps(module_json(node.module))
+        real = node.directory.resolve()
+        if real in seen and seen[real][1] != text:
+            diags.error(
+                "Inlined module differs between calls",
+                f"{node.address} and {seen[real][0]} call the same module directory, but inlining "
+                "changed them differently, and the output holds one copy of each directory. Inline "
+                "one of the calls with --module, or none.",
+                node.call.range if node.call is not None else None,
+            )
+        seen.setdefault(real, (node.address, text))
+    return diags
+
+
+def inline_graph(
+    graph: ModuleGraph, wiring: ProviderWiring, *, options: Options, only: str | None = None
+) -> tuple[InlineResult, Diagnostics]:
+    """Return ``graph`` with every module call that can be inlined merged into its caller, and diagnostics.
+
+    ``only`` (an address such as ``module.a.module.b``) inlines just that call. Each call that
+    stays is a warning "Module call not inlined" (when ``only`` names it, an error); an ``only``
+    that names no call is an error; a change of provider wiring is an error. On errors the result
+    holds the original graph and no moves.
+
+    >>> result, diags = inline_graph(graph, wiring, options=Options())  # doctest: +SKIP
+    >>> tree = layout_tree(result.graph, root=root, options=options)  # doctest: +SKIP
+    """
+    naming = Naming(options.dialect)
+    root_dir = graph.root.directory or Path(".")
+    ctx = Context(
+        options,
+        top_schema(options.dialect),
+        ProviderNames(wiring, naming),
+        _module_dir(root_dir),
+        _files(options.dialect),
+    )
+    walk = _Walk(ctx, graph, wiring, only)
+    root = walk.process(graph.root)
+    diags = Diagnostics()
+    if not walk.found_only:
+        diags.error(
+            "No such module call",
+            f"--module {only} names no module call in the configuration. Give the address of one call, "
+            "for example module.net or module.a.module.b.",
+        )
+        return InlineResult(graph), diags
+    for kept in walk.kept:
+        make = Diagnostic.error if only is not None else Diagnostic.warning
+        diags.append(
+            make(
+                "Module call not inlined",
+                f"{kept.address} stays a module call because {kept.reason}.",
+                kept.range,
+                module=kept.module,
+            )
+        )
+    new_graph, moves, copies, placed = _assemble(graph, root)
+    diags.extend(_shared_directories(placed))
+    diags.extend(_check(wiring, new_graph, moves, options))
+    if diags.has_errors:
+        return InlineResult(graph, kept=tuple(walk.kept)), diags
+    return (
+        InlineResult(
+            new_graph,
+            tuple(walk.inlined),
+            tuple(walk.kept),
+            tuple((a, b) for a, b in moves if _movable(_last_step(a))),
+            tuple(moves),
+            dict(sorted(copies.items())),
+        ),
+        diags,
+    )

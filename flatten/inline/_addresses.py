@@ -1,0 +1,76 @@
+"""Resource and module addresses as ``moved`` blocks see them: parse, match and move.
+
+Rule for the whole file: a pattern (a ``moved`` block's ``from``) carries no instance keys and
+matches any instance; keys of the address are kept where the pattern and the destination share
+a module prefix, and on the last step when both ends are the same kind (Terraform moves every
+instance along with its call or resource).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+__all__ = ["move_address", "split_address"]
+
+_SEGMENT = re.compile(
+    r"(module\.[^.\[\]]+|(?:data\.|ephemeral\.)?[^.\[\]]+\.[^.\[\]]+)"
+    r"(\[(?:\"(?:[^\"\\]|\\.)*\"|[^\]\"]*)\])?(?:\.|$)"
+)
+
+
+def split_address(address: str) -> list[tuple[str, str]] | None:
+    """Return ``[(step, key), ...]`` for an absolute address, or None when it is not one.
+
+    >>> split_address('module.a[0].module.b.terraform_data.r["x"]')
+    [('module.a', '[0]'), ('module.b', ''), ('terraform_data.r', '["x"]')]
+    """
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(address):
+        m = _SEGMENT.match(address, i)
+        if m is None:
+            return None
+        out.append((m.group(1), m.group(2) or ""))
+        i = m.end()
+    return out
+
+
+def _join(segments: Sequence[tuple[str, str]]) -> str:
+    return ".".join(step + key for step, key in segments)
+
+
+def _move(
+    address: list[tuple[str, str]], frm: list[tuple[str, str]], to: list[tuple[str, str]]
+) -> list[tuple[str, str]] | None:
+    if len(address) < len(frm) or any(a[0] != f[0] for a, f in zip(address, frm, strict=False)):
+        return None
+    shared = 0
+    while shared < min(len(frm), len(to)) - 1 and frm[shared][0] == to[shared][0]:
+        shared += 1
+    out = [(to[k][0], address[k][1] if k < shared else "") for k in range(len(to))]
+    last_from, last_to = frm[-1][0], to[-1][0]
+    if last_from.startswith("module.") == last_to.startswith("module."):
+        out[-1] = (last_to, address[len(frm) - 1][1])
+    return out + list(address[len(frm) :])
+
+
+def move_address(address: str, moves: Sequence[tuple[str, str]]) -> str:
+    """Return where ``address`` ends up after ``moves`` (``(from, to)`` pairs, applied in order).
+
+    >>> move_address("module.a.module.k[1].terraform_data.r", [("module.a.module.k", "module.a__k")])
+    'module.a__k[1].terraform_data.r'
+    >>> move_address("module.k[1].module.c.t.n", [("module.k.module.c.t.n", "module.k.t.c__n")])
+    'module.k[1].t.c__n'
+    """
+    parsed = split_address(address)
+    if parsed is None:
+        return address
+    for frm, to in moves:
+        f, t = split_address(frm), split_address(to)
+        if f is None or t is None:
+            continue
+        moved = _move(parsed, f, t)
+        if moved is not None:
+            parsed = moved
+    return _join(parsed)

@@ -1,0 +1,238 @@
+"""Which provider reference an inlined resource needs in its new module, and the requirements to declare.
+
+Rule for the whole file: wiring is never recomputed here, only read (spec §4.2). A resource keeps
+the configuration it used (``ResourceWiring.config``, an absolute address); in the module it moves
+to, flatten names the binding that resolves to that same configuration, using that module's own
+local name for the provider. A configuration the new module cannot name makes the call stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.providers import Binding, ConfigAddr, ConfigRef, How, ModuleWiring, Provider, ProviderWiring
+from flatten.providers.addresses import Naming, implied_local_name
+
+__all__ = ["ProviderNames", "Requirement", "add_required_version", "add_requirements", "module_requirements"]
+
+Slot = tuple[Provider, str]  # (FQN, alias)
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """A ``required_providers`` entry as written in a module (current text, after earlier inlining)."""
+
+    name: str
+    provider: Provider
+    version: str | None
+
+
+def module_requirements(module: Module, naming: Naming) -> dict[str, Requirement]:
+    """Return the ``required_providers`` entries of ``module`` by local name."""
+    out: dict[str, Requirement] = {}
+    for block in module.blocks_of("terraform"):
+        for nested in block.body.blocks_of("required_providers"):
+            for attr in nested.body.attributes:
+                value = attr.value
+                provider: Provider | None = naming.implied(attr.name)
+                version: str | None = value if isinstance(value, str) else None
+                if isinstance(value, dict):
+                    source, raw = value.get("source"), value.get("version")
+                    version = raw if isinstance(raw, str) else None
+                    if isinstance(source, str):
+                        provider = naming.parse_source(source)
+                if provider is not None:
+                    out[attr.name] = Requirement(attr.name, provider, version)
+    return out
+
+
+def _effective(mw: ModuleWiring) -> dict[Slot, Binding]:
+    """The binding each (FQN, alias) slot resolves to in a module (``_wire_module``'s precedence)."""
+    slots: dict[Slot, Binding] = {}
+    for b in mw.own:
+        slots.setdefault((b.addr.provider, b.addr.alias), b)
+    for b in mw.received:
+        slot = (b.addr.provider, b.addr.alias)
+        if b.how is How.PASSED:
+            if slot not in slots or slots[slot].how is not How.OWN:
+                slots[slot] = b
+        elif slot not in slots:
+            slots[slot] = b
+    return slots
+
+
+class ProviderNames:
+    """Provider references and requirements for modules that receive inlined resources."""
+
+    def __init__(self, wiring: ProviderWiring, naming: Naming) -> None:
+        self.wiring = wiring
+        self.naming = naming
+
+    def source(self, provider: Provider) -> str:
+        if provider.hostname == self.naming.default_host:
+            return f"{provider.namespace}/{provider.type}"
+        return str(provider)
+
+    def _slots(self, path: tuple[str, ...]) -> dict[Slot, Binding]:
+        mw = self.wiring.module_at(path)
+        return _effective(mw) if mw is not None else {}
+
+    def resolve(self, path: tuple[str, ...], ref: ConfigRef, module: Module) -> ConfigAddr | None:
+        """Return the configuration ``ref`` (a local reference in the module at ``path``) resolves to."""
+        reqs = module_requirements(module, self.naming)
+        fqn = reqs[ref.name].provider if ref.name in reqs else self.naming.implied(ref.name)
+        binding = self._slots(path).get((fqn, ref.alias))
+        if binding is not None:
+            return binding.target
+        return ConfigAddr((), fqn) if not ref.alias else None
+
+    def implied(self, path: tuple[str, ...], resource_type: str, module: Module) -> ConfigAddr | None:
+        return self.resolve(path, ConfigRef(implied_local_name(resource_type)), module)
+
+    def slot_for(self, path: tuple[str, ...], target: ConfigAddr) -> Slot | None:
+        """Return the slot of the module at ``path`` that resolves to ``target``, or None."""
+        slots = self._slots(path)
+        found = sorted(
+            (slot for slot, b in slots.items() if b.target == target),
+            key=lambda s: (s[1] != target.alias, s[1]),
+        )
+        if found:
+            return found[0]
+        if not target.alias and not target.module and (target.provider, "") not in slots:
+            return (target.provider, "")  # the root's implicit default, inherited
+        return None
+
+    def local_name(self, module: Module, provider: Provider, preferred: str) -> tuple[str, bool]:
+        """Return the local name ``module`` uses for ``provider``, and whether it must be declared."""
+        reqs = module_requirements(module, self.naming)
+        names = sorted(
+            (r.name for r in reqs.values() if r.provider == provider), key=lambda n: (n != preferred, n)
+        )
+        if names:
+            return names[0], False
+        if provider.type not in reqs and self.naming.implied(provider.type) == provider:
+            return provider.type, False
+        taken = set(reqs) | {b.labels[0] for b in module.blocks_of("provider") if b.labels}
+        for name in _candidates(preferred, provider):
+            if name not in taken:
+                return name, True
+        raise AssertionError("unreachable: candidates are unbounded")  # pragma: no cover
+
+    def reference(
+        self, path: tuple[str, ...], module: Module, target: ConfigAddr, preferred: str
+    ) -> tuple[str, Requirement | None] | None:
+        """Return the ``provider`` reference for ``target`` in the module at ``path`` (None: unreachable)
+        and the requirement to declare there for it, if any."""
+        slot = self.slot_for(path, target)
+        if slot is None:
+            return None
+        name, new = self.local_name(module, slot[0], preferred)
+        ref = f"{name}.{slot[1]}" if slot[1] else name
+        return ref, (Requirement(name, slot[0], None) if new else None)
+
+    def default_target(self, path: tuple[str, ...], provider: Provider) -> ConfigAddr | None:
+        binding = self._slots(path).get((provider, ""))
+        return binding.target if binding is not None else ConfigAddr((), provider)
+
+    def passes(self, path: tuple[str, ...]) -> Iterator[tuple[Binding, ConfigAddr]]:
+        """Yield the bindings the module at ``path`` receives that some resource at or below it uses."""
+        mw = self.wiring.module_at(path)
+        if mw is None:
+            return
+        used: list[Binding] = []
+        for res in self.wiring.resources():
+            if res.module[: len(path)] == path and res.binding is not None:
+                used.extend(res.binding.chain())
+        for b in mw.received:
+            target = b.target
+            if b in used and target is not None:
+                yield b, target
+
+
+def _candidates(preferred: str, provider: Provider) -> Iterator[str]:
+    yield preferred
+    yield provider.type
+    base = f"{provider.type}-{provider.namespace}"
+    yield base
+    n = 2
+    while True:
+        yield f"{base}{n}"
+        n += 1
+
+
+def add_requirements(module: Module, entries: list[tuple[Requirement, str]], at: Range) -> Module:
+    """Return ``module`` with each (requirement, source) declared, merging version constraints."""
+    if not entries:
+        return module
+    blocks = list(module.blocks)
+    index = next((n for n, b in enumerate(blocks) if b.type == "terraform"), None)
+    if index is None:
+        blocks.insert(0, Block("terraform", (), Body((), None), at))
+        index = 0
+    terraform = blocks[index]
+    items = list(terraform.body.items)
+    rp_index = next(
+        (n for n, i in enumerate(items) if isinstance(i, Block) and i.type == "required_providers"), None
+    )
+    if rp_index is None:
+        items.append(Block("required_providers", (), Body((), None), at))
+        rp_index = len(items) - 1
+    rp = items[rp_index]
+    assert isinstance(rp, Block)
+    attrs = list(rp.body.items)
+    for req, source in entries:
+        pos = next((n for n, a in enumerate(attrs) if isinstance(a, Attribute) and a.name == req.name), None)
+        if pos is None:
+            value: dict[str, JsonValue] = {"source": source}
+            if req.version:
+                value["version"] = req.version
+            attrs.append(Attribute(req.name, Expr(value, at), at))
+            continue
+        old = attrs[pos]
+        assert isinstance(old, Attribute)
+        current: dict[str, JsonValue] = (
+            dict(old.value)
+            if isinstance(old.value, dict)
+            else {"version": old.value}
+            if isinstance(old.value, str)
+            else {}
+        )
+        if req.version:
+            have = current.get("version")
+            if not isinstance(have, str) or not have.strip():
+                current["version"] = req.version
+            elif req.version not in [v.strip() for v in have.split(",")]:
+                current["version"] = f"{have}, {req.version}"
+        if "source" not in current:
+            current["source"] = source
+        attrs[pos] = replace(old, expr=Expr(current, old.expr.range))
+    items[rp_index] = replace(rp, body=Body(tuple(attrs), rp.body.range))
+    blocks[index] = replace(terraform, body=Body(tuple(items), terraform.body.range))
+    return replace(module, blocks=tuple(blocks))
+
+
+def add_required_version(module: Module, versions: list[str], at: Range) -> Module:
+    """Return ``module`` whose ``required_version`` also holds each of ``versions``."""
+    if not versions:
+        return module
+    blocks = list(module.blocks)
+    index = next((n for n, b in enumerate(blocks) if b.type == "terraform"), None)
+    if index is None:
+        blocks.insert(0, Block("terraform", (), Body((), None), at))
+        index = 0
+    terraform = blocks[index]
+    old = terraform.body.attribute("required_version")
+    have = old.value if old is not None and isinstance(old.value, str) else ""
+    parts = [p.strip() for p in have.split(",") if p.strip()]
+    for v in versions:
+        for p in v.split(","):
+            if p.strip() and p.strip() not in parts:
+                parts.append(p.strip())
+    attr = Attribute("required_version", Expr(", ".join(parts), at), at)
+    items = [
+        i for i in terraform.body.items if not (isinstance(i, Attribute) and i.name == "required_version")
+    ]
+    blocks[index] = replace(terraform, body=Body((attr, *items), terraform.body.range))
+    return replace(module, blocks=tuple(blocks))

@@ -1,0 +1,539 @@
+"""One inlining step: a module call's child module merged into the module that calls it.
+
+Rule for the whole file: every name the child brings gets the call name as a prefix
+(``aws_vpc.this`` -> ``aws_vpc.net__this``, ``local.cidr`` -> ``local.net__cidr``, ``var.cidr``
+-> ``local.net__var__cidr``, output ``id`` -> ``local.net__out__id``, nested call ``b`` ->
+``module.net__b``), with ``_2``, ``_3``… added when the caller already has that name. Every
+reference is rewritten by parsing (``flatten.expressions``): child references into the new
+names, caller references to ``module.net…`` into the output locals. Nothing is mutated: the
+step returns a new ``Work`` for the caller, or the reason the call has to stay a call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from pathlib import Path
+from typing import cast
+
+from flatten.expressions import (
+    ExpressionError,
+    Reference,
+    hcl_string,
+    json_to_hcl,
+    literal_to_expression,
+    single_interpolation,
+)
+from flatten.fields import BlockSchema
+from flatten.graph import ModuleNode
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.options import Options
+from flatten.providers import ConfigAddr, How
+
+from ._providers import (
+    ProviderNames,
+    Requirement,
+    add_required_version,
+    add_requirements,
+    module_requirements,
+)
+from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
+
+__all__ = ["MODES", "Context", "Work", "inline_call"]
+
+MODES = {"resource": "managed", "data": "data", "ephemeral": "ephemeral"}
+_PREFIX = {"managed": "", "data": "data.", "ephemeral": "ephemeral."}
+_RESERVED = frozenset(
+    {"var", "local", "module", "data", "ephemeral", "path", "terraform", "count", "each", "self", "resource"}
+)
+_META = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
+_HANDLED = frozenset(
+    {"variable", "output", "locals", "check", "module", "moved", "removed", "terraform", "provider", *MODES}
+)
+
+
+class _Unset:
+    """Not written (absent is not null)."""
+
+
+UNSET = _Unset()
+
+ResourceKey = tuple[str, str, str]  # (mode, type, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every step needs: options, the schema table, provider names, where modules are vendored."""
+
+    options: Options
+    schema: BlockSchema
+    names: ProviderNames
+    module_dir: Callable[[ModuleNode], str]  # path.module of an inlined module, relative to the root
+    files: Callable[[ModuleNode, str], dict[str, Path]]  # its non-configuration files, by output path
+
+
+@dataclass(slots=True)
+class Work:
+    """A module being rewritten: its current blocks and what flatten knows about them.
+
+    ``targets`` maps each resource (by its current mode, type and name) to the provider
+    configuration it used originally; ``origins`` maps the current address of every managed
+    resource and module call that came from inlining to its original address relative to this
+    module (the ``moved`` blocks); ``kept`` holds the calls that stay calls, by current name;
+    ``notes`` says, by local name, what a variable local keeps and drops of its declaration.
+    """
+
+    node: ModuleNode
+    module: Module
+    targets: dict[ResourceKey, ConfigAddr | None]
+    origins: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, Work] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    copies: dict[str, Path] = field(default_factory=dict)
+
+
+class _Names:
+    """Collision-free names in the caller, allocated in a fixed order (so the output is stable)."""
+
+    def __init__(self, module: Module) -> None:
+        self.taken: set[str] = set()
+        for b in module.blocks:
+            if b.type == "locals":
+                self.taken |= {f"local.{a.name}" for a in b.body.attributes}
+            elif b.type in ("module", "check") and b.labels:
+                self.taken.add(f"{b.type}.{b.labels[0]}")
+                for d in b.body.blocks_of("data"):
+                    self.taken.add(f"data.{'.'.join(d.labels)}")
+            elif b.type in MODES and len(b.labels) == 2:
+                self.taken.add(f"{b.type}.{b.labels[0]}.{b.labels[1]}")
+
+    def take(self, namespace: str, base: str) -> str:
+        name, n = base, 2
+        while f"{namespace}.{name}" in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(f"{namespace}.{name}")
+        return name
+
+
+def _set(
+    items: tuple[Attribute | Block, ...], name: str, value: JsonValue | None, at: Range
+) -> tuple[Attribute | Block, ...]:
+    """Return ``items`` with attribute ``name`` set to ``value`` (removed when None), in place."""
+    out: list[Attribute | Block] = []
+    done = False
+    for item in items:
+        if isinstance(item, Attribute) and item.name == name:
+            if value is not None and not done:
+                out.append(replace(item, expr=Expr(value, item.expr.range)))
+            done = True
+            continue
+        out.append(item)
+    if not done and value is not None:
+        out.append(Attribute(name, Expr(value, at), at))
+    return tuple(out)
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _call_arg(src: str) -> str:
+    """Drop the parentheses ``json_to_hcl`` puts around a lone interpolation (a call needs none)."""
+    return src[1:-1] if src.startswith("(") and src.endswith(")") and _balanced(src[1:-1]) else src
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _conversion(type_: str) -> tuple[Callable[[str, bool], str] | None, str]:
+    """Return how to convert a value to ``type_`` cheaply (None: not converted), and what is kept.
+
+    The converter takes the value's source and whether it may be null.
+    """
+    t = re.sub(r"\s+", "", type_)
+    if t in ("", "any"):
+        return None, ""
+    if t in ("string", "number", "bool"):
+        return (lambda s, _: f"to{t}({_call_arg(s)})"), f"to{t}()"
+    m = re.fullmatch(r"(list|set|map)(?:\((string|number|bool|any)\))?", t)
+    if m is None:
+        return None, ""
+    kind, elem = m.group(1), m.group(2) or "any"
+    if elem == "any":
+        return (lambda s, _: f"to{kind}({_call_arg(s)})"), f"to{kind}()"
+    if kind == "map":
+        body = "tomap({{for k, v in {0} : k => to" + elem + "(v)}})"
+    else:
+        body = "to" + kind + "([for v in {0} : to" + elem + "(v)])"
+
+    def convert(s: str, nullable: bool) -> str:
+        if s == "null":  # a typed null: the conditional's result type is the collection type
+            sample = f"{{k = to{elem}(null)}}" if kind == "map" else f"[to{elem}(null)]"
+            return f"true ? null : to{kind}({sample})"
+        return f"{s} == null ? null : {body.format(s)}" if nullable else body.format(s)
+
+    return convert, f"to{kind}() and to{elem}()"
+
+
+def _needs_conversion(value: JsonValue, type_: str) -> bool:
+    t = re.sub(r"\s+", "", type_)
+    if value is None:
+        return True  # a null keeps the variable's type (it matters to dynamically typed arguments)
+    if isinstance(value, str) and single_interpolation(value) is None:
+        return t != "string"
+    if isinstance(value, bool):
+        return t != "bool"
+    if isinstance(value, (int, Decimal)):
+        return t != "number"
+    return True
+
+
+def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str]:
+    """Return the expression a variable local is bound to, and the note describing it."""
+
+    def literal(name: str) -> JsonValue | _Unset:
+        attr = block.body.attribute(name)
+        return attr.value if attr is not None else UNSET
+
+    type_attr = literal("type")
+    type_ = type_attr if isinstance(type_attr, str) else ""
+    default = literal("default")
+    default_expr: JsonValue = None if isinstance(default, _Unset) else literal_to_expression(default)
+    sensitive = literal("sensitive") in (True, "true")
+    not_nullable = literal("nullable") in (False, "false")
+    value: JsonValue
+    if not isinstance(argument, _Unset):
+        value, source = cast(JsonValue, argument), "the caller's argument"
+    elif not isinstance(default, _Unset):
+        value, source = default_expr, "its default"
+    else:
+        value, source = None, "null (the variable is required and was not set)"
+    convert, how = _conversion(type_)
+    converted = False
+
+    def conv(v: JsonValue) -> str:
+        nonlocal converted
+        src = json_to_hcl(v)
+        if convert is None or not _needs_conversion(v, type_):
+            return src
+        converted = True
+        return convert(src, not isinstance(v, (list, dict)))
+
+    src = conv(value)
+    wrapped = converted
+    if not_nullable and not isinstance(argument, _Unset) and not isinstance(default, _Unset):
+        src, wrapped = f"{json_to_hcl(value)} == null ? {conv(default_expr)} : {src}", True
+    if sensitive:
+        src, wrapped = f"sensitive({_call_arg(src)})", True
+    note = f"bound to {source}"
+    if type_:
+        if converted:
+            note += f"; type {type_}, converted with {how}"
+        elif convert is None and re.sub(r"\s+", "", type_) not in ("", "any"):
+            note += f"; type {type_}, not enforced (flatten converts primitive types and collections of them)"
+        else:
+            note += f"; type {type_}"
+    if not_nullable:
+        note += "; nullable = false"
+    if sensitive:
+        note += "; sensitive"
+    return (f"${{{src}}}" if wrapped else value), note
+
+
+def _moved(block: Block, prefix: str) -> Block:
+    items = tuple(
+        replace(i, expr=Expr(f"{prefix}{i.value}", i.expr.range))
+        if isinstance(i, Attribute) and i.name in ("from", "to") and isinstance(i.value, str)
+        else i
+        for i in block.body.items
+    )
+    return replace(block, body=Body(items, block.body.range))
+
+
+def inline_call(ctx: Context, host: Work, call_name: str, child: Work) -> Work | str:
+    """Return ``host`` with the call ``call_name`` replaced by ``child``'s blocks, or why it cannot be."""
+    try:
+        return _inline(ctx, host, call_name, child)
+    except ExpressionError as exc:
+        return f"an expression could not be read ({exc})"
+
+
+def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
+    call = next(b for b in host.module.blocks_of("module") if b.labels and b.labels[0] == p)
+    mod = child.module
+    for b in mod.blocks:
+        if b.type not in _HANDLED:
+            return f"the module holds {b.type} blocks, which inlining does not handle"
+    at = call.range
+    names = _Names(host.module)
+    variables = [b for b in mod.blocks_of("variable") if b.labels]
+    outputs = [b for b in mod.blocks_of("output") if b.labels]
+    local_attrs = [a for b in mod.blocks_of("locals") for a in b.body.attributes if a.name != "//"]
+    var_names = {v.labels[0]: names.take("local", f"{p}__var__{v.labels[0]}") for v in variables}
+    out_names = {o.labels[0]: names.take("local", f"{p}__out__{o.labels[0]}") for o in outputs}
+    local_names = {a.name: names.take("local", f"{p}__{a.name}") for a in local_attrs}
+    res_names: dict[ResourceKey, str] = {}
+    for b in mod.blocks:
+        if b.type in MODES and len(b.labels) == 2:
+            mode, (t, n) = MODES[b.type], b.labels
+            res_names[(mode, t, n)] = names.take(f"{b.type}.{t}", f"{p}__{n}")
+        elif b.type == "check":
+            for d in b.body.blocks_of("data"):
+                dt, dn = d.labels
+                res_names[("data", dt, dn)] = names.take(f"data.{dt}", f"{p}__{dn}")
+    call_names = {k: names.take("module", f"{p}__{k}") for k in sorted(child.kept)}
+    check_names = {c.labels[0]: names.take("check", f"{p}__{c.labels[0]}") for c in mod.blocks_of("check")}
+    path_module = ctx.module_dir(child.node)
+    used_path = False
+
+    def child_replace(ref: Reference, text: str) -> str | None:
+        nonlocal used_path
+        root, first = ref.root, ref.name(1)
+        attr1 = ref.steps[0][0] == "attr" if ref.steps else False
+        if root in ("var", "local") and first is not None:
+            table = var_names if root == "var" else local_names
+            return f"local.{table[first]}{ref.tail(text, 1)}" if first in table else None
+        if root == "module" and first in call_names:
+            return f"module.{call_names[first]}{ref.tail(text, 1)}"
+        if root in ("data", "ephemeral") and len(ref.steps) >= 2:
+            key = (root, str(ref.steps[0][1]), str(ref.steps[1][1]))
+            if key in res_names:
+                return f"{root}.{key[1]}.{res_names[key]}{ref.tail(text, 2)}"
+            return None
+        if root == "path" and first == "module":
+            used_path = True
+            return hcl_string(path_module) + ref.tail(text, 1)
+        if root in _RESERVED or not attr1:
+            return None
+        key = ("managed", root, str(first))
+        return f"{root}.{res_names[key]}{ref.tail(text, 1)}" if key in res_names else None
+
+    scope = Scope(child_replace)
+    call_depends = call.body.attribute("depends_on")
+    depends = [d for d in _list(call_depends.value) if isinstance(d, str)] if call_depends else []
+    inputs: dict[str, JsonValue] = {a.name: a.value for a in call.body.attributes if a.name not in _META}
+    for escape in call.body.blocks_of("_"):
+        inputs.update({a.name: a.value for a in escape.body.attributes})
+
+    new_blocks: list[Block] = []
+    locals_items: list[Attribute | Block] = []
+    notes: dict[str, str] = {local_names[k]: v for k, v in child.notes.items() if k in local_names}
+    checks: list[Block] = []
+    variable_schema = ctx.schema.blocks["variable"]
+    output_schema = ctx.schema.blocks["output"]
+    for v in variables:
+        x = v.labels[0]
+        value, note = _variable_value(v, inputs.get(x, UNSET))
+        locals_items.append(Attribute(var_names[x], Expr(value, v.range), v.range))
+        notes[var_names[x]] = f'variable "{x}" of {child.node.address}: {note}'
+        asserts = [
+            Block(
+                "assert", (), rewrite_body(val.body, variable_schema.blocks["validation"], scope), val.range
+            )
+            for val in v.body.blocks_of("validation")
+        ]
+        if asserts:
+            name = names.take("check", f"{p}__var__{x}")
+            checks.append(Block("check", (name,), Body(tuple(asserts)), v.range))
+    for o in outputs:
+        x = o.labels[0]
+        attr = o.body.attribute("value")
+        value = rewrite_value(attr.value, scope) if attr is not None else None
+        sensitive = o.body.attribute("sensitive")
+        if sensitive is not None and sensitive.value in (True, "true"):
+            value = f"${{sensitive({json_to_hcl(value)})}}"
+        locals_items.append(Attribute(out_names[x], Expr(value, o.range), o.range))
+        asserts = [
+            Block("assert", (), rewrite_body(c.body, output_schema.blocks["precondition"], scope), c.range)
+            for c in o.body.blocks_of("precondition")
+        ]
+        if asserts:
+            name = names.take("check", f"{p}__out__{x}")
+            checks.append(Block("check", (name,), Body(tuple(asserts)), o.range))
+    for a in local_attrs:
+        locals_items.append(
+            replace(a, name=local_names[a.name], expr=Expr(rewrite_value(a.value, scope), a.expr.range))
+        )
+    if locals_items:
+        new_blocks.append(Block("locals", (), Body(tuple(locals_items)), at))
+
+    # Provider requirements: the child's entries under the caller's names (versions merged).
+    host_mod = host.module
+    naming = ctx.names.naming
+    reqs: list[tuple[Requirement, str]] = []
+    for req in module_requirements(mod, naming).values():
+        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
+        if new or req.version:
+            reqs.append((Requirement(name, req.provider, req.version), ctx.names.source(req.provider)))
+            host_mod = add_requirements(host_mod, reqs[-1:], at)
+
+    targets: dict[ResourceKey, ConfigAddr | None] = {}
+    origins: dict[str, str] = {}
+
+    def provider_ref(key: ResourceKey) -> str | None:
+        nonlocal host_mod
+        target = child.targets.get(key)
+        if target is None:
+            return None
+        found = ctx.names.reference(host.node.path, host_mod, target, key[1].split("_", 1)[0])
+        if found is None:
+            return None
+        ref, req = found
+        if req is not None:
+            host_mod = add_requirements(host_mod, [(req, ctx.names.source(req.provider))], at)
+        return ref
+
+    def resource(b: Block, mode: str, schema: BlockSchema) -> Block | str:
+        t, n = b.labels
+        key = (mode, t, n)
+        nb = rewrite_block(b, schema, scope)
+        ref = provider_ref(key)
+        if ref is None:
+            return (
+                f"{_PREFIX[mode]}{t}.{n} uses provider configuration {child.targets.get(key)}, "
+                "which the caller cannot refer to"
+            )
+        items = _set(nb.body.items, "provider", ref, b.range)
+        old_depends = nb.body.attribute("depends_on")
+        merged = [*(_list(old_depends.value) if old_depends else []), *[d for d in depends]]
+        merged = [d for i, d in enumerate(merged) if d not in merged[:i]]
+        items = _set(items, "depends_on", merged or None, b.range)
+        new_name = res_names[key]
+        targets[(mode, t, new_name)] = child.targets.get(key)
+        # Data and ephemeral resources are renamed too (recorded for reports, never moved: they
+        # have no state to carry).
+        here, there = f"{_PREFIX[mode]}{t}.{new_name}", f"{_PREFIX[mode]}{t}.{n}"
+        origins[here] = f"module.{p}." + child.origins.get(there, there)
+        return replace(nb, labels=(t, new_name), body=Body(items, nb.body.range))
+
+    for b in mod.blocks:
+        if b.type in MODES and len(b.labels) == 2:
+            done = resource(b, MODES[b.type], ctx.schema.blocks[b.type])
+            if isinstance(done, str):
+                return done
+            new_blocks.append(done)
+    for c in mod.blocks_of("check"):
+        check_schema = ctx.schema.blocks["check"]
+        items: list[Attribute | Block] = []
+        for item in c.body.items:
+            if isinstance(item, Block) and item.type == "data" and len(item.labels) == 2:
+                done = resource(item, "data", check_schema.blocks["data"])
+                if isinstance(done, str):
+                    return done
+                items.append(done)
+            elif isinstance(item, Block) and item.type == "assert":
+                items.append(
+                    replace(item, body=rewrite_body(item.body, check_schema.blocks["assert"], scope))
+                )
+            else:
+                items.append(item)
+        new_blocks.append(
+            replace(c, labels=(check_names[c.labels[0]],), body=Body(tuple(items), c.body.range))
+        )
+    new_blocks.extend(checks)
+
+    kept: dict[str, Work] = {}
+    for b in mod.blocks_of("module"):
+        k = b.labels[0]
+        kw = child.kept.get(k)
+        if kw is None:
+            return f"module.{k} inside it was not loaded"
+        nb = rewrite_block(b, ctx.schema.blocks["module"], scope)
+        passes: dict[str, JsonValue] = {}
+        for binding, target in ctx.names.passes(kw.node.path):
+            if binding.how is How.PASSED:
+                key = binding.key
+            elif binding.how is How.INHERITED:
+                if ctx.names.default_target(host.node.path, binding.addr.provider) == target:
+                    continue
+                key, new = ctx.names.local_name(kw.module, binding.addr.provider, binding.key)
+                if new:
+                    return f"module.{k} inside it cannot be given provider {binding.addr.provider} explicitly"
+            else:
+                continue
+            found = ctx.names.reference(host.node.path, host_mod, target, key.split(".")[0])
+            if found is None:
+                return (
+                    f"module.{k} inside it uses provider configuration {target}, which the caller "
+                    "cannot refer to"
+                )
+            passes[key] = found[0]
+            if found[1] is not None:
+                host_mod = add_requirements(host_mod, [(found[1], ctx.names.source(found[1].provider))], at)
+        call_items = _set(nb.body.items, "providers", dict(sorted(passes.items())) or None, b.range)
+        old_depends = nb.body.attribute("depends_on")
+        merged = [*(_list(old_depends.value) if old_depends else []), *depends]
+        call_items = _set(
+            call_items,
+            "depends_on",
+            [d for i, d in enumerate(merged) if d not in merged[:i]] or None,
+            b.range,
+        )
+        new_k = call_names[k]
+        new_blocks.append(replace(nb, labels=(new_k,), body=Body(call_items, nb.body.range)))
+        kept[new_k] = kw
+        origins[f"module.{new_k}"] = f"module.{p}." + child.origins.get(f"module.{k}", f"module.{k}")
+    for b in mod.blocks:
+        if b.type in ("moved", "removed"):
+            new_blocks.append(_moved(b, f"module.{p}."))
+    versions = [
+        a.value
+        for t in mod.blocks_of("terraform")
+        for a in t.body.attributes
+        if a.name == "required_version" and isinstance(a.value, str)
+    ]
+
+    # The caller: module.p.<output> becomes the output's local; depends_on module.p every new address.
+    whole = "{" + ", ".join(f"{o} = local.{n}" for o, n in sorted(out_names.items())) + "}"
+    addresses = [
+        f"{_PREFIX[m]}{t}.{res_names[(m, t, n)]}"
+        for b in mod.blocks
+        if b.type in MODES and len(b.labels) == 2
+        for m, t, n in [(MODES[b.type], *b.labels)]
+    ] + [f"module.{n}" for n in kept]
+
+    def host_replace(ref: Reference, text: str) -> str | None:
+        if ref.root != "module" or ref.name(1) != p:
+            return None
+        out = ref.name(2)
+        if out is not None and out in out_names:
+            return f"local.{out_names[out]}{ref.tail(text, 2)}"
+        return whole + ref.tail(text, 1) if len(ref.steps) == 1 else None
+
+    def host_expand(ref: Reference) -> list[str] | None:
+        if ref.root == "module" and ref.name(1) == p and len(ref.steps) == 1:
+            return addresses
+        return None
+
+    host_scope = Scope(host_replace, host_expand)
+    blocks: list[Block] = []
+    for b in host_mod.blocks:
+        if b is call or (b.type == "module" and b.labels and b.labels[0] == p):
+            blocks.extend(new_blocks)
+            continue
+        schema = ctx.schema.blocks.get(b.type)
+        blocks.append(rewrite_block(b, schema, host_scope) if schema is not None else b)
+    module = add_required_version(replace(host_mod, blocks=tuple(blocks)), versions, at)
+
+    copies = {**host.copies, **child.copies}
+    if used_path and child.node.directory is not None:
+        copies.update(ctx.files(child.node, path_module))
+    remaining = {k: w for k, w in host.kept.items() if k != p}
+    return Work(
+        host.node,
+        module,
+        {**host.targets, **targets},
+        {**host.origins, **origins},
+        {**remaining, **kept},
+        {**host.notes, **notes},
+        copies,
+    )

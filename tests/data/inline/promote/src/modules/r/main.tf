@@ -1,0 +1,12 @@
+variable "n" {
+  type = number
+}
+
+module "inner" {
+  source = "../b"
+  seed   = "r${var.n}"
+}
+
+output "v" {
+  value = module.inner.out
+}

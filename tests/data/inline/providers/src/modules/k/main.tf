@@ -1,0 +1,11 @@
+terraform {
+  required_providers {
+    terraform = {
+      source = "terraform.io/builtin/terraform"
+    }
+  }
+}
+
+resource "terraform_data" "r" {
+  input = "k"
+}

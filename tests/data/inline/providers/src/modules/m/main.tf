@@ -1,0 +1,12 @@
+terraform {
+  required_providers {
+    terraform = {
+      source = "terraform.io/builtin/terraform"
+    }
+  }
+}
+
+module "k" {
+  source = "../k"
+  count  = 1
+}

@@ -1,0 +1,5 @@
+provider "terraform" {}
+
+resource "terraform_data" "r" {
+  input = "own"
+}

@@ -1,0 +1,15 @@
+terraform {
+  required_providers {
+    terraform = {
+      source = "terraform.io/builtin/terraform"
+    }
+  }
+}
+
+resource "terraform_data" "r" {
+  input = "p"
+}
+
+output "id" {
+  value = terraform_data.r.input
+}
