@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flatten.diagnostics import Diagnostics
-from flatten.graph import ModuleGraph, build_graph
+from flatten.graph import ModuleFetcher, ModuleGraph, build_graph
+from flatten.inline import InlineResult, inline_graph
 from flatten.layout import OutputTree, layout_tree
 from flatten.load import load_dir
 from flatten.merge import merge_module
@@ -30,6 +31,7 @@ class BuildResult:
     tree: OutputTree = field(default_factory=OutputTree)
     graph: ModuleGraph | None = None
     wiring: ProviderWiring | None = None
+    inlined: InlineResult | None = None  # with options.inline: what was inlined, kept and moved
 
     @property
     def files(self) -> dict[str, bytes]:
@@ -48,13 +50,17 @@ def load_module(directory: Path, *, root: Path, options: Options) -> tuple[Modul
     return module, diags
 
 
-def build(root: Path, *, options: Options) -> tuple[BuildResult, Diagnostics]:
+def build(
+    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None
+) -> tuple[BuildResult, Diagnostics]:
     """Return the canonical output tree for the configuration at ``root``, and every diagnostic.
 
-    On any error diagnostic the result holds no files.
+    ``fetcher`` resolves registry and remote sources (``flatten.sources.fetcher.RemoteFetcher``);
+    without one only modules already installed in ``.terraform/modules`` are found. On any error
+    diagnostic the result holds no files.
     """
     root = root.absolute()
-    graph, diags = build_graph(root, options=options)
+    graph, diags = build_graph(root, options=options, fetcher=fetcher)
     if diags.has_errors:
         return BuildResult(graph=graph), diags
     # Provider validation runs only when loading produced no error (conformance README point 5).
@@ -63,10 +69,25 @@ def build(root: Path, *, options: Options) -> tuple[BuildResult, Diagnostics]:
     if diags.has_errors:
         return BuildResult(graph=graph, wiring=wiring), diags
     emitted: ModuleGraph = graph
+    inlined: InlineResult | None = None
+    if options.inline:
+        # Inlining rewrites resources with their resolved provider configurations, so it works on
+        # the wired original graph; explicit providers then apply to the calls that stayed.
+        inlined, inline_diags = inline_graph(graph, wiring, options=options, only=options.inline_only)
+        diags.extend(inline_diags)
+        if diags.has_errors:
+            return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
+        emitted = inlined.graph
     if options.explicit_providers:
-        emitted, explicit_diags = make_explicit(graph, wiring, options=options)
+        if inlined is not None:
+            wiring, wiring_diags = wire_providers(emitted, options=options)
+            diags.extend(wiring_diags)
+        emitted, explicit_diags = make_explicit(emitted, wiring, options=options)
         diags.extend(explicit_diags)
         if diags.has_errors:
-            return BuildResult(graph=graph, wiring=wiring), diags
+            return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     tree = layout_tree(emitted, root=root, options=options)
-    return BuildResult(tree=tree, graph=graph, wiring=wiring), diags
+    if inlined is not None and inlined.copies:
+        # Files that inlined modules read through path.module now live beside their new caller.
+        tree = OutputTree(tree.files, {**inlined.copies, **tree.copies})
+    return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags

@@ -7,6 +7,7 @@ Exit codes: 0 success (warnings allowed), 1 configuration errors (or a stale out
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -16,15 +17,19 @@ import typer
 from flatten import __version__
 from flatten.build import build as run_build
 from flatten.diagnostics import Diagnostics, render_json, render_text
-from flatten.emit import OutputError, dumps, write_tree
-from flatten.graph import build_graph
+from flatten.emit import MANIFEST_NAME, OutputError, dumps, write_tree
+from flatten.graph import ModuleFetcher, build_graph
 from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
 from flatten.providers.audit import audit_json, audit_text, explain
 from flatten.providers.wiring import wire_providers
+from flatten.sources.env import SourceEnv
+from flatten.sources.fetcher import RemoteFetcher, read_lock
 
 app = typer.Typer(
     add_completion=False,
+    # A bug must not print a wall of locals; main() reports it in one paragraph instead.
+    pretty_exceptions_enable=False,
     no_args_is_help=True,
     help="Flatten a Terraform/OpenTofu configuration into one canonical .tf.json tree.",
 )
@@ -79,6 +84,21 @@ def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
     return problems
 
 
+_OFFLINE_HELP = "Never use the network: remote modules come only from .terraform/modules (terraform init)."
+
+
+def _fetcher(root: Path, *, options: Options, out: Path | None = None) -> ModuleFetcher:
+    """Return the fetcher for registry and remote sources, with settings from the environment.
+
+    The lock for ``--locked`` is the manifest of the previous build in ``out``. Progress is drawn
+    only when stderr is a terminal, so piped and CI output stays quiet.
+    """
+    env = SourceEnv.from_environ(os.environ, progress=sys.stderr.isatty())
+    manifest = out / MANIFEST_NAME if out is not None else None
+    lock = read_lock(manifest.read_bytes()) if manifest is not None and manifest.is_file() else None
+    return RemoteFetcher(root, options=options, env=env, lock=lock)
+
+
 @app.command()
 def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
@@ -102,6 +122,25 @@ def build(
             help="Write every inherited provider configuration as an explicit providers map item.",
         ),
     ] = False,
+    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
+    locked: Annotated[
+        bool,
+        typer.Option(
+            "--locked",
+            help="Refuse to build when a remote module resolves differently from OUT's manifest.",
+        ),
+    ] = False,
+    inline: Annotated[
+        bool,
+        typer.Option(
+            "--inline",
+            help="Inline every module call without count/for_each into its caller, with moved blocks.",
+        ),
+    ] = False,
+    inline_module: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
+    ] = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT."""
     root_abs = root.resolve()
@@ -115,8 +154,19 @@ def build(
         )
     if out_abs == Path(out_abs.anchor):
         raise _usage_error("--out must not be the filesystem root.")
-    options = Options(dialect=dialect, provenance=provenance, explicit_providers=explicit_providers)
-    result, diags = run_build(root_abs, options=options)
+    if inline_module is not None and not inline:
+        raise _usage_error("--module only applies with --inline.")
+    options = Options(
+        dialect=dialect,
+        provenance=provenance,
+        explicit_providers=explicit_providers,
+        offline=offline,
+        locked=locked,
+        inline=inline,
+        inline_only=inline_module,
+    )
+    fetcher = _fetcher(root_abs, options=options, out=out_abs)
+    result, diags = run_build(root_abs, options=options, fetcher=fetcher)
     if diagnostics_json:
         sys.stdout.write(render_json(diags))
     elif diags:
@@ -145,12 +195,14 @@ def graph(
     diagnostics_json: Annotated[
         bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
     ] = False,
+    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
     root_abs = root.resolve()
     if not root_abs.is_dir():
         raise _usage_error(f"{root} is not a directory.")
-    module_graph, diags = build_graph(root_abs, options=Options(dialect=dialect))
+    options = Options(dialect=dialect, offline=offline)
+    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
     if diagnostics_json:
         sys.stderr.write(render_json(diags))
     elif diags:
@@ -171,13 +223,14 @@ def providers(
     diagnostics_json: Annotated[
         bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
     ] = False,
+    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
     root_abs = root.resolve()
     if not root_abs.is_dir():
         raise _usage_error(f"{root} is not a directory.")
-    options = Options(dialect=dialect)
-    module_graph, diags = build_graph(root_abs, options=options)
+    options = Options(dialect=dialect, offline=offline)
+    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
     # Provider validation runs only when loading produced no error; the report is shown regardless.
     wiring, wiring_diags = wire_providers(module_graph, options=options, validate=not diags.has_errors)
     diags.extend(wiring_diags)
@@ -195,5 +248,22 @@ def providers(
     raise typer.Exit(exit_code(diags))
 
 
+#: Exit code for a bug in flatten itself (not the configuration, not the command line).
+INTERNAL_ERROR = 3
+
+
 def main() -> None:
-    app()
+    try:
+        app()
+    except Exception as exc:
+        if os.environ.get("FLATTEN_TRACEBACK"):
+            raise
+        # Whatever the input, a failure must be readable; the output was not touched (write_tree
+        # swaps a finished tree in, so an exception before that leaves the old output in place).
+        sys.stderr.write(
+            f"flatten: internal error: {type(exc).__name__}: {exc}\n\n"
+            "This is a bug in flatten, not in your configuration; the previous output was left in "
+            "place. Please report it with the command line you ran. Set FLATTEN_TRACEBACK=1 to see "
+            "the Python traceback.\n"
+        )
+        sys.exit(INTERNAL_ERROR)

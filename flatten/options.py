@@ -24,3 +24,5 @@ class Options:
     explicit_providers: bool = False  # write inherited provider configurations as explicit passes
     offline: bool = False  # never touch the network: remote modules only from .terraform/modules
     locked: bool = False  # refuse to build when remote modules resolve differently from the previous manifest
+    inline: bool = False  # merge module calls into their callers (flatten.inline), with moved blocks
+    inline_only: str | None = None  # with inline: the one call to inline (module.a.module.b)

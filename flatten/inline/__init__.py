@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import networkx as nx
+
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import dumps, module_json
 from flatten.fields import top_schema
@@ -51,36 +53,20 @@ class KeptCall:
 
 
 class InlinedGraph(ModuleGraph):
-    """The module graph after inlining: the root and the calls that stayed, under their new paths."""
+    """The module graph after inlining: the root and the calls that stayed, under their new paths.
 
-    def __init__(
-        self, base: ModuleGraph, nodes: Mapping[str, ModuleNode], kids: Mapping[str, list[str]]
-    ) -> None:
-        # graph.py offers no public constructor from nodes; every method that reads the networkx
-        # graph is overridden below, so the base graph is only a placeholder.
-        super().__init__(base._graph)
-        self._nodes = dict(nodes)
-        self._kids = {k: list(v) for k, v in kids.items()}
-        self._parents = {c: p for p, cs in kids.items() for c in cs}
+    A real ``ModuleGraph`` over its own networkx graph, so later stages (explicit providers,
+    layout) that wrap or walk it see exactly these nodes and edges.
+    """
 
-    def node(self, address: str) -> ModuleNode:
-        return self._nodes[address]
-
-    def __contains__(self, address: object) -> bool:
-        return address in self._nodes
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-    def children(self, address: str) -> list[ModuleNode]:
-        return sorted((self._nodes[a] for a in self._kids.get(address, [])), key=lambda n: n.path[-1])
-
-    def parent(self, address: str) -> ModuleNode | None:
-        parent = self._parents.get(address)
-        return self._nodes[parent] if parent is not None else None
-
-    def edges(self) -> list[tuple[str, str]]:
-        return sorted((p, c) for p, cs in self._kids.items() for c in cs)
+    def __init__(self, nodes: Mapping[str, ModuleNode], kids: Mapping[str, list[str]]) -> None:
+        graph = nx.DiGraph()
+        for address, node in nodes.items():
+            graph.add_node(address, node=node)
+        for parent, children in kids.items():
+            for child in children:
+                graph.add_edge(parent, child, call=nodes[child].path[-1])
+        super().__init__(graph)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +260,7 @@ def _finish(work: Work, is_root: bool) -> Module:
 
 
 def _assemble(
-    base: ModuleGraph, root: Work
+    root: Work,
 ) -> tuple[InlinedGraph, list[tuple[str, str]], dict[str, Path], list[tuple[Work, ModuleNode]]]:
     nodes: dict[str, ModuleNode] = {}
     kids: dict[str, list[str]] = {}
@@ -306,7 +292,7 @@ def _assemble(
             emit(kept, (*path, mc.name), mc)
 
     emit(root, (), None)
-    return InlinedGraph(base, nodes, kids), moves, copies, placed
+    return InlinedGraph(nodes, kids), moves, copies, placed
 
 
 def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str | None:
@@ -403,7 +389,7 @@ def inline_graph(
                 module=kept.module,
             )
         )
-    new_graph, moves, copies, placed = _assemble(graph, root)
+    new_graph, moves, copies, placed = _assemble(root)
     diags.extend(_shared_directories(placed))
     diags.extend(_check(wiring, new_graph, moves, options))
     if diags.has_errors:
