@@ -99,6 +99,14 @@ def _fetcher(root: Path, *, options: Options, out: Path | None = None) -> Module
     return RemoteFetcher(root, options=options, env=env, lock=lock)
 
 
+def _root_dir(root: Path) -> Path:
+    """Return ROOT made absolute, after checking it is a directory (a usage error otherwise)."""
+    root_abs = root.resolve()
+    if not root_abs.is_dir():
+        raise _usage_error(f"{root} is not a directory.")
+    return root_abs
+
+
 @app.command()
 def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
@@ -143,10 +151,8 @@ def build(
     ] = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT."""
-    root_abs = root.resolve()
+    root_abs = _root_dir(root)
     out_abs = out.resolve()
-    if not root_abs.is_dir():
-        raise _usage_error(f"{root} is not a directory.")
     if _is_within(out_abs, root_abs):
         raise _usage_error(
             f"--out {out} is inside the root module {root}; flatten never writes into the sources it reads. "
@@ -198,9 +204,7 @@ def graph(
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
-    root_abs = root.resolve()
-    if not root_abs.is_dir():
-        raise _usage_error(f"{root} is not a directory.")
+    root_abs = _root_dir(root)
     options = Options(dialect=dialect, offline=offline)
     module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
     if diagnostics_json:
@@ -226,9 +230,7 @@ def providers(
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
-    root_abs = root.resolve()
-    if not root_abs.is_dir():
-        raise _usage_error(f"{root} is not a directory.")
+    root_abs = _root_dir(root)
     options = Options(dialect=dialect, offline=offline)
     module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
     # Provider validation runs only when loading produced no error; the report is shown regardless.
