@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
+from flatten import build_cache
 from flatten.diagnostics import Diagnostics, summary
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
 from flatten.options import Dialect, Options
@@ -152,13 +153,17 @@ def merge_bodies(base: Sequence[Item], override: Sequence[Item]) -> list[Item]:
     """Return ``base`` with ``override`` merged in as ``hcl2shim.MergeBodies`` does (spec §3.1).
 
     An override item named T (attribute, block of type T or ``dynamic "T"``) hides every base item
-    named T; everything else in the base survives. Items inside an ``_`` escaping block are merged
-    by their own names, separately from meta-arguments of the same name.
+    named T; everything else in the base survives. ``base`` and ``override`` hold body items only
+    (the callers take meta-arguments out first), and the content of an ``_`` escaping block is
+    folded into its block's body before merging, so an escaped ``x`` and a plain ``x`` are the
+    same argument: either one in the override hides both in the base. Escaped items stay in
+    the ``_`` block (their names may be meta-argument names).
     """
     b_items, b_escape = _split_escape(base)
     o_items, o_escape = _split_escape(override)
-    merged = _hide(b_items, o_items)
-    escaped = _hide(b_escape, o_escape)
+    keys = {_key(i) for i in [*o_items, *o_escape]}
+    merged = _hide(b_items, o_items, keys)
+    escaped = _hide(b_escape, o_escape, keys)
     if escaped:
         where = next((i.range for i in [*base, *override] if isinstance(i, Block) and i.type == "_"), None)
         assert where is not None
@@ -177,8 +182,11 @@ def _split_escape(items: Sequence[Item]) -> tuple[list[Item], list[Item]]:
     return plain, escaped
 
 
-def _hide(base: Sequence[Item], override: Sequence[Item]) -> list[Item]:
-    keys = {_key(i) for i in override}
+def _hide(base: Sequence[Item], override: Sequence[Item], keys: set[str] | None = None) -> list[Item]:
+    """Return ``base`` without the items named in ``keys`` (default: ``override``'s names), with
+    ``override``'s items in place of the first hidden item of each name, or appended."""
+    if keys is None:
+        keys = {_key(i) for i in override}
     out: list[Item] = []
     placed: set[str] = set()
     for item in base:
@@ -227,7 +235,6 @@ class _Merger:
     provider_sources: dict[str, str] = field(default_factory=dict)
     provider_metas: dict[str, tuple[int, Block]] = field(default_factory=dict)
     extra_terraform: int | None = None
-    both_reported: bool = False
 
     @property
     def tofu(self) -> bool:
@@ -293,7 +300,6 @@ class _Merger:
                 self._first_only(i, item, "encryption", self._dup_encryption)
             elif item.type == "provider_meta" and item.labels:
                 self._append_provider_meta(i, item)
-        self._check_backend_and_cloud()
 
     def _first_only(self, i: int, item: Block, key: str, report: Callable[[Block, Block], None]) -> None:
         existing = self._tf_find(key)
@@ -351,12 +357,14 @@ class _Merger:
             item.range,
         )
 
-    def _check_backend_and_cloud(self) -> None:
-        if self.both_reported:
-            return
+    def check_state_settings(self) -> None:
+        """After every primary file: at most one of backend, cloud and (tf) state_store (spec §2)."""
         backend, cloud = self._tf_find("backend"), self._tf_find("cloud")
+        store = None if self.tofu else self._tf_find("state_store")
+        if store is not None and (backend is not None or cloud is not None):
+            self._state_store_conflict(store, backend, cloud)
+            return
         if backend is not None and cloud is not None:
-            self.both_reported = True
             self.diags.error(
                 summary("backend_and_cloud", self.options.dialect),
                 "A module may declare either one 'cloud' block configuring a cloud backend OR one "
@@ -364,6 +372,31 @@ class _Merger:
                 f"{cloud.range}; a backend is configured at {backend.range}. Remove the backend "
                 "block to configure a cloud backend.",
                 backend.range,
+            )
+
+    def _state_store_conflict(self, store: Block, backend: Block | None, cloud: Block | None) -> None:
+        """Terraform only (spec §2): a state_store beside a backend and/or a cloud block."""
+        if backend is not None and cloud is not None:
+            self.diags.error(
+                "Only one of 'cloud', 'state_store', or 'backend' configuration blocks are allowed",
+                "A module may declare only one of a 'cloud' block, a 'state_store' block or a 'backend' "
+                f"block. A cloud block is configured at {cloud.range}, a backend at {backend.range} and "
+                f"a state store at {store.range}.",
+                store.range,
+            )
+        elif backend is not None:
+            self.diags.error(
+                "Conflicting 'state_store' and 'backend' configuration blocks are present",
+                "A module may declare either one 'state_store' block or one 'backend' block. A state "
+                f"store is configured at {store.range}; a backend is configured at {backend.range}.",
+                store.range,
+            )
+        elif cloud is not None:
+            self.diags.error(
+                "Conflicting 'cloud' and 'state_store' configuration blocks are present",
+                "A module may declare either one 'cloud' block or one 'state_store' block. A cloud "
+                f"backend is configured at {cloud.range}; a state store is configured at {store.range}.",
+                store.range,
             )
 
     def _provider_fqn(self, local: str) -> str:
@@ -1070,19 +1103,50 @@ class _Merger:
         return [new if it is base else it for it in meta]
 
     def _repetition(self, block: Block) -> Block:
-        """Spec §3.11: count and for_each both set after merging: keep count, drop for_each."""
+        """Spec §3.11: several repetition arguments left set by merging: keep what is evaluated.
+
+        Nothing re-checks their exclusion after merging, and at run time the engines look at
+        ``count``, then (OpenTofu) ``lifecycle { enabled }``, then ``for_each``, and use the first
+        one set. Emitting several would be rejected on re-load ("Invalid combination of ..."), so
+        the first is kept and the others dropped, with a warning.
+        """
+        present: list[tuple[str, Attribute]] = []
         count = block.body.attribute("count")
+        if count is not None:
+            present.append(("count", count))
+        lifecycle = next(block.body.blocks_of("lifecycle"), None)
+        enabled = lifecycle.body.attribute("enabled") if lifecycle is not None and self.tofu else None
+        if enabled is not None:
+            present.append(("enabled", enabled))
         for_each = block.body.attribute("for_each")
-        if count is None or for_each is None:
+        if for_each is not None:
+            present.append(("for_each", for_each))
+        if len(present) < 2:
             return block
+        (kept, kept_attr), dropped = present[0], present[1:]
+        names = [name for name, _ in present]
+        what = " and ".join(names) if len(names) == 2 else f"{names[0]}, {names[1]} and {names[2]}"
+        dropped_text = " and ".join(f'"{name}" (set at {attr.name_range})' for name, attr in dropped)
         self.diags.warning(
-            "Override leaves both count and for_each set",
-            f'After override files were applied, {block.address} sets both "count" and "for_each". '
-            'Terraform evaluates "count" first, so the flattened configuration keeps "count" and drops '
-            f'"for_each" (set at {for_each.name_range}).',
-            count.name_range,
+            f"Override leaves both {what} set" if len(names) == 2 else f"Override leaves {what} set",
+            f"After override files were applied, {block.address} sets "
+            + ", ".join(f'"{name}"' for name in names)
+            + f'. {"OpenTofu" if self.tofu else "Terraform"} evaluates "{kept}" first, so the flattened '
+            f'configuration keeps "{kept}" and drops {dropped_text}.',
+            kept_attr.name_range,
         )
-        return _with_items(block, [it for it in block.body.items if it is not for_each])
+        drop = {id(attr) for _, attr in dropped}
+        items: list[Item] = []
+        for item in block.body.items:
+            if id(item) in drop:
+                continue
+            if item is lifecycle and enabled is not None and id(enabled) in drop:
+                rest = [it for it in item.body.items if it is not enabled]
+                if rest:
+                    items.append(_with_items(item, rest))
+                continue
+            items.append(item)
+        return _with_items(block, items)
 
     # -- blocks that may not appear in override files (§3.9) --
 
@@ -1234,13 +1298,20 @@ def merge_module(
     >>> module.blocks, list(diags)
     ((), [])
     """
+    # Performance (docs/performance.md, "Module cache"): files that load_dir just took from the
+    # module cache come with their stored merge result; files it computed get one stored.
+    cached = build_cache.merged(files, directory, options)
+    if cached is not None:
+        return cached
     merger = _Merger(options)
     merger.provider_sources = _provider_sources(files)
     primaries = [f for f in files if not f.is_override]
     overrides = [f for f in files if f.is_override]
     for file in primaries:
         merger.append_file(file)
+    merger.check_state_settings()
     for file in overrides:
         merger.merge_file(file)
     module = Module(directory, merger.result(), tuple(f.filename for f in files))
+    build_cache.merge_done(files, directory, options, module, merger.diags)
     return module, merger.diags

@@ -49,6 +49,15 @@ def test_override_names(base: str, expected: bool) -> None:
         ("terraform.tfvars", TF, None),
         ("vars.json", TF, None),
         ("main.hcl", TF, None),
+        ("main.tofu.json", TF, None),
+        ("list.tfquery.hcl", TF, None),
+        ("list.tfquery.json", TF, None),
+        ("m.tfmigrate.hcl", TF, None),
+        ("x.tftest.json", TF, None),
+        ("main.tf.json.bak", TF, None),
+        ("main.TF", TF, None),
+        ("a.b.tf", TF, ("a.b", ".tf")),
+        ("override.tofu.json", TOFU, ("override", ".tofu.json")),
     ],
 )
 def test_split_extension(name: str, dialect: Dialect, expected: tuple[str, str] | None) -> None:

@@ -60,12 +60,35 @@ def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> N
     assert _plan(tf, out) == _plan(tf, original)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+REBUILD = sorted(p for p in (Path(__file__).parent.parent / "samples").iterdir() if p.is_dir()) + CASES
+
+
+@pytest.mark.parametrize("case", REBUILD, ids=[f"{c.parent.name}/{c.name}" for c in REBUILD])
 def test_building_the_output_again_reproduces_it(case: Path, tmp_path: Path) -> None:
-    result, diags = build(case, options=Options())
+    """Issue 4: building the emitted tree again gives the same tree, byte for byte, every file."""
+    original = tmp_path / "original"
+    shutil.copytree(case, original, symlinks=True)
+    result, diags = build(original, options=Options())
     assert not diags.has_errors, diags
     first = tmp_path / "first"
     write_tree(first, result.tree.files, result.tree.copies)
     again, diags = build(first, options=Options())
     assert not diags.has_errors, diags
-    assert again.files["main.tf.json"] == result.files["main.tf.json"]
+    second = tmp_path / "second"
+    write_tree(second, again.tree.files, again.tree.copies)
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+        }
+
+    want, got = tree(first), tree(second)
+    assert sorted(got) == sorted(want)
+    configs = [name for name in want if name.endswith(".tf.json")]
+    assert configs and all(got[name] == want[name] for name in configs)
+    # Every other file (copies, the manifest) is identical too, except the manifest's record of
+    # where remote packages came from, which now names the vendored copy.
+    others = [name for name in want if not name.endswith(".tf.json")]
+    differing = [name for name in others if got[name] != want[name]]
+    remote = any(name.startswith("modules/_remote/") for name in want)
+    assert differing == (["flatten.manifest.json"] if remote else [])

@@ -103,7 +103,60 @@ def module_text(draw: st.DrawFn) -> str:
         if draw(st.booleans()):
             body += '  provisioner "local-exec" {\n    when = destroy\n    command = "echo"\n  }\n'
         parts.append(f'resource "test_thing" "{name}" {{\n{body}}}\n')
+    parts.extend(draw(other_block(i)) for i in range(draw(st.integers(0, 4))))
     return "\n".join(parts)
+
+
+@st.composite
+def other_block(draw: st.DrawFn, index: int) -> str:
+    """One of the other top-level block types, with a unique name and a generated expression."""
+    name = f"{draw(IDENT)}_{index}"
+    kind = draw(
+        st.sampled_from(
+            [
+                "output",
+                "module",
+                "data",
+                "ephemeral",
+                "provider",
+                "check",
+                "moved",
+                "import",
+                "removed",
+                "dynamic",
+            ]
+        )
+    )
+    e = draw(expression())
+    if kind == "output":
+        return f'output "{name}" {{\n  value = {e}\n  sensitive = true\n  depends_on = [test_thing.x]\n}}\n'
+    if kind == "module":
+        return (
+            f'module "{name}" {{\n  source = "./m"\n  for_each = toset([])\n'
+            f"  providers = {{ test = test.a }}\n  input = {e}\n}}\n"
+        )
+    if kind in ("data", "ephemeral"):
+        return f'{kind} "test_thing" "{name}" {{\n  count = 1\n  provider = test.a\n  arg = {e}\n}}\n'
+    if kind == "provider":
+        return f'provider "test" {{\n  alias = "{name}"\n  setting = {e}\n}}\n'
+    if kind == "check":
+        return (
+            f'check "{name}" {{\n  data "test_thing" "c_{name}" {{\n    arg = {e}\n  }}\n'
+            f"  assert {{\n    condition = var.{name} != null\n"
+            f'    error_message = "bad ${{var.{name}}}"\n  }}\n}}\n'
+        )
+    if kind == "moved":
+        return f'moved {{\n  from = test_thing.{name}\n  to = module.{name}["k"].test_thing.{name}[0]\n}}\n'
+    if kind == "import":
+        return f"import {{\n  to = test_thing.imp_{name}\n  id = {e}\n  provider = test.a\n}}\n"
+    if kind == "removed":
+        return f"removed {{\n  from = test_thing.{name}\n  lifecycle {{\n    destroy = false\n  }}\n}}\n"
+    return (
+        f'resource "test_dyn" "{name}" {{\n  dynamic "setting" {{\n    for_each = var.{name}\n'
+        f'    iterator = s\n    content {{\n      v = {e}\n      dynamic "inner" {{\n'
+        f"        for_each = s.value\n        content {{\n          w = inner.value\n        }}\n"
+        f"      }}\n    }}\n  }}\n}}\n"
+    )
 
 
 def emit_files(files: list[ParsedFile]) -> str:

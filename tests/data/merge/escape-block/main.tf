@@ -5,3 +5,11 @@ resource "test" "a" {
     other = 1
   }
 }
+
+resource "test" "b" {
+  input = "plain"
+  _ {
+    name = "escaped"
+    for_each = "provider-for-each"
+  }
+}

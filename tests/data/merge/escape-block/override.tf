@@ -3,3 +3,10 @@ resource "test" "a" {
     count = "override-count"
   }
 }
+
+resource "test" "b" {
+  name = "plain-override"
+  _ {
+    input = "escaped-override"
+  }
+}

@@ -1,0 +1,6 @@
+terraform {
+  backend "local" {}
+  cloud {
+    organization = "acme"
+  }
+}

@@ -1,0 +1,8 @@
+terraform {
+  cloud {
+    organization = "ignored"
+  }
+  cloud { # ERROR: Duplicate cloud configurations
+    organization = "ignored-too"
+  }
+}
