@@ -87,6 +87,7 @@ def build(
         if diags.has_errors:
             return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     tree = layout_tree(emitted, root=root, options=options)
+    diags.extend(tree.diagnostics)
     if inlined is not None and inlined.copies:
         # Files that inlined modules read through path.module now live beside their new caller.
         tree = OutputTree(tree.files, {**inlined.copies, **tree.copies})

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from flatten.model import Range
 from flatten.options import Dialect
+from flatten.redact import redact_url
 
 __all__ = [
     "Diagnostic",
@@ -152,7 +153,7 @@ def _snippet(root: Path | None, r: Range) -> str | None:
     except OSError:
         return None
     if 1 <= r.start.line <= len(lines):
-        return f"{r.start.line:>4}: {lines[r.start.line - 1]}"
+        return f"{r.start.line:>4}: {redact_url(lines[r.start.line - 1])}"
     return None
 
 

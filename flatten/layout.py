@@ -26,14 +26,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flatten import __version__
+from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import MANIFEST_NAME, dumps, module_json
 from flatten.files import is_ignored_name, split_extension
 from flatten.graph import ModuleGraph, ModuleNode
 from flatten.load import display_path
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module
 from flatten.options import Dialect, Options
+from flatten.redact import redact_url
 
-__all__ = ["OutputTree", "layout_tree"]
+__all__ = ["OutputTree", "copy_boundary", "layout_tree", "module_copies"]
 
 # Files never copied: engine state and plans, and editors' leftovers (hidden files are skipped too).
 _SKIP_SUFFIXES = (
@@ -54,6 +56,7 @@ class OutputTree:
 
     files: Mapping[str, bytes] = field(default_factory=dict)
     copies: Mapping[str, Path] = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)  # warnings about files left out
 
     def paths(self) -> list[str]:
         return sorted({*self.files, *self.copies})
@@ -150,11 +153,46 @@ def _is_module_dir(directory: Path, dialect: Dialect) -> bool:
         return False
 
 
-def _copies(directory: Path, dest: str, *, dialect: Dialect, is_root: bool) -> dict[str, Path]:
-    """Return the non-configuration files of a module directory to copy, by output path."""
-    out: dict[str, Path] = {}
+def _within(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+    except ValueError:
+        return False
+    return True
 
-    def visit(current: Path, rel: str, depth: int) -> None:
+
+def copy_boundary(node: ModuleNode, root: Path) -> Path:
+    """Return the directory a module's copied files must resolve inside (symlinks included).
+
+    A remote module's package, the root for modules inside it, else the module's own directory:
+    a symlink out of that tree would put a file from elsewhere on the machine into the output.
+    """
+    if node.package is not None:
+        return node.package.root.resolve()
+    assert node.directory is not None
+    directory = node.directory.resolve()
+    root = root.resolve()
+    return root if _within(directory, root) else directory
+
+
+def module_copies(
+    directory: Path,
+    dest: str,
+    *,
+    dialect: Dialect,
+    is_root: bool,
+    boundary: Path,
+    skipped: list[tuple[str, str]],
+) -> dict[str, Path]:
+    """Return the non-configuration files of a module directory to copy, by output path.
+
+    Symlinks are followed only to a target inside ``boundary``; a symlink that escapes it, loops,
+    or dangles is left out and named in ``skipped`` as ``(relative path, reason)``.
+    """
+    out: dict[str, Path] = {}
+    boundary = boundary.resolve()
+
+    def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError:
@@ -165,18 +203,39 @@ def _copies(directory: Path, dest: str, *, dialect: Dialect, is_root: bool) -> d
                 continue
             path = Path(entry.path)
             child_rel = f"{rel}/{name}" if rel else name
-            if entry.is_dir():
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError:  # ELOOP from a symlink to itself, or a vanished entry
+                is_link, is_dir, is_file = True, False, False
+            real = path
+            if is_link:
+                try:
+                    real = path.resolve(strict=True)
+                except (OSError, RuntimeError):
+                    skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
+                    continue
+                if not _within(real, boundary):
+                    skipped.append((child_rel, f"it is a symlink to {real}, outside {boundary}"))
+                    continue
+            if is_dir:
+                real = real.resolve()
+                if real in chain:
+                    # A link back to a directory on the way down: following it never ends.
+                    skipped.append((child_rel, "it is a symlink to a directory above it (a loop)"))
+                    continue
                 # A subdirectory holding configuration is another module: vendored on its own.
                 if depth < 32 and not _is_module_dir(path, dialect):
-                    visit(path, child_rel, depth + 1)
+                    visit(path, child_rel, depth + 1, chain | {real})
                 continue
-            if not entry.is_file():
+            if not is_file:
                 continue
             if split_extension(name, dialect) is not None or name.endswith(_SKIP_SUFFIXES):
                 continue
             out[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
-    visit(directory, "", 0)
+    visit(directory, "", 0, frozenset({directory.resolve()}))
     return out
 
 
@@ -193,6 +252,7 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
     digests: dict[str, str] = {}
     written: set[str] = set()
     manifest_modules: list[JsonValue] = []
+    diags = Diagnostics()
     for node in graph.walk():
         if node.directory is None:
             continue
@@ -204,13 +264,30 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
             data = dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
             files[target] = data
             digests[here] = _digest(data)
-            for rel, path in _copies(
-                node.directory, here, dialect=options.dialect, is_root=not node.path
-            ).items():
+            skipped: list[tuple[str, str]] = []
+            found = module_copies(
+                node.directory,
+                here,
+                dialect=options.dialect,
+                is_root=not node.path,
+                boundary=copy_boundary(node, root),
+                skipped=skipped,
+            )
+            for rel, path in found.items():
                 copies.setdefault(rel, path)
+            diags.extend(
+                Diagnostic.warning(
+                    "Module file not copied",
+                    f"{rel} in the module directory {display_path(node.directory, root)} was not copied "
+                    f"into the output because {reason}. If the module reads it at run time, put the file "
+                    "inside the configuration instead of linking to it.",
+                    module=node.address,
+                )
+                for rel, reason in skipped
+            )
         entry: dict[str, JsonValue] = {
             "module": node.address,
-            "source": node.call.source if node.call is not None else ".",
+            "source": redact_url(node.call.source) if node.call is not None else ".",
             "directory": display_path(node.directory, root),
             "output": here or ".",
             "digest": digests[here],
@@ -219,8 +296,8 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
             entry["version"] = node.call.version
         if node.package is not None:
             pkg = node.package
-            entry["directory"] = pkg.source  # never a machine's cache path
-            record: dict[str, JsonValue] = {"address": pkg.address, "subdir": pkg.subdir}
+            entry["directory"] = redact_url(pkg.source)  # never a machine's cache path, nor a password
+            record: dict[str, JsonValue] = {"address": redact_url(pkg.address), "subdir": pkg.subdir}
             if pkg.version is not None:
                 record["version"] = pkg.version
             if pkg.commit is not None:
@@ -239,4 +316,4 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
         copies.pop(rel, None)
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
     copies.pop(MANIFEST_NAME, None)
-    return OutputTree(files=files, copies=copies)
+    return OutputTree(files=files, copies=copies, diagnostics=diags)

@@ -7,13 +7,20 @@ location.
 
 from __future__ import annotations
 
+import json
+import os
+import posixpath
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from flatten.build import build
-from flatten.diagnostics import Diagnostics
+from flatten.diagnostics import Diagnostics, render_json, render_text
 from flatten.hcl import parse_native
+from flatten.hcl_fast import read_fast
 from flatten.jsonsyntax import parse_json
 from flatten.merge import merge_module
 from flatten.model import ParsedFile
@@ -129,30 +136,63 @@ def random_tokens(rnd: random.Random) -> str:
     return "".join(rnd.choice(TOKENS) for _ in range(rnd.randint(0, 60)))
 
 
+def deep(rnd: random.Random) -> tuple[str, str]:
+    """A deeply nested file: brackets, parentheses, objects, function calls, templates or blocks."""
+    depth = rnd.randint(1, 3000)
+    close = rnd.choice([depth, depth, depth - 1])
+    k = rnd.randrange(6)
+    if k == 0:
+        v = "[" * depth + "1" + "]" * close
+    elif k == 1:
+        v = "(" * depth + "1" + ")" * close
+    elif k == 2:
+        v = "{a = " * depth + "1" + "}" * close
+    elif k == 3:
+        v = "max(" * depth + "1" + ")" * close
+    elif k == 4:
+        v = '"${' * depth + "1" + '}"' * close
+    else:
+        blocks = "b {\n" * depth + "}\n" * close
+        return "deep.tf", f'resource "x" "y" {{\n{blocks}}}\n'
+    if rnd.random() < 0.3:
+        return "deep.tf.json", '{"locals": {"v": ' + "[" * depth + '"${' + v + '}"' + "]" * close + "}}"
+    return "deep.tf", "locals {\n  v = " + v + "\n}\n"
+
+
 def inputs(seed: int, count: int) -> Iterator[tuple[str, str]]:
-    """Yield ``count`` (filename, text) inputs: mutated corpus files and random token soup."""
+    """Yield ``count`` (filename, text) inputs: mutated corpus files, generated configurations
+    (valid, then maybe mutated), random token soup and deep nesting."""
     rnd = random.Random(seed)
     files = corpus()
     for _i in range(count):
         kind = rnd.random()
-        if kind < 0.75 and files:
+        if kind < 0.6 and files:
             name, text = rnd.choice(files)
             yield name, mutate(text, rnd)
+        elif kind < 0.8:
+            syntax = "json" if rnd.random() < 0.4 else "native"
+            text = config_text(rnd, syntax)
+            if rnd.random() < 0.5:
+                text = mutate(text, rnd)
+            yield ("main.tf.json" if syntax == "json" else "main.tf"), text
         elif kind < 0.9:
             yield rnd.choice(["main.tf", "main.tf.json"]), random_tokens(rnd)
         else:
-            depth = rnd.randint(1, 3000)
-            yield (
-                "deep.tf",
-                "locals {\n  v = " + "[" * depth + "1" + "]" * rnd.choice([depth, depth - 1]) + "\n}\n",
-            )
+            yield deep(rnd)
 
 
 def check_text(name: str, text: str, dialect: Dialect) -> Diagnostics:
-    """Load and merge one file; raise AssertionError when the invariant breaks."""
+    """Load and merge one file; raise AssertionError when the invariant breaks.
+
+    Native files go through both readers a build uses: the fast reader (``hcl_fast``, which
+    answers or declines) and python-hcl2 (``hcl.parse_native``, the reference).
+    """
     options = Options(dialect=dialect)
-    parse = parse_json if name.endswith(".json") else parse_native
-    body, diags = parse(text, name, options=options)
+    if name.endswith(".json"):
+        body, diags = parse_json(text, name, options=options)
+    else:
+        read_fast(text, name, options=options)  # must answer or decline, never raise
+        body, diags = parse_native(text, name, options=options)
     _module, merge_diags = merge_module(
         [ParsedFile(name, "json" if name.endswith(".json") else "native", body)],
         directory=".",
@@ -164,10 +204,463 @@ def check_text(name: str, text: str, dialect: Dialect) -> Diagnostics:
     return diags
 
 
-def check_tree(root: Path, dialect: Dialect) -> Diagnostics:
-    result, diags = build(root, options=Options(dialect=dialect))
+# Diagnostics about a whole directory, not a file: they name the directory in their detail (and
+# the module path when the directory is a child's). OpenTofu gives these no subject either.
+DIRECTORY_SUMMARIES = frozenset({"Failed to read module directory", "Module file not copied"})
+
+
+def check_diagnostics(diags: Diagnostics) -> None:
+    """Every diagnostic has a location; one in a file below the root also names its module path."""
     for d in diags:
-        assert d.range is not None or d.summary in {"Failed to read module directory"}, d
+        if d.range is None:
+            assert d.summary in DIRECTORY_SUMMARIES, f"diagnostic without a location: {d}"
+            continue
+        assert d.range.filename, f"diagnostic with an empty file name: {d}"
+        assert d.range.start.line >= 1 and d.range.start.column >= 1, f"bad position: {d}"
+        if "/" in d.range.filename and "//" not in d.range.filename:
+            # A file in a subdirectory belongs to a child module (the root's files are at top
+            # level), so a user must be told which module path it is.
+            assert d.module.startswith("module."), f"child module diagnostic without its module path: {d}"
+        if d.module:
+            text = render_text([d])
+            assert d.module in text and d.range.filename in text, text
+            doc = json.loads(render_json([d]))["diagnostics"][0]
+            assert doc["module"] == d.module and doc["range"]["filename"] == d.range.filename, doc
+
+
+def check_tree(root: Path, dialect: Dialect) -> Diagnostics:
+    """Run the whole build pipeline on ``root``; raise AssertionError when the invariant breaks."""
+    result, diags = build(root, options=Options(dialect=dialect, offline=True))
+    check_diagnostics(diags)
     if diags.has_errors:
         assert not result.tree.files
+    else:
+        assert "flatten.manifest.json" in result.tree.files
     return diags
+
+
+# -- module trees ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    """A symbolic link in a generated tree (the target is written as is)."""
+
+    target: str
+
+
+TreeSpec = dict[str, "bytes | Link"]
+
+NAMES = ["a", "b", "web", "db", "x_1", "this", "count", "for-each", "é"]
+RTYPES = ["aws_instance", "terraform_data", "null_resource", "aws_s3_bucket", "google_thing"]
+
+
+LITERALS = ["1", '"s"', "true", "null", '["a", 1]', '{ k = "v" }', "1.5e3", '"é$${x}"', "[]"]
+
+
+def _name(rnd: random.Random) -> str:
+    return rnd.choice(NAMES[:6]) if rnd.random() < 0.95 else rnd.choice(NAMES)
+
+
+def _template(rnd: random.Random, depth: int) -> str:
+    parts = []
+    for _ in range(rnd.randint(0, 4)):
+        k = rnd.randrange(8)
+        if k == 0:
+            parts.append("${" + _expr(rnd, depth + 1) + "}")
+        elif k == 1:
+            parts.append("$${literal}")
+        elif k == 2:
+            parts.append(rnd.choice(["\\n", '\\"', "\\\\", "\\u00e9", "\\t"]))
+        elif k == 3:
+            parts.append("%{ if " + _expr(rnd, depth + 1) + " }yes%{ else }no%{ endif }")
+        elif k == 4:
+            parts.append("%{ for v in var.list }${v},%{ endfor }")
+        else:
+            parts.append(rnd.choice(["text", "a b", "é", "x-y", "100%", "$", "%"]))
+    return '"' + "".join(parts) + '"'
+
+
+def _expr(rnd: random.Random, depth: int = 0) -> str:
+    """A random native-syntax expression (valid, unless the references are unknown)."""
+    k = rnd.randrange(15 if depth < 4 else 4)
+    if k == 0:
+        return rnd.choice(["1", "0", "-1", "1.5", "1e3", "100000000000000000000000", "0.000001"])
+    if k == 1:
+        return _template(rnd, depth)
+    if k == 2:
+        return rnd.choice(["true", "false", "null"])
+    if k == 3:
+        return rnd.choice(
+            [
+                "var.a",
+                "local.b",
+                "module.a.out",
+                "each.key",
+                "count.index",
+                "aws_instance.web[0].id",
+                "data.x_y.z.id",
+                "path.module",
+                "self.id",
+                "var.list[*].id",
+                'var.map["k"]',
+            ]
+        )
+    if k == 4:
+        return "[" + ", ".join(_expr(rnd, depth + 1) for _ in range(rnd.randint(0, 3))) + "]"
+    if k == 5:
+        items = [
+            f"{_name(rnd).replace('é', 'e')} = {_expr(rnd, depth + 1)}" for _ in range(rnd.randint(0, 3))
+        ]
+        return "{" + ", ".join(items) + "}"
+    if k == 6:
+        fn = rnd.choice(["length", "merge", "lookup", "format", "try", "jsonencode", "file", "tomap", "nope"])
+        return fn + "(" + ", ".join(_expr(rnd, depth + 1) for _ in range(rnd.randint(0, 3))) + ")"
+    if k == 7:
+        return f"{_expr(rnd, depth + 1)} ? {_expr(rnd, depth + 1)} : {_expr(rnd, depth + 1)}"
+    if k == 8:
+        op = rnd.choice(["+", "-", "*", "/", "%", "==", "!=", "<", ">=", "&&", "||"])
+        return f"{_expr(rnd, depth + 1)} {op} {_expr(rnd, depth + 1)}"
+    if k == 9:
+        return f"[for x in {_expr(rnd, depth + 1)} : x if x != null]"
+    if k == 10:
+        return f"{{for k, v in {_expr(rnd, depth + 1)} : k => v...}}"
+    if k == 11:
+        return "<<" + rnd.choice(["", "-"]) + "EOT\n  line ${var.a}\n    more\n  EOT\n"
+    if k == 12:
+        return f"({_expr(rnd, depth + 1)})"
+    if k == 13:
+        return f"!{_expr(rnd, depth + 1)}"
+    return f"{_expr(rnd, depth + 1)}[{_expr(rnd, depth + 1)}]"
+
+
+def _attrs(rnd: random.Random, n: int) -> str:
+    return "".join(f"  {rnd.choice(['a', 'b', 'tags', 'name', 'ami'])} = {_expr(rnd)}\n" for _ in range(n))
+
+
+def _source(rnd: random.Random, here: str, dirs: list[str]) -> str:
+    """A module source from directory ``here``: another generated directory (maybe an ancestor or
+    itself, making a cycle), a missing one, the sibling outside the root, or a remote address."""
+    k = rnd.random()
+    if k < 0.75:
+        target = rnd.choice(dirs)
+        rel = posixpath.relpath(target or ".", here or ".")
+        return rel if rel.startswith("..") else "./" + rel
+    return rnd.choice(
+        [
+            "./missing",
+            "../" * (here.count("/") + 2) + "outside",
+            "./loop",
+            "hashicorp/consul/aws",
+            "git::https://example.com/x.git?ref=v1",
+            "./",
+            "../",
+            "C:\\x",
+            "",
+            "./a/../../..//b",
+        ]
+    )
+
+
+def native_block(rnd: random.Random, here: str = "", dirs: list[str] | None = None) -> str:
+    dirs = dirs if dirs is not None else [""]
+    k = rnd.randrange(14)
+    n = _name(rnd)
+    if k == 0:
+        body = rnd.choice(
+            ["", "  type = string\n", "  type = list(object({a = number}))\n", "  type = nope\n"]
+        )
+        body += rnd.choice(["", f"  default = {_expr(rnd)}\n"])
+        body += rnd.choice(["", "  sensitive = true\n", '  description = "d"\n', "  nullable = false\n"])
+        if rnd.random() < 0.2:
+            body += f'  validation {{\n    condition = {_expr(rnd)}\n    error_message = "Bad."\n  }}\n'
+        return f'variable "{n}" {{\n{body}}}\n'
+    if k == 1:
+        return "locals {\n" + _attrs(rnd, rnd.randint(0, 3)).replace("  tags", "  t") + "}\n"
+    if k in (2, 3):
+        kw = "resource" if k == 2 else "data"
+        body = _attrs(rnd, rnd.randint(0, 3))
+        body += rnd.choice(["", "  count = 2\n", "  for_each = var.map\n", "  provider = aws.west\n"])
+        if rnd.random() < 0.3:
+            body += "  lifecycle {\n    create_before_destroy = true\n    ignore_changes = [tags, ami]\n  }\n"
+        if rnd.random() < 0.2:
+            body += '  provisioner "local-exec" {\n    command = "echo ${self.id}"\n  }\n'
+        if rnd.random() < 0.2:
+            body += (
+                '  dynamic "ebs" {\n    for_each = var.list\n'
+                "    content {\n      size = ebs.value\n    }\n  }\n"
+            )
+        if rnd.random() < 0.2:
+            body += f"  depends_on = [{rnd.choice(RTYPES)}.{n}]\n"
+        return f'{kw} "{rnd.choice(RTYPES)}" "{n}" {{\n{body}}}\n'
+    if k == 4:
+        return f'output "{n}" {{\n  value = {_expr(rnd)}\n' + rnd.choice(["", "  sensitive = true\n"]) + "}\n"
+    if k == 5:
+        return 'provider "aws" {\n  region = "eu-west-1"\n' + rnd.choice(["", '  alias = "west"\n']) + "}\n"
+    if k == 6:
+        return (
+            'terraform {\n  required_version = ">= 1.0"\n  required_providers {\n'
+            '    aws = {\n      source  = "hashicorp/aws"\n      version = "~> 5.0"\n    }\n  }\n'
+            + rnd.choice(["", '  backend "s3" {\n    bucket = "b"\n  }\n', "  experiments = [x]\n"])
+            + "}\n"
+        )
+    if k in (7, 8, 9):
+        src = _source(rnd, here, dirs)
+        body = f'  source = "{src}"\n'
+        if not src.startswith(".") or rnd.random() < 0.05:
+            body += '  version = "~> 1.0"\n'
+        body += rnd.choice(
+            ["", "  count = 1\n", '  for_each = toset(["a"])\n', "  depends_on = [aws_instance.a]\n"]
+        )
+        body += rnd.choice(["", "  providers = {\n    aws = aws.west\n  }\n"])
+        body += _attrs(rnd, rnd.randint(0, 2))
+        return f'module "{n}" {{\n{body}}}\n'
+    if k == 10:
+        return f"moved {{\n  from = {rnd.choice(RTYPES)}.a\n  to   = {rnd.choice(RTYPES)}.{n}\n}}\n"
+    if k == 11:
+        return f'import {{\n  to = {rnd.choice(RTYPES)}.{n}\n  id = "i-1"\n}}\n'
+    if k == 12:
+        cond = _expr(rnd)
+        return f'check "{n}" {{\n  assert {{\n    condition = {cond}\n    error_message = "m"\n  }}\n}}\n'
+    return f"removed {{\n  from = {rnd.choice(RTYPES)}.{n}\n  lifecycle {{\n    destroy = false\n  }}\n}}\n"
+
+
+def _json_value(rnd: random.Random, depth: int = 0) -> object:
+    k = rnd.randrange(7 if depth < 3 else 4)
+    if k == 0:
+        return rnd.choice([0, 1, -5, 1.5, 10**20, "1e400"])
+    if k == 1:
+        return rnd.choice(["plain", "${var.a}", "$${x}", "%{ if true }y%{ endif }", "${", "é"])
+    if k == 2:
+        return rnd.choice([True, False, None])
+    if k == 3:
+        return "${" + _expr(rnd, 3) + "}"
+    if k == 4:
+        return [_json_value(rnd, depth + 1) for _ in range(rnd.randint(0, 3))]
+    return {
+        rnd.choice(["a", "b", "//", "count"]): _json_value(rnd, depth + 1) for _ in range(rnd.randint(0, 3))
+    }
+
+
+def json_config(rnd: random.Random, here: str = "", dirs: list[str] | None = None) -> str:
+    """A random configuration in JSON syntax (well-formed JSON; the Terraform shape may be wrong)."""
+    dirs = dirs if dirs is not None else [""]
+    doc: dict[str, object] = {}
+    for _ in range(rnd.randint(0, 5)):
+        k = rnd.randrange(8)
+        n = _name(rnd)
+        if k == 0:
+            doc.setdefault("variable", {})[n] = {
+                "default": _json_value(rnd),
+                "type": rnd.choice(["string", "any", "list(string)"]),
+            }  # type: ignore[index]
+        elif k == 1:
+            doc.setdefault("locals", {})[n] = _json_value(rnd)  # type: ignore[index]
+        elif k == 2:
+            doc.setdefault("resource", {}).setdefault(rnd.choice(RTYPES), {})[n] = {  # type: ignore[union-attr]
+                "a": _json_value(rnd),
+                "lifecycle": {"ignore_changes": ["a"]},
+            }
+        elif k == 3:
+            doc.setdefault("module", {})[n] = {"source": _source(rnd, here, dirs), "x": _json_value(rnd)}  # type: ignore[index]
+        elif k == 4:
+            doc.setdefault("output", {})[n] = {"value": _json_value(rnd)}  # type: ignore[index]
+        elif k == 5:
+            doc["terraform"] = {"required_version": ">= 1.0"}
+        elif k == 6:
+            doc["//"] = "comment"
+        else:
+            doc[rnd.choice(["provider", "data", "moved", "bogus"])] = _json_value(rnd)
+    return json.dumps(doc, indent=rnd.choice([None, 2]), ensure_ascii=rnd.random() < 0.5)
+
+
+def config_text(rnd: random.Random, syntax: str, here: str = "", dirs: list[str] | None = None) -> str:
+    if syntax == "json":
+        return json_config(rnd, here, dirs)
+    return "\n".join(native_block(rnd, here, dirs) for _ in range(rnd.randint(0, 6)))
+
+
+def damage(data: bytes, rnd: random.Random) -> bytes:
+    """Break a file at the byte level: BOM, CRLF, invalid UTF-8, NUL, binary garbage, truncation."""
+    k = rnd.randrange(7)
+    if k == 0:
+        return b"\xef\xbb\xbf" + data
+    if k == 1:
+        return data.replace(b"\n", b"\r\n")
+    if k == 2:
+        pos = rnd.randint(0, len(data))
+        return data[:pos] + rnd.choice([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c"]) + data[pos:]
+    if k == 3:
+        pos = rnd.randint(0, len(data))
+        return data[:pos] + b"\x00" + data[pos:]
+    if k == 4:
+        return bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 300)))
+    if k == 5:
+        return data[: rnd.randint(0, len(data))]
+    return data.replace(b"\n", b"\r")
+
+
+def break_file(data: bytes, rnd: random.Random) -> bytes:
+    """Return a broken version of a file: a text mutation or byte-level damage."""
+    if rnd.random() < 0.6:
+        text = data.decode("utf-8", "surrogateescape")
+        return mutate(text, rnd).encode("utf-8", "surrogateescape")
+    return damage(data, rnd)
+
+
+def valid_tree(rnd: random.Random) -> TreeSpec:
+    """A random module tree that loads cleanly: each directory calls only directories below it."""
+    dirs = [""]
+    for _ in range(rnd.randint(0, 5)):
+        parent = rnd.choice(dirs)
+        child = rnd.choice(["modules/", ""]) + rnd.choice(["a", "b", "net", "db", "x"]) + str(len(dirs))
+        dirs.append(posixpath.join(parent, child) if parent else child)
+    spec: TreeSpec = {}
+    for d in dirs:
+        below = [t for t in dirs if t != d and (d == "" or t.startswith(d + "/"))]
+        blocks = [
+            f'variable "v{i}" {{\n  default = {rnd.choice(LITERALS)}\n}}\n' for i in range(rnd.randint(0, 2))
+        ]
+        blocks += [f"locals {{\n  l{i} = {_expr(rnd)}\n}}\n" for i in range(rnd.randint(0, 2))]
+        blocks += [
+            f'resource "terraform_data" "r{i}" {{\n  input = {_expr(rnd)}\n}}\n'
+            for i in range(rnd.randint(0, 2))
+        ]
+        for i, target in enumerate(rnd.sample(below, min(len(below), rnd.randint(0, 2)))):
+            blocks.append(f'module "m{i}" {{\n  source = "./{posixpath.relpath(target, d or ".")}"\n}}\n')
+        if rnd.random() < 0.3:
+            spec[posixpath.join(d, "extra.tf.json")] = json.dumps(
+                {"output": {"o": {"value": "${1 + 1}"}}}
+            ).encode()
+        spec[posixpath.join(d, "main.tf")] = "\n".join(blocks).encode()
+    return spec
+
+
+def random_tree(rnd: random.Random) -> TreeSpec:
+    """A random tree of module directories calling each other through local sources.
+
+    About half the trees are valid configurations; the rest have a broken file (a text mutation
+    or byte-level damage), a symlink loop, or calls that form a cycle or point nowhere.
+    """
+    dirs = [""]
+    for _ in range(rnd.randint(0, 6)):
+        parent = rnd.choice(dirs)
+        child = rnd.choice(["modules/", "", "sub/"]) + rnd.choice(["a", "b", "net", "db", "x"])
+        dirs.append(posixpath.join(parent, child) if parent else child)
+    dirs = sorted(set(dirs))
+    spec: TreeSpec = {}
+    for d in dirs:
+        for i in range(rnd.randint(1, 3)):
+            syntax = "json" if rnd.random() < 0.25 else "native"
+            base = rnd.choice(["main", "vars", "x", "over_override", "override"] if i else ["main"])
+            if rnd.random() < 0.1:
+                base += rnd.choice([".tofu", ".tftest"])  # dialect-specific and test files
+            name = base + (".tf.json" if syntax == "json" else ".tf")
+            spec[posixpath.join(d, name)] = config_text(rnd, syntax, d, dirs).encode("utf-8")
+        if rnd.random() < 0.2:
+            spec[posixpath.join(d, "files/data.txt")] = b"hello\n"
+    spec["../outside/main.tf"] = b'output "o" {\n  value = 1\n}\n'
+    if rnd.random() < 0.5:
+        files = sorted(p for p in spec if not p.startswith("../") and isinstance(spec[p], bytes))
+        for path in rnd.sample(files, rnd.randint(1, min(2, len(files)))):
+            data = spec[path]
+            assert isinstance(data, bytes)
+            spec[path] = break_file(data, rnd)
+    if rnd.random() < 0.15:
+        d = rnd.choice(dirs)
+        link = rnd.choice([".", "..", "loop", "../loop"])  # loops: itself, its parent, a dangling chain
+        spec[posixpath.join(d, "loop")] = Link(link)
+    return spec
+
+
+def write_spec(root: Path, spec: TreeSpec) -> Path:
+    """Create ``spec`` (paths relative to ``root``; ``../x`` lands beside it) and return ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in spec.items():
+        path = Path(os.path.normpath(root / rel))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Link):
+            if not os.path.lexists(path):
+                os.symlink(content.target, path)
+        elif not path.is_dir():
+            path.write_bytes(content)
+    return root
+
+
+# -- mutated samples and conformance fixtures ------------------------------------------------------
+
+CONFIG_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
+
+
+def fixture_dirs() -> list[Path]:
+    """Every sample configuration and conformance case (module trees, read only)."""
+    found = []
+    for parent in (REPO / "samples", SHARED / "conformance" / "cases"):
+        if parent.is_dir():
+            found += sorted(p for p in parent.iterdir() if p.is_dir())
+    return found
+
+
+def read_spec(directory: Path) -> TreeSpec:
+    """Return a directory tree as a spec (files as bytes, symlinks as ``Link``)."""
+    spec: TreeSpec = {}
+    for current, subdirs, names in os.walk(directory):
+        for name in sorted(subdirs + names):
+            path = Path(current) / name
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink():
+                spec[rel] = Link(os.readlink(path))
+            elif path.is_file():
+                spec[rel] = path.read_bytes()
+    return spec
+
+
+_FIXTURES: list[tuple[str, TreeSpec]] = []
+
+
+def fixtures() -> list[tuple[str, TreeSpec]]:
+    if not _FIXTURES:
+        _FIXTURES.extend((f"{d.parent.name}/{d.name}", read_spec(d)) for d in fixture_dirs())
+    return _FIXTURES
+
+
+def mutated_fixture(rnd: random.Random) -> tuple[str, TreeSpec]:
+    """A sample or conformance case with one to three edits: a broken file, a file removed, a new
+    module call (to another directory of the tree, itself, or nowhere), or a file renamed into
+    an override."""
+    name, base = rnd.choice(fixtures())
+    spec = dict(base)
+    configs = sorted(p for p, c in spec.items() if isinstance(c, bytes) and p.endswith(CONFIG_SUFFIXES))
+    dirs = sorted({posixpath.dirname(p) for p in configs} | {""})
+    for _ in range(rnd.randint(1, 3)):
+        configs = [p for p in configs if p in spec]
+        k = rnd.random()
+        if configs and k < 0.6:
+            path = rnd.choice(configs)
+            data = spec[path]
+            assert isinstance(data, bytes)
+            spec[path] = break_file(data, rnd)
+        elif configs and k < 0.7:
+            spec.pop(rnd.choice(configs), None)
+        elif configs and k < 0.8:
+            path = rnd.choice(configs)
+            data = spec.pop(path)
+            stem, _, ext = posixpath.basename(path).partition(".")
+            spec[posixpath.join(posixpath.dirname(path), f"{stem}_override.{ext}")] = data
+        else:
+            d = rnd.choice(dirs)
+            syntax = "json" if rnd.random() < 0.3 else "native"
+            extra = config_text(rnd, syntax, d, dirs) if rnd.random() < 0.5 else native_block(rnd, d, dirs)
+            spec[posixpath.join(d, "fuzz.tf.json" if syntax == "json" else "fuzz.tf")] = extra.encode()
+    return name, spec
+
+
+# -- hypothesis strategies -------------------------------------------------------------------------
+# The generators above draw from a random.Random; hypothesis drives them through st.randoms(), so a
+# failing example shrinks by shrinking the random choices. scripts/fuzz calls the same generators
+# with seeded random.Random objects for the long run.
+
+_randoms = st.randoms(use_true_random=False)
+files_strategy = st.builds(lambda r: next(inputs(r.randrange(2**32), 1)), _randoms)
+trees_strategy = st.builds(random_tree, _randoms)
+fixtures_strategy = st.builds(mutated_fixture, _randoms)

@@ -182,3 +182,25 @@ def test_internal_error_is_one_paragraph_and_exit_3(
     assert "flatten: internal error: RuntimeError: boom" in err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_userinfo_in_an_archive_url_is_basic_auth_and_never_shown(tmp_path: Path) -> None:
+    password = "s3cr3tpw"
+    expected = "Basic " + __import__("base64").b64encode(f"bob:{password}".encode()).decode()
+    with serving(HTTPServer()) as srv:
+        srv.routes["/app.tgz"] = lambda req: (
+            Reply(200, make_tar(CHILD)) if req.headers.get("authorization") == expected else Reply(401)
+        )
+        root = remote_root(tmp_path, f"http://bob:{password}@{srv.host}/app.tgz")
+        out = tmp_path / "out"
+        proc = flatten("build", root, "--out", out, tmp=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        srv.routes["/app.tgz"] = Reply(401)
+        (root / "main.tf").write_text((root / "main.tf").read_text().replace("app.tgz", "other.tgz"))
+        failed = flatten("build", root, "--out", tmp_path / "out2", tmp=tmp_path)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    shown = proc.stderr + failed.stderr + "".join(
+        p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()
+    )
+    assert password not in shown
+    assert "bob:***@" in (out / MANIFEST_NAME).read_text()

@@ -6,14 +6,33 @@ The long run (at least 100,000 inputs) is scripts/fuzz; docs/reliability.md reco
 from __future__ import annotations
 
 import os
+import random
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from fuzzing import check_text, check_tree, inputs
+from fuzzing import (
+    TreeSpec,
+    check_diagnostics,
+    check_text,
+    check_tree,
+    fixtures_strategy,
+    inputs,
+    random_tree,
+    trees_strategy,
+    valid_tree,
+    write_spec,
+)
+from hypothesis import HealthCheck, given, settings
 
+from flatten import parse_cache
+from flatten.diagnostics import Diagnostic, Diagnostics
+from flatten.model import Range
 from flatten.options import Dialect
 
-SHORT = int(os.environ.get("FLATTEN_FUZZ_COUNT", "600"))
+SHORT = int(os.environ.get("FLATTEN_FUZZ_COUNT", "250"))
 
 
 @pytest.mark.parametrize("dialect", [Dialect.TERRAFORM, Dialect.OPENTOFU])
@@ -53,3 +72,70 @@ def test_symlink_loop_and_unreadable_file(tree, tmp_path: Path) -> None:
         assert "Unreadable module directory" in summaries or diags.has_errors
     finally:
         (root / "secret.tf").chmod(0o644)
+
+
+# -- module trees and mutated samples / conformance cases, through the whole build pipeline ------------
+
+TREES = int(os.environ.get("FLATTEN_FUZZ_TREES", "40"))
+FUZZ = settings(
+    max_examples=TREES,
+    deadline=None,
+    database=None,
+    derandomize=True,  # the same examples on every run: the short mode is a regression test
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@pytest.fixture(autouse=True)
+def no_parse_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(parse_cache._CACHE, "cache", None)  # never fill the user's cache
+
+
+def build_spec(spec: TreeSpec, dialect: Dialect) -> Diagnostics:
+    with tempfile.TemporaryDirectory() as tmp:
+        return check_tree(write_spec(Path(tmp) / "src", spec), dialect)
+
+
+@FUZZ
+@given(spec=trees_strategy)
+def test_random_module_trees_only_diagnose(spec: TreeSpec) -> None:
+    for dialect in Dialect:
+        build_spec(spec, dialect)
+
+
+@FUZZ
+@given(case=fixtures_strategy)
+def test_mutated_samples_and_conformance_cases_only_diagnose(case: tuple[str, TreeSpec]) -> None:
+    build_spec(case[1], Dialect.OPENTOFU if case[0].startswith("cases/") else Dialect.TERRAFORM)
+
+
+def test_random_trees_through_the_command_line(tmp_path: Path) -> None:
+    rnd = random.Random(2024)
+    codes = []
+    for i, spec in enumerate([valid_tree(rnd), random_tree(rnd), random_tree(rnd)]):
+        root = write_spec(tmp_path / f"t{i}" / "src", spec)
+        out = tmp_path / f"t{i}" / "out"
+        proc = subprocess.run(
+            [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out), "--offline"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "FLATTEN_PARSE_CACHE": "off"},
+            timeout=120,
+        )
+        assert proc.returncode in (0, 1), proc.stderr
+        assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+        if proc.returncode == 1:
+            assert "Error: " in proc.stderr and " on " in proc.stderr
+            assert not (tmp_path / f"t{i}" / "out").exists()
+        codes.append(proc.returncode)
+    assert codes[0] == 0, "a valid tree builds"
+
+
+def test_the_checker_can_fail() -> None:
+    """The invariant checks reject what they must, so a passing fuzz run means something."""
+    with pytest.raises(AssertionError, match="without a location"):
+        check_diagnostics(Diagnostics([Diagnostic.error("Something", "no range")]))
+    in_child = Range.point("modules/a/main.tf", 1, 1, 0)
+    with pytest.raises(AssertionError, match="module path"):
+        check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child)]))
+    check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child, module="module.a")]))

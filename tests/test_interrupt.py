@@ -1,9 +1,15 @@
-"""Interrupted and concurrent builds: the output is never half-written, nothing is left behind."""
+"""Interrupted and concurrent builds: the output is never half-written, nothing is left behind.
+
+Signals arrive at random points of a real ``flatten build`` process (start-up, loading, writing,
+swapping); afterwards the output directory is either the previous build or the new one (checked
+against its manifest digest) and no temporary directory remains beside it.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import signal
 import subprocess
@@ -12,6 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from flatten import emit
 
 RESOURCE = 'resource "terraform_data" "r{i}" {{\n  input = "${{local.p}}-{i}-{tag}"\n}}\n'
 
@@ -34,11 +42,24 @@ def consistent(out: Path) -> str:
 
 
 def start(root: Path, out: Path) -> subprocess.Popen[bytes]:
+    # stderr goes to a pipe: a process that leaves a child behind holding it makes communicate()
+    # hang, which is a failure too (see test_terminated_build_leaves_no_worker_processes).
     return subprocess.Popen(
         [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        env={**os.environ, "FLATTEN_PARSE_CACHE": "off"},
     )
+
+
+def no_uncaught_traceback(stderr: bytes) -> bool:
+    """True unless stderr holds a traceback other than CPython's "Exception ignored in" reports.
+
+    A SIGINT that lands inside an import-machinery weakref callback is reported by CPython as an
+    unraisable exception ("Exception ignored in: <function _get_module_lock.<locals>.cb>") and the
+    program goes on; flatten cannot catch it (docs/reliability.md). Every other traceback is a bug.
+    """
+    return stderr.count(b"Traceback") == stderr.count(b"Exception ignored in")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -55,7 +76,10 @@ def test_interrupted_builds_leave_previous_output_intact(tmp_path: Path, sig: si
         time.sleep(rnd.uniform(0, duration * 1.1))
         proc.send_signal(sig)
         _, stderr = proc.communicate()
-        assert b"Traceback" not in stderr, stderr.decode()
+        # Exit codes: finished (0), interrupted by flatten's handlers (130 / 143), or killed by the
+        # signal before Python installed any handler. Anything else is an unhandled exception.
+        assert proc.returncode in (0, 130, 143, -sig), (proc.returncode, stderr.decode())
+        assert no_uncaught_traceback(stderr), stderr.decode()
         tag = consistent(out)
         assert tag in {"old", *(f"new{i}" for i in range(attempt + 1))}
         assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"], "temporary directory left behind"
@@ -70,3 +94,90 @@ def test_concurrent_builds_into_one_output(tmp_path: Path) -> None:
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
     assert consistent(out) in {"a", "b"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "out"]
+
+
+def test_failed_write_leaves_previous_output_and_no_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    emit.write_tree(out, {"main.tf.json": b"old\n", emit.MANIFEST_NAME: b"{}\n"})
+    calls = []
+
+    def failing(path: Path, data: bytes) -> int:
+        calls.append(path)
+        if len(calls) > 3:
+            raise OSError(28, "No space left on device")
+        return real(path, data)
+
+    real = Path.write_bytes
+    monkeypatch.setattr(Path, "write_bytes", lambda self, data: failing(self, data))
+    files = {f"f{i}.json": b"new\n" for i in range(10)} | {emit.MANIFEST_NAME: b"{}\n"}
+    with pytest.raises(OSError):
+        emit.write_tree(out, files)
+    monkeypatch.undo()
+    assert (out / "main.tf.json").read_bytes() == b"old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_leftovers_of_a_killed_build_are_removed_by_the_next(tmp_path: Path) -> None:
+    root, out = tmp_path / "src", tmp_path / "out"
+    make_tree(root, "old", files=2)
+    stale = tmp_path / ".out.flatten-killed"  # what SIGKILL during a write leaves behind
+    (stale / "modules").mkdir(parents=True)
+    (stale / "main.tf.json").write_text("half")
+    assert start(root, out).wait() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"]
+    assert consistent(out) == "old"
+
+
+def test_a_build_waits_for_the_lock_on_the_output(tmp_path: Path) -> None:
+    """The lock is real: while another holder has it, a build does not touch --out."""
+    root, out = tmp_path / "src", tmp_path / "out"
+    make_tree(root, "new", files=2)
+    with emit._locked(tmp_path):  # the lock write_tree takes (on the parent of --out)
+        proc = start(root, out)
+        time.sleep(3)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert not out.exists()
+    assert proc.wait(timeout=60) == 0
+    assert consistent(out) == "new"
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(x) for x in f.read().split()}
+    except OSError:
+        return set()
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="needs Linux /proc and 2 CPUs"
+)
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug in flatten/parse_cache.py: the prefetch ProcessPoolExecutor's forked workers outlive a "
+    "build killed by SIGTERM (orphaned, waiting forever, holding stderr open; reported)",
+)
+def test_terminated_build_leaves_no_worker_processes(tmp_path: Path) -> None:
+    root, out = tmp_path / "src", tmp_path / "out"
+    make_tree(root, "x", files=120, per_file=60)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache"), "FLATTEN_PARSE_CACHE": "on"},
+    )
+    workers: set[int] = set()
+    deadline = time.monotonic() + 20
+    while not workers and proc.poll() is None and time.monotonic() < deadline:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    time.sleep(2)
+    alive = {w for w in workers if Path(f"/proc/{w}").exists()}
+    for w in alive:  # clean up what the bug leaves behind (our own processes, by id)
+        os.kill(w, signal.SIGKILL)
+    assert workers, "the build finished before it started any worker"
+    assert not alive, f"worker processes left running: {sorted(alive)}"

@@ -23,8 +23,8 @@ import networkx as nx
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import dumps, module_json
 from flatten.fields import top_schema
-from flatten.files import is_ignored_name, split_extension
 from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
+from flatten.layout import copy_boundary, module_copies
 from flatten.model import Attribute, Block, Body, Expr, Module, Range
 from flatten.options import Dialect, Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
@@ -36,7 +36,6 @@ from ._step import Context, Work, inline_call
 
 __all__ = ["InlineResult", "InlinedGraph", "KeptCall", "inline_graph", "move_address", "split_address"]
 
-_SKIP_SUFFIXES = (".tfstate", ".tfstate.backup", ".tfplan", ".tftest.hcl", ".tftest.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,36 +107,17 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
     return module_dir
 
 
-def _copied(name: str, dialect: Dialect) -> bool:
-    return split_extension(name, dialect) is None and not name.endswith(_SKIP_SUFFIXES)
-
-
-def _files(dialect: Dialect) -> Callable[[ModuleNode, str], dict[str, Path]]:
+def _files(dialect: Dialect, root: Path) -> Callable[[ModuleNode, str], dict[str, Path]]:
+    # The same walk the output layout uses, so an inlined module carries exactly the files (and
+    # refuses exactly the escaping or looping symlinks) it would carry as a vendored module.
     def files(node: ModuleNode, dest: str) -> dict[str, Path]:
-        out: dict[str, Path] = {}
-
-        def visit(current: Path, rel: str, depth: int) -> None:
-            try:
-                entries = sorted(os.scandir(current), key=lambda e: e.name)
-            except OSError:
-                return
-            for entry in entries:
-                if is_ignored_name(entry.name):
-                    continue
-                path = Path(entry.path)
-                child_rel = f"{rel}/{entry.name}" if rel else entry.name
-                if entry.is_dir():
-                    holds_config = any(
-                        split_extension(e.name, dialect) for e in os.scandir(path) if e.is_file()
-                    )
-                    if depth < 32 and not holds_config:
-                        visit(path, child_rel, depth + 1)
-                elif entry.is_file() and _copied(entry.name, dialect):
-                    out[f"{dest}/{child_rel}"] = path
-
-        if node.directory is not None:
-            visit(node.directory, "", 0)
-        return out
+        if node.directory is None:
+            return {}
+        boundary = copy_boundary(node, root)
+        # An inlined module is never laid out, so its refused symlinks are left out without a warning.
+        return module_copies(
+            node.directory, dest, dialect=dialect, is_root=False, boundary=boundary, skipped=[]
+        )
 
     return files
 
@@ -367,7 +347,7 @@ def inline_graph(
         top_schema(options.dialect),
         ProviderNames(wiring, naming),
         _module_dir(root_dir),
-        _files(options.dialect),
+        _files(options.dialect, root_dir),
     )
     walk = _Walk(ctx, graph, wiring, only)
     root = walk.process(graph.root)

@@ -382,7 +382,8 @@ class RemoteFetcher:
         changes = [
             f"{what} {old} → {new}"
             for what, old, new in (
-                ("address", locked.address, package.address),
+                # The manifest keeps addresses with their passwords hidden; compare them that way.
+                ("address", locked.address, redact_url(package.address)),
                 ("version", locked.version, package.version),
                 ("commit", locked.commit, package.commit),
                 ("digest", locked.digest, package.digest),

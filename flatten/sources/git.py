@@ -14,21 +14,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from flatten.redact import redact_url
 from flatten.sources.package import FetchError
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
 
 _SHA_RE = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-_USERINFO_RE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@:\s]*):[^/@\s]*@")
-
-
-def redact_url(text: str) -> str:
-    """Return ``text`` with the password of every ``scheme://user:password@`` URL hidden.
-
-    >>> redact_url("fatal: https://me:s3cret@h/x.git not found")
-    'fatal: https://me:***@h/x.git not found'
-    """
-    return _USERINFO_RE.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
 
 
 def _env() -> dict[str, str]:

@@ -8,6 +8,8 @@ status is returned to the caller, who knows what it means.
 
 from __future__ import annotations
 
+import base64
+import http.client
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -62,12 +64,24 @@ class HttpClient:
         self._opener = urllib.request.build_opener(_NoRaise())
 
     def _request(self, url: str, headers: Mapping[str, str]) -> urllib.request.Request:
+        # go-getter sends a URL's user:password as basic authentication; urllib would instead put
+        # the userinfo into the Host header and fail, quoting the password in its error.
+        parts = urllib.parse.urlsplit(url)
+        basic: str | None = None
+        if parts.username is not None or parts.password is not None:
+            user = urllib.parse.unquote(parts.username or "")
+            password = urllib.parse.unquote(parts.password or "")
+            basic = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+            netloc = parts.netloc.rpartition("@")[2]
+            url = urllib.parse.urlunsplit(parts._replace(netloc=netloc))
         req = urllib.request.Request(url, method="GET")
         req.add_header("User-Agent", f"flatten/{__version__}")
         for name, value in headers.items():
             req.add_header(name, value)
         token = self._tokens.get(url_host(url))
-        if token is not None:
+        if basic is not None:
+            req.add_unredirected_header("Authorization", f"Basic {basic}")
+        elif token is not None:
             req.add_unredirected_header("Authorization", f"Bearer {token.reveal()}")
         return req
 
@@ -82,8 +96,8 @@ class HttpClient:
                 return Response(resp.status, resp.geturl(), hdrs, body)
         except FetchError:
             raise
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            reason = redact_url(str(getattr(exc, "reason", exc)))
             raise FetchError(f"request to {redact_url(url)} failed: {reason}") from None
 
     def download(self, url: str, dest: Path, *, limit: int) -> Response:
@@ -108,6 +122,6 @@ class HttpClient:
                 return Response(resp.status, resp.geturl(), hdrs)
         except FetchError:
             raise
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            reason = redact_url(str(getattr(exc, "reason", exc)))
             raise FetchError(f"download from {redact_url(url)} failed: {reason}") from None
