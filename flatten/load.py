@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flatten import build_cache
 from flatten.decode import check_file, check_versions, incompatible, superseded
 from flatten.diagnostics import Diagnostics
 from flatten.files import ConfigFile, list_config_files
@@ -26,12 +27,19 @@ def display_path(path: Path, root: Path) -> str:
     return Path(rel).as_posix()
 
 
-def load_file(entry: ConfigFile, *, root: Path, options: Options) -> tuple[ParsedFile, Diagnostics]:
-    """Return one file parsed into the representation, and its diagnostics."""
+def load_file(
+    entry: ConfigFile, *, root: Path, options: Options, raw: bytes | None = None
+) -> tuple[ParsedFile, Diagnostics]:
+    """Return one file parsed into the representation, and its diagnostics.
+
+    ``raw`` is the file's content when the caller has already read it (the module cache keys
+    exactly the bytes that are parsed).
+    """
     diags = Diagnostics()
     name = display_path(entry.path, root)
     try:
-        raw = entry.path.read_bytes()
+        if raw is None:
+            raw = entry.path.read_bytes()
     except OSError as exc:
         diags.error(
             "Failed to read file",
@@ -81,9 +89,49 @@ def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[Par
             f"{exc.strerror or exc}.",
         )
         return [], diags
+    # Performance (docs/performance.md, "Module cache"): a module whose files, names and options
+    # are unchanged comes back from flatten/build_cache.py with its merge result, which
+    # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed.
+    raws: list[bytes] | None = None
+    key = ""
+    rel = display_path(directory, root)
+    if build_cache.enabled():
+        paths = [entry.path for entry in listing.files]
+        known = build_cache.preread(directory, root, options, paths)
+        if known is not None:
+            found = build_cache.take(known, rel, options)
+            if found is not None:
+                return found
+        try:
+            raws = [entry.path.read_bytes() for entry in listing.files]
+        except OSError:
+            raws = None  # load_file reports it; such a module is not cached
+        if raws is not None:
+            key = build_cache.module_key(
+                rel,
+                [
+                    (display_path(e.path, root), e.syntax, e.is_override, raw)
+                    for e, raw in zip(listing.files, raws, strict=True)
+                ],
+                options,
+            )
+            found = build_cache.take(key, rel, options)
+            if found is not None:
+                return found
+    files, diags = _load_listing(listing.files, raws, root=root, options=options)
+    if raws is not None:
+        build_cache.loaded(key, rel, options, files, diags)
+    return files, diags
+
+
+def _load_listing(
+    entries: tuple[ConfigFile, ...], raws: list[bytes] | None, *, root: Path, options: Options
+) -> tuple[list[ParsedFile], Diagnostics]:
+    diags = Diagnostics()
     files: list[ParsedFile] = []
-    for entry in listing.files:
-        parsed, file_diags = load_file(entry, root=root, options=options)
+    for i, entry in enumerate(entries):
+        raw = raws[i] if raws is not None else None
+        parsed, file_diags = load_file(entry, root=root, options=options, raw=raw)
         files.append(parsed)
         decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
         diags.extend(superseded(file_diags, decode_diags))

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatten.diagnostics import Diagnostics
-from flatten.model import Attribute, Block, Body, Expr, Pos, Range
+from flatten.model import Body
 from flatten.options import Dialect, Options
 
 if TYPE_CHECKING:
@@ -56,24 +56,13 @@ _BATCH_BYTES = 64_000
 
 Result = tuple[Body, Diagnostics]
 
-# Frozen slotted dataclasses pickle through a Python-level __setstate__, which is as slow as
-# parsing; rebuilding them with their constructors is about three times faster.
-_DISPATCH = {
-    Pos: lambda p: (Pos, (p.line, p.column, p.byte)),
-    Range: lambda r: (Range, (r.filename, r.start, r.end)),
-    Expr: lambda e: (Expr, (e.value, e.range)),
-    Attribute: lambda a: (Attribute, (a.name, a.expr, a.name_range)),
-    Block: lambda b: (Block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
-    Body: lambda b: (Body, (b.items, b.range)),
-}
-
 
 def _dumps(value: object) -> bytes:
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH
-    pickler.dump(value)
-    return buf.getvalue()
+    # Frozen slotted dataclasses pickle through a Python-level __setstate__, which is as slow as
+    # parsing; flatten.build_cache rebuilds them through their slots, several times faster.
+    from flatten.build_cache import dumps
+
+    return dumps(value)
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -248,9 +237,12 @@ _WRITERS: list[_Writer] = []
 
 
 def finish() -> None:
-    """Wait until every cache entry ``prefetch`` queued is written."""
+    """Wait until every cache entry ``prefetch`` (or the module cache) queued is written."""
     while _WRITERS:
         _WRITERS.pop().close()
+    from flatten import build_cache
+
+    build_cache.finish()
 
 
 def default_cache() -> ParseCache | None:
@@ -305,8 +297,14 @@ def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Resu
     if found is not None:
         return found
     result = _parse(text, name, syntax, options.dialect)
-    cache.store(key, result)
+    if _STORE_PARSES:
+        cache.store(key, result)
     return result
+
+
+# False while prefetch computes whole modules in parallel: their module-cache entries hold every
+# file's parse, so per-file entries are only written for modules built again after an edit.
+_STORE_PARSES = True
 
 
 # -- prefetching ---------------------------------------------------------------------------------
@@ -350,7 +348,11 @@ def prefetch(
     cache = default_cache()
     if cache is None:
         return 0
+    from flatten import build_cache
+
     try:
+        if build_cache.enabled():
+            return _prefetch_modules(root.absolute(), options, workers, meanwhile)
         return _prefetch(root.absolute(), cache, options, workers, meanwhile)
     except Exception:
         return 0
@@ -458,6 +460,184 @@ def _prefetch(
     return done
 
 
+def _cpus(workers: int | None) -> int:
+    if workers:
+        return workers
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, display path
+
+
+def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> list[tuple[str, object]]:
+    """Load and merge each module directory (through load_dir and merge_module, which fill the
+    module cache); return the entries computed, by key, instead of storing them. Per-file parse
+    entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
+    global _STORE_PARSES
+    from flatten import build_cache
+    from flatten.load import load_dir
+    from flatten.merge import merge_module
+
+    def run() -> None:
+        for directory, root, options, rel in jobs:
+            files, _ = load_dir(directory, root=root, options=options)
+            merge_module(files, directory=rel, options=options)
+
+    was, _STORE_PARSES = _STORE_PARSES, store_parses
+    was_enabled = gc.isenabled()
+    gc.disable()  # loading allocates many small objects and frees none of them
+    try:
+        return list(build_cache.capture(run))
+    finally:
+        _STORE_PARSES = was
+        if was_enabled:
+            gc.enable()
+
+
+def _work_modules(jobs: list[_ModuleJob]) -> list[tuple[str, tuple[str, ...], bytes]]:
+    """Worker: compute each module; return each entry's key, module sources and bytes."""
+    from flatten import build_cache
+
+    out = []
+    for key, entry in _compute_modules(jobs):
+        assert isinstance(entry, build_cache.ModuleEntry)
+        calls, data = build_cache.encode(key, entry)
+        out.append((key, calls, data))
+    return out
+
+
+def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
+    total = sum(size for _, size in jobs)
+    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_ModuleJob]] = [[]]
+    acc = 0
+    for job, size in sorted(jobs, key=lambda j: -j[1]):
+        if acc >= limit:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += size
+    return out
+
+
+def _prefetch_modules(
+    root: Path, options: Options, workers: int | None, meanwhile: Callable[[], object] | None
+) -> int:
+    """``prefetch`` with the module cache: whole modules are computed ahead, level by level.
+
+    A module whose entry exists is only read (its bytes wait in ``build_cache.MEMO`` for the
+    build, and its header names the modules it calls). The others are loaded and merged, in
+    worker processes when there are enough files to pay for them; this process takes back the
+    batches no worker has started and keeps those entries as objects. Returns how many files
+    the computed modules hold.
+    """
+    from flatten import build_cache
+    from flatten.files import list_config_files
+    from flatten.load import display_path
+
+    cpus = _cpus(workers)
+    pool: ProcessPoolExecutor | None = None
+    seen = {root.resolve()}
+    level = [root]
+    done = 0
+    try:
+        while level:
+            jobs: list[tuple[_ModuleJob, int]] = []
+            files = 0
+            sources: list[tuple[Path, tuple[str, ...]]] = []
+            owner: dict[str, Path] = {}
+            listed: dict[str, list[Path]] = {}
+            for directory in level:
+                try:
+                    listing = list_config_files(directory, dialect=options.dialect)
+                    raws = [e.path.read_bytes() for e in listing.files]
+                except OSError:
+                    continue
+                rel = display_path(directory, root)
+                key = build_cache.module_key(
+                    rel,
+                    [
+                        (display_path(e.path, root), e.syntax, e.is_override, raw)
+                        for e, raw in zip(listing.files, raws, strict=True)
+                    ],
+                    options,
+                )
+                data = build_cache.read(key)
+                calls = None if data is None else build_cache.entry_calls(data, key)
+                if data is not None and calls is not None:
+                    build_cache.MEMO[key] = data  # the build decodes it from memory
+                    build_cache.note_read(directory, root, options, [e.path for e in listing.files], key)
+                    sources.append((directory, calls))
+                    continue
+                owner[key] = directory
+                listed[key] = [e.path for e in listing.files]
+                jobs.append(((directory, root, options, rel), sum(len(r) for r in raws)))
+                files += len(raws)
+            if jobs:
+                size = sum(n for _, n in jobs)
+                results: list[tuple[str, tuple[str, ...]]] = []
+                if cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                    if pool is None:
+                        pool = _pool(max(cpus - 1, 1))  # this process is the other worker
+                    batches = _module_batches(jobs, cpus)
+                    futures = [pool.submit(_work_modules, b) for b in batches]
+                    if meanwhile is not None:
+                        meanwhile()
+                        meanwhile = None
+                    # Take back, from the end of the queue, batches no worker has started.
+                    for future, batch in zip(reversed(futures), reversed(batches), strict=True):
+                        if not future.cancel():
+                            break
+                        results.extend(_keep(_compute_modules(batch)))
+                    for future in futures:
+                        if not future.cancelled():
+                            for key, calls, data in future.result():
+                                build_cache.MEMO[key] = data
+                                build_cache.store(key, data)
+                                results.append((key, calls))
+                else:
+                    # Too little to pay for processes (typically the modules changed since the last build).
+                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True)))
+                for key, calls in results:
+                    if key in owner:  # else a file changed while it was read: the build reads it again
+                        sources.append((owner[key], calls))
+                        build_cache.note_read(owner[key], root, options, listed[key], key)
+                done += files
+            level = []
+            for directory, calls in sources:
+                for source in calls:
+                    if not source.startswith(("./", "../")):
+                        continue
+                    child = Path(os.path.normpath(directory / source))
+                    try:
+                        real = child.resolve()
+                    except OSError:
+                        continue
+                    if real not in seen and child.is_dir():
+                        seen.add(real)
+                        level.append(child)
+            level.sort()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]]]:
+    """Keep entries computed in this process for the build (as objects) and queue them for writing."""
+    from flatten import build_cache
+
+    out = []
+    for key, entry in computed:
+        assert isinstance(entry, build_cache.ModuleEntry)
+        build_cache.MEMO[key] = entry
+        build_cache.store(key, entry)
+        out.append((key, build_cache.module_sources(entry.module)))
+    return out
+
+
 def _pool(cpus: int) -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -465,7 +645,24 @@ def _pool(cpus: int) -> ProcessPoolExecutor:
     methods = multiprocessing.get_all_start_methods()
     # fork reuses the modules this process already imported: workers start in milliseconds.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(max_workers=cpus, mp_context=context)
+    return ProcessPoolExecutor(
+        max_workers=cpus, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)
+    )
+
+
+def _worker_init(parent: int) -> None:
+    """Make a worker die with the build: killed outright (SIGTERM while prefetching, SIGKILL), the
+    build would otherwise leave its workers waiting forever for work, holding its stderr open."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+    if os.getppid() != parent:  # the build ended before this worker could ask
+        os._exit(0)
 
 
 # -- whole-build records -------------------------------------------------------------------------
@@ -481,7 +678,7 @@ def _pool(cpus: int) -> ProcessPoolExecutor:
 # A stage that starts reading files outside module directories (or hidden ones) must add them to
 # the snapshot (``_snapshot_inputs``); a command-line option this file does not know disables records.
 
-_RECORD_MAGIC = "flatten-build-1"
+_RECORD_MAGIC = "flatten-build-2"
 _ENV_PREFIXES = ("TF_", "FLATTEN_", "XDG_", "TOFU_", "NO_COLOR", "TERM", "COLUMNS", "HOME")
 _MTIME_MARGIN_NS = 2_000_000_000
 
@@ -685,11 +882,25 @@ class _Tee(io.TextIOBase):
         return self.real.errors  # type: ignore[attr-defined,no-any-return]
 
 
+def _stats(inputs: dict[str, object]) -> dict[str, tuple[int, int]]:
+    """Return (size, mtime) of each file a snapshot holds: a cheap first check before the digests."""
+    found = {}
+    for name in inputs:
+        if name.startswith("F"):
+            st = os.stat(name[1:])
+            found[name] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
 def _replay(path: Path, root: Path, out: Path) -> bool:
     try:
         data = path.read_bytes()
-        magic, tops, inputs, outputs, stderr = pickle.loads(data)
+        magic, tops, inputs, stats, outputs, stderr = pickle.loads(data)
         if magic != _RECORD_MAGIC or not tops:
+            return False
+        # A file whose size or mtime differs has changed (or was touched): build, without hashing
+        # every input first. Equal stats prove nothing, so the digests decide a replay.
+        if _stats(inputs) != stats:
             return False
         if _snapshot_inputs(root, tops, None) != inputs or _snapshot_output(out) != outputs:
             return False
@@ -717,6 +928,11 @@ def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
     record = cache.directory.parent / "builds" / _record_key(argv, root, out) if replayable else None
     if record is not None and record.is_file() and _replay(record, root, out):
         return
+    # Before prefetch, which reads inputs too: a record needs every input older than this.
+    started = time.time_ns()
+    from flatten import build_cache
+
+    build_cache.track_modules()  # a one-shot process: output bytes may come from the cache
     prefetch(root, options=Options(dialect=dialect), meanwhile=_import_cli)
     if record is None:
         try:
@@ -724,7 +940,6 @@ def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
         finally:
             finish()
         return
-    started = time.time_ns()
     err, std = _Tee(sys.stderr), _Tee(sys.stdout)
     sys.stderr, sys.stdout = err, std
     code: object = 0
@@ -751,7 +966,7 @@ def _save_record(record: Path, root: Path, out: Path, stderr: str, started_ns: i
             return
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
-        data = pickle.dumps((_RECORD_MAGIC, tops, inputs, _snapshot_output(out), stderr))
+        data = pickle.dumps((_RECORD_MAGIC, tops, inputs, _stats(inputs), _snapshot_output(out), stderr))
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.parent / f".{record.name}.{os.getpid()}.tmp"
         tmp.write_bytes(data)

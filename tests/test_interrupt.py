@@ -154,11 +154,6 @@ def _children(pid: int) -> set[int]:
 @pytest.mark.skipif(
     not Path("/proc/self/task").is_dir() or (os.cpu_count() or 1) < 2, reason="needs Linux /proc and 2 CPUs"
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in flatten/parse_cache.py: the prefetch ProcessPoolExecutor's forked workers outlive a "
-    "build killed by SIGTERM (orphaned, waiting forever, holding stderr open; reported)",
-)
 def test_terminated_build_leaves_no_worker_processes(tmp_path: Path) -> None:
     root, out = tmp_path / "src", tmp_path / "out"
     make_tree(root, "x", files=120, per_file=60)

@@ -1,4 +1,7 @@
-"""The parse cache, parallel prefetching and whole-build records (``flatten.parse_cache``)."""
+"""The parse cache, the module cache, parallel prefetching and whole-build records.
+
+(``flatten.parse_cache`` and ``flatten.build_cache``.)
+"""
 
 from __future__ import annotations
 
@@ -6,14 +9,18 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import write_tree
 
-from flatten import parse_cache
+from flatten import build_cache, merge, parse_cache
 from flatten.build import build
 from flatten.hcl import parse_native
+from flatten.load import load_dir
+from flatten.merge import merge_module
+from flatten.model import Attribute, Block, Body, Expr, Module, Pos, Range
 from flatten.options import Dialect, Options
 
 OLD = 1_000_000_000  # an mtime (2001) safely older than any build
@@ -24,9 +31,20 @@ def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     directory = tmp_path / "cache"
     monkeypatch.setenv("FLATTEN_CACHE_DIR", str(directory))
     monkeypatch.delenv("FLATTEN_PARSE_CACHE", raising=False)
+    monkeypatch.delenv("FLATTEN_MODULE_CACHE", raising=False)
+    _reset(monkeypatch)
+    return directory
+
+
+def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget every cache's in-process state (as a new process would start)."""
+    parse_cache.finish()
     monkeypatch.setattr(parse_cache, "_CACHE", {})
     monkeypatch.setattr(parse_cache, "_MEMO", {})
-    return directory
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    monkeypatch.setattr(build_cache, "MEMO", {})
+    monkeypatch.setattr(build_cache, "PREREAD", {})
+    monkeypatch.setattr(build_cache, "_PENDING", {})
 
 
 def _tree(root: Path, modules: int = 6) -> Path:
@@ -123,23 +141,175 @@ def test_concurrent_writers(_cache_dir: Path) -> None:
     assert len([p for p in (_cache_dir / "parse").rglob("*") if p.is_file()]) == 5
 
 
+def _files(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.is_file()] if directory.exists() else []
+
+
+def _uncached_build(root: Path, monkeypatch: pytest.MonkeyPatch, **options: object) -> dict[str, bytes]:
+    """A fresh build with every cache off (the reference a cached build must equal byte for byte)."""
+    with monkeypatch.context() as m:
+        m.setenv("FLATTEN_PARSE_CACHE", "off")
+        _reset(m)
+        files = build(root, options=Options(**options))[0].files  # type: ignore[arg-type]
+        _reset(m)
+    return files
+
+
+def _boom(*args: object, **kwargs: object) -> None:
+    raise AssertionError("computed again")
+
+
 def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=12)
-    want = build(root, options=Options())[0].files
-    monkeypatch.setattr(parse_cache, "_CACHE", {})
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path / "cache2"))
+    want = _uncached_build(root, monkeypatch)
     monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
     monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
-    assert parse_cache.prefetch(root, options=Options(), workers=2) == 24
+    assert parse_cache.prefetch(root, options=Options(), workers=2) == 25  # 12 modules of 2 files, root
     parse_cache.finish()
-    assert len([p for p in (tmp_path / "cache2" / "parse").rglob("*") if p.is_file()]) == 25
+    cache = tmp_path / "cache"
+    assert len(_files(cache / "modules")) == 13  # one entry per module
+    assert len(_files(cache / "parse")) == 1  # whole modules computed in parallel store no per-file entry
     assert parse_cache.prefetch(root, options=Options(), workers=2) == 0  # everything cached now
-
-    def boom(*args: object) -> None:
-        raise AssertionError("parsed again")
-
-    monkeypatch.setattr(parse_cache, "_parse", boom)
+    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
     assert build(root, options=Options())[0].files == want
+
+
+def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src")
+    assert build(root, options=Options())[0].files == _uncached_build(root, monkeypatch)
+    _reset(monkeypatch)
+    edited = root / "modules" / "m3" / "main.tf"
+    edited.write_text(edited.read_text() + 'output "o" {\n  value = var.v\n}\n')
+    merged: list[str] = []
+    real = merge_module
+
+    def counting(files: list, *, directory: str, options: Options) -> object:  # type: ignore[type-arg]
+        if build_cache.merged(files, directory, options) is None:
+            merged.append(directory)
+        return real(files, directory=directory, options=options)
+
+    monkeypatch.setattr("flatten.graph.merge_module", counting)
+    for prefetch in (False, True):
+        if prefetch:
+            edited.write_text(edited.read_text() + "# again\n")
+            parse_cache.prefetch(root, options=Options())
+        merged.clear()
+        got = build(root, options=Options())[0].files
+        assert merged == ([] if prefetch else ["modules/m3"])  # prefetch merged it already
+        assert got == _uncached_build(root, monkeypatch)
+        assert b'"o"' in got["modules/m3/main.tf.json"]
+        _reset(monkeypatch)
+
+
+def test_cached_build_equals_uncached_for_every_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=3)
+    for options in ({"provenance": True}, {"dialect": Dialect.OPENTOFU}, {}, {"provenance": True}):
+        want = _uncached_build(root, monkeypatch, **options)
+        for _ in range(2):  # computed, then from the cache
+            assert build(root, options=Options(**options))[0].files == want  # type: ignore[arg-type]
+            _reset(monkeypatch)
+
+
+def test_module_key_covers_content_names_options_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = [("m/a.tf", "native", False, b"a = 1\n"), ("m/o_override.tf", "native", True, b"")]
+    base = build_cache.module_key("m", files, Options())
+    assert base == build_cache.module_key("m", list(files), Options())
+    assert base != build_cache.module_key("n", files, Options())
+    assert base != build_cache.module_key("m", [("m/a.tf", "native", False, b"a = 2\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", [("m/b.tf", "native", False, b"a = 1\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", [("m/a.tf", "native", True, b"a = 1\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", files[:1], Options())
+    assert base != build_cache.module_key("m", files, Options(provenance=True))
+    assert base != build_cache.module_key("m", files, Options(dialect=Dialect.OPENTOFU))
+    monkeypatch.setitem(build_cache._STATE, "version", "another flatten")
+    assert base != build_cache.module_key("m", files, Options())
+
+
+def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "src", modules=1)
+    want = build(root, options=Options())[0].files
+    parse_cache.finish()
+    entries = _files(tmp_path / "cache" / "modules")
+    assert len(entries) == 2
+    good = {p: p.read_bytes() for p in entries}
+    for junk in (b"", b"garbage", b"flatten-module-1\n\x00\x00", good[entries[0]][:-7], good[entries[1]]):
+        for p in entries:
+            p.write_bytes(junk)
+        _reset(monkeypatch)
+        assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
+    for p in entries:  # rewritten, holding what they held
+        assert build_cache.decode(p.read_bytes(), p.name) == build_cache.decode(good[p], p.name) is not None
+
+
+def test_merge_uses_the_stored_result_only_for_the_list_load_dir_returned(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "src", modules=1)
+    directory = root / "modules" / "m0"
+    files, _ = load_dir(directory, root=root, options=Options())
+    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    parse_cache.finish()
+    files, _ = load_dir(directory, root=root, options=Options())  # from the cache now
+    assert build_cache.merged(list(files), "modules/m0", Options()) is None  # another list
+    assert build_cache.merged(files, "elsewhere", Options()) is None  # another directory: no result
+    files, _ = load_dir(directory, root=root, options=Options())
+    files.pop()  # the caller changed the list: merged again, not taken from the cache
+    assert merge_module(files, directory="modules/m0", options=Options())[0] != want
+    files, _ = load_dir(directory, root=root, options=Options())
+    assert merge_module(files, directory="modules/m0", options=Options())[0] == want
+
+
+def test_module_cache_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
+    root = _tree(tmp_path / "src", modules=2)
+    build(root, options=Options())
+    parse_cache.finish()
+    assert not _files(tmp_path / "cache" / "modules") and _files(tmp_path / "cache" / "parse")
+
+
+def test_fast_constructors_build_the_same_objects() -> None:
+    a, b = build_cache.make_pos(1, 2, 3), Pos(1, 2, 3)
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b) and not (a < b)
+    r = build_cache.make_range("f.tf", a, build_cache.make_pos(2, 1, 9))
+    assert r == Range("f.tf", b, Pos(2, 1, 9)) and str(r) == "f.tf:1,2-2,1"
+    e = build_cache.make_expr("${x}", r)
+    attr = build_cache.make_attribute("a", e, r)
+    body = build_cache.make_body((attr,), r)
+    block = build_cache.make_block("t", ("l",), body, r, (r,), ())
+    assert block == Block("t", ("l",), Body((Attribute("a", Expr("${x}", r), r),), r), r, (r,))
+    with pytest.raises(AttributeError):
+        a.line = 5  # type: ignore[misc]
+    import pickle
+
+    assert pickle.loads(build_cache.dumps(block)) == block
+
+
+def test_concurrent_builds_share_the_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "src", modules=10)
+    want = _uncached_build(root, monkeypatch)
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "shared")}
+
+    def start(i: int) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "flatten", "build", str(root), "--out", str(tmp_path / f"out{i}")]
+        return subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+
+    for rounds in range(3):
+        if rounds == 2:  # an edit between rounds: some modules from the cache, one computed again
+            (root / "modules" / "m4" / "main.tf").write_text('variable "v" {\n  default = 44\n}\n')
+            want = _uncached_build(root, monkeypatch)
+        procs = [start(i) for i in range(4)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        for i in range(4):
+            out = tmp_path / f"out{i}"
+            got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+            assert got == want
+    assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_prefetch_never_raises(tmp_path: Path) -> None:
@@ -228,3 +398,48 @@ def test_entry_point_end_to_end(tmp_path: Path) -> None:
         outs.append(proc.stderr)
     assert outs[0] == outs[1] and "wrote" in outs[0]
     assert list((tmp_path / "c" / "builds").iterdir())
+
+
+def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from flatten.emit import dumps, module_json
+
+    root = _tree(tmp_path / "src", modules=2)
+    (root / "locals.tf").write_text("locals {\n  a = 1\n}\n")
+    computed: list[int] = []
+
+    def emit(module: Module) -> Callable[[], bytes]:
+        def compute() -> bytes:
+            computed.append(1)
+            return dumps(module_json(module)).encode()
+
+        return compute
+
+    def load() -> Module:
+        files, _ = load_dir(root, root=root, options=Options())
+        return merge_module(files, directory=".", options=Options())[0]
+
+    untracked = load()
+    assert build_cache.emitted(untracked, untracked, False, emit(untracked)) == emit(untracked)()
+    computed.clear()
+    for _ in range(2):
+        _reset(monkeypatch)
+        build_cache.track_modules()
+        module = load()
+        want = dumps(module_json(module)).encode()
+        assert build_cache.emitted(module, module, False, emit(module)) == want
+        parse_cache.finish()
+    assert computed == [1]  # the second time from the cache
+    calls = [replace(b, labels=("renamed",)) if b.type == "module" else b for b in module.blocks]
+    other = replace(module, blocks=tuple(calls))
+    assert build_cache.emitted(module, other, False, emit(other)) == emit(other)()
+    assert build_cache.emitted(module, module, True, emit(module)) == want
+    assert len(computed) == 4  # another call block, provenance: other keys
+    changed = replace(module, blocks=tuple(replace(b, labels=()) if b.type == "locals" else b for b in calls))
+    computed.clear()
+    for _ in range(2):
+        build_cache.emitted(module, changed, False, emit(changed))
+    assert computed == [1, 1]  # a block other than a module call differs: never cached

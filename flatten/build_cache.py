@@ -1,0 +1,601 @@
+"""The module cache: each module directory's loaded files and merged module, by content.
+
+A rebuild after one edit should redo only the module that changed. ``load_dir`` (load.py) and
+``merge_module`` (merge.py) are pure functions of a module directory's configuration files (their
+names relative to the build root, syntax, override flag and bytes), the directory's display path
+and the options, so both results are stored together, in one entry, under a digest of exactly
+those inputs and of the code that computes them (``version``: every flatten source file,
+python-hcl2's and lark's files, Python's version). Rule for the whole file: an entry is only ever
+a pure function of its key, so a stale entry can never be read; a missing, unreadable or corrupt
+entry is a miss and is rewritten.
+
+How the two stages find each other: on a hit ``load_dir`` returns the stored files and remembers,
+for the very list object it returned, the stored merge result; ``merge_module`` called with that
+list (same objects, same directory, same options) returns it without merging. On a miss
+``merge_module`` stores the entry once it has merged. Any other caller just computes.
+
+Entries live beside the parse cache (``<cache root>/modules/<key[:2]>/<key>``); writes are a
+temporary file renamed into place, so concurrent builds never see half an entry.
+``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
+Stored files and the merged module are pickled together, so the blocks they share are stored and
+rebuilt once. Nothing here raises for cache trouble.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from flatten.diagnostics import Diagnostic, Diagnostics
+from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range
+from flatten.options import Options
+
+__all__ = [
+    "ModuleEntry",
+    "dumps",
+    "emitted",
+    "enabled",
+    "entry_calls",
+    "finish",
+    "loaded",
+    "make_attribute",
+    "make_block",
+    "make_body",
+    "make_expr",
+    "make_pos",
+    "make_range",
+    "make_range_at",
+    "merge_done",
+    "merged",
+    "module_key",
+    "module_key_of",
+    "take",
+    "track_modules",
+    "version",
+]
+
+SCHEMA_VERSION = 1  # bump when the stored form changes
+_MAGIC = b"flatten-module-1\n"
+
+# -- fast construction of the model's frozen dataclasses -----------------------------------------
+# A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
+# Pos); setting the slots through their member descriptors gives the same object in a third of
+# the time. Positions and ranges are most of what a parse or a cache entry holds (310,000 Pos and
+# 155,000 Range objects for the 200-module benchmark tree). Valid because these classes have no
+# ``__post_init__`` (tests/test_parse_cache.py checks the results are equal to constructed ones).
+_new = object.__new__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
+    return tuple(cls.__dict__[n].__set__ for n in names)
+
+
+_POS_L, _POS_C, _POS_B = _setters(Pos, "line", "column", "byte")
+_RANGE_F, _RANGE_S, _RANGE_E = _setters(Range, "filename", "start", "end")
+_EXPR_V, _EXPR_R = _setters(Expr, "value", "range")
+_ATTR_N, _ATTR_E, _ATTR_R = _setters(Attribute, "name", "expr", "name_range")
+_BLOCK = _setters(Block, "type", "labels", "body", "range", "label_ranges", "origins")
+_BODY_I, _BODY_R = _setters(Body, "items", "range")
+
+
+def make_pos(line: int, column: int, byte: int) -> Pos:
+    """Return ``Pos(line, column, byte)``, built about three times faster."""
+    p = _new(Pos)
+    _POS_L(p, line)
+    _POS_C(p, column)
+    _POS_B(p, byte)
+    return p
+
+
+def make_range(filename: str, start: Pos, end: Pos) -> Range:
+    """Return ``Range(filename, start, end)``, built about three times faster."""
+    r = _new(Range)
+    _RANGE_F(r, filename)
+    _RANGE_S(r, start)
+    _RANGE_E(r, end)
+    return r
+
+
+def make_range_at(
+    filename: str, line: int, column: int, byte: int, end_line: int, end_column: int, end_byte: int
+) -> Range:
+    """Return ``Range(filename, Pos(line, column, byte), Pos(end_line, end_column, end_byte))``.
+
+    One call for a range and both its positions: how cache entries store ranges (a quarter
+    faster to load than three calls; equal positions are no longer one object, which no one sees).
+    """
+    start = _new(Pos)
+    _POS_L(start, line)
+    _POS_C(start, column)
+    _POS_B(start, byte)
+    end = _new(Pos)
+    _POS_L(end, end_line)
+    _POS_C(end, end_column)
+    _POS_B(end, end_byte)
+    r = _new(Range)
+    _RANGE_F(r, filename)
+    _RANGE_S(r, start)
+    _RANGE_E(r, end)
+    return r
+
+
+def make_expr(value: object, range: Range) -> Expr:
+    """Return ``Expr(value, range)``, built faster."""
+    e = _new(Expr)
+    _EXPR_V(e, value)
+    _EXPR_R(e, range)
+    return e
+
+
+def make_attribute(name: str, expr: Expr, name_range: Range) -> Attribute:
+    """Return ``Attribute(name, expr, name_range)``, built faster."""
+    a = _new(Attribute)
+    _ATTR_N(a, name)
+    _ATTR_E(a, expr)
+    _ATTR_R(a, name_range)
+    return a
+
+
+def make_block(*values: object) -> Block:
+    """Return ``Block(type, labels, body, range, label_ranges, origins)`` (all six), built faster."""
+    b = _new(Block)
+    for setter, value in zip(_BLOCK, values, strict=True):
+        setter(b, value)
+    return b
+
+
+def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body:
+    """Return ``Body(items, range)``, built faster."""
+    b = _new(Body)
+    _BODY_I(b, items)
+    _BODY_R(b, range)
+    return b
+
+
+def _fields(obj: object) -> tuple[object, ...]:
+    return tuple(getattr(obj, f.name) for f in fields(obj))  # type: ignore[arg-type]
+
+
+# Frozen slotted dataclasses otherwise pickle through a Python-level __setstate__, which is as slow
+# as parsing. Each class here is rebuilt by one call to a module-level function (pickled by name).
+DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
+    Pos: lambda p: (make_pos, (p.line, p.column, p.byte)),
+    Range: lambda r: (
+        make_range_at,
+        (r.filename, r.start.line, r.start.column, r.start.byte, r.end.line, r.end.column, r.end.byte),
+    ),
+    Expr: lambda e: (make_expr, (e.value, e.range)),
+    Attribute: lambda a: (make_attribute, (a.name, a.expr, a.name_range)),
+    Block: lambda b: (make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
+    Body: lambda b: (make_body, (b.items, b.range)),
+    ParsedFile: lambda f: (ParsedFile, _fields(f)),
+    Module: lambda m: (Module, _fields(m)),
+    Diagnostic: lambda d: (Diagnostic, _fields(d)),
+}
+
+
+def dumps(value: object) -> bytes:
+    """Pickle ``value`` with the model's fast reconstructors (``pickle.loads`` reads it)."""
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = DISPATCH  # type: ignore[assignment]
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+# -- keys ----------------------------------------------------------------------------------------
+
+_STATE: dict[str, object] = {}
+
+
+def enabled() -> bool:
+    """Return whether the module cache is on (see the module docstring for the switches)."""
+    on = _STATE.get("enabled")
+    if on is None:
+        off = ("0", "off", "no", "false")
+        on = not (
+            os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in off
+            or os.environ.get("FLATTEN_MODULE_CACHE", "").lower() in off
+        )
+        _STATE["enabled"] = on
+    return bool(on)
+
+
+def _directory() -> Path:
+    found = _STATE.get("directory")
+    if found is None:
+        from flatten.parse_cache import cache_root
+
+        found = _STATE["directory"] = cache_root() / "modules"
+    assert isinstance(found, Path)
+    return found
+
+
+def version() -> str:
+    """Return the tag of the code that computes an entry: flatten's source, parser libraries, Python."""
+    found = _STATE.get("version")
+    if found is None:
+        from flatten.parse_cache import parser_version
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())
+        here = Path(__file__).parent
+        for path in sorted(here.rglob("*.py")):
+            h.update(path.relative_to(here).as_posix().encode() + b"\0")
+            try:
+                h.update(path.read_bytes())
+            except OSError:
+                h.update(b"?")
+        found = _STATE["version"] = h.hexdigest()
+    assert isinstance(found, str)
+    return found
+
+
+def _options_key(options: Options) -> str:
+    return repr(tuple((f.name, getattr(options, f.name)) for f in fields(options)))
+
+
+def module_key(directory: str, files: Sequence[tuple[str, str, bool, bytes]], options: Options) -> str:
+    """Return a module's key: its display path, each file's (display name, syntax, override, bytes)
+    and the options."""
+    h = hashlib.blake2b(digest_size=20)
+    head = (version(), directory, _options_key(options), [(n, s, o, len(b)) for n, s, o, b in files])
+    h.update(repr(head).encode("utf-8", "surrogatepass"))
+    for _, _, _, raw in files:
+        h.update(raw)
+    return h.hexdigest()
+
+
+# -- entries -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleEntry:
+    """What one entry holds: ``load_dir``'s result and ``merge_module``'s, as computed together."""
+
+    directory: str  # the display path the key covers
+    files: tuple[ParsedFile, ...]
+    load_diags: tuple[Diagnostic, ...]
+    merge_directory: str  # the ``directory`` merge_module was called with
+    module: Module
+    merge_diags: tuple[Diagnostic, ...]
+
+
+def module_sources(module: Module) -> tuple[str, ...]:
+    """Return the ``source`` of each module call in ``module``, as written."""
+    out = []
+    for block in module.blocks_of("module"):
+        attr = block.body.attribute("source")
+        if attr is not None and isinstance(attr.value, str):
+            out.append(attr.value)
+    return tuple(out)
+
+
+def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
+    """Return the module sources an entry calls, and its bytes: a header (key, sources), then the entry."""
+    calls = module_sources(entry.module)
+    header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
+    body = dumps(
+        (
+            entry.directory,
+            entry.files,
+            entry.load_diags,
+            entry.merge_directory,
+            entry.module,
+            entry.merge_diags,
+        )
+    )
+    return calls, _MAGIC + len(header).to_bytes(4, "big") + header + body
+
+
+def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
+    try:
+        if not data.startswith(_MAGIC):
+            return None
+        at = len(_MAGIC)
+        size = int.from_bytes(data[at : at + 4], "big")
+        stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
+        if stored != key:
+            return None
+        return tuple(calls), at + 4 + size
+    except Exception:  # a corrupt entry is a miss
+        return None
+
+
+def entry_calls(data: bytes, key: str) -> tuple[str, ...] | None:
+    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s entry."""
+    found = _split(data, key)
+    return None if found is None else found[0]
+
+
+def decode(data: bytes, key: str) -> ModuleEntry | None:
+    """Return the entry in ``data`` when it is ``key``'s and intact, else None."""
+    found = _split(data, key)
+    if found is None:
+        return None
+    try:
+        value = pickle.loads(data[found[1] :])
+        entry = ModuleEntry(*value)
+    except Exception:
+        return None
+    if not isinstance(entry.module, Module) or not all(isinstance(f, ParsedFile) for f in entry.files):
+        return None
+    return entry
+
+
+def _path(key: str) -> Path:
+    return _directory() / key[:2] / key
+
+
+def read(key: str) -> bytes | None:
+    """Return the stored bytes of ``key``'s entry, or None."""
+    try:
+        return _path(key).read_bytes()
+    except OSError:
+        return None
+
+
+def write(key: str, data: bytes) -> None:
+    """Write an entry: a temporary file renamed into place (failures are ignored)."""
+    tmp: Path | None = None
+    try:
+        path = _path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except Exception:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+class _Writer:
+    """Encodes and writes entries on a background thread (file creation is slow; it releases the GIL)."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self.queue: queue.SimpleQueue[tuple[str, bytes | ModuleEntry] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="flatten-module-cache", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            key, value = item
+            try:
+                write(key, value if isinstance(value, bytes) else encode(key, value)[1])
+            except Exception:
+                continue
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+
+_WRITER: list[_Writer] = []
+
+
+def finish() -> None:
+    """Wait until every entry queued for writing is written."""
+    while _WRITER:
+        _WRITER.pop().close()
+
+
+def store(key: str, value: bytes | ModuleEntry, *, background: bool = True) -> None:
+    """Write ``key``'s entry, on the background writer unless told otherwise."""
+    if not background:
+        write(key, value if isinstance(value, bytes) else encode(key, value)[1])
+        return
+    if not _WRITER:
+        _WRITER.append(_Writer())
+    _WRITER[0].queue.put((key, value))
+
+
+# Entries read or computed ahead of the build (parse_cache.prefetch), by key: bytes as read or
+# received from a worker, or the entry itself when this process computed it. Taken once.
+MEMO: dict[str, bytes | ModuleEntry] = {}
+# Module keys prefetch computed from the files it read, by (directory, root, options): load_dir
+# uses one when its own listing names the same files, instead of reading and hashing them again
+# (the build then sees each module's files as prefetch read them, a moment earlier). Taken once.
+PREREAD: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {}
+
+
+def note_read(directory: Path, root: Path, options: Options, paths: Sequence[Path], key: str) -> None:
+    """Remember the key prefetch computed for a module directory (see ``PREREAD``)."""
+    PREREAD[(str(directory), str(root), _options_key(options))] = (tuple(map(str, paths)), key)
+
+
+def preread(directory: Path, root: Path, options: Options, paths: Sequence[Path]) -> str | None:
+    """Return the key prefetch computed for this directory, if it read exactly these files."""
+    if not PREREAD:
+        return None
+    found = PREREAD.pop((str(directory), str(root), _options_key(options)), None)
+    if found is None or found[0] != tuple(map(str, paths)):
+        return None
+    return found[1]
+
+
+# Results computed in a worker for its parent instead of being written (see capture()).
+_CAPTURED: list[list[tuple[str, ModuleEntry]]] = []
+
+
+@dataclass(slots=True)
+class _Pending:
+    files: list[ParsedFile]  # the very list load_dir returned
+    snapshot: tuple[ParsedFile, ...]  # its items then (a caller that changes the list gets no cache)
+    key: str
+    directory: str
+    options: Options
+    load_diags: tuple[Diagnostic, ...] | None  # on a miss: what load_dir returned, to store
+    entry: ModuleEntry | None  # on a hit: the stored entry, whose merge result merge_module returns
+
+
+# load_dir results waiting for their merge_module call, by id() of the list (the list is kept alive
+# here, so the id cannot be reused). Only the latest few: a caller that never merges leaks nothing.
+_PENDING: dict[int, _Pending] = {}
+_MAX_PENDING = 8
+
+
+def _remember(pending: _Pending) -> None:
+    _PENDING[id(pending.files)] = pending
+    while len(_PENDING) > _MAX_PENDING:
+        del _PENDING[next(iter(_PENDING))]
+
+
+def take(key: str, directory: str, options: Options) -> tuple[list[ParsedFile], Diagnostics] | None:
+    """Return ``load_dir``'s stored result for ``key``, or None.
+
+    On a hit the stored merge result waits for ``merge_module`` (``merged``).
+    """
+    value = MEMO.pop(key, None)
+    if value is None:
+        value = read(key)
+    entry = decode(value, key) if isinstance(value, bytes) else value
+    if entry is None or entry.directory != directory:
+        return None
+    files = list(entry.files)
+    _remember(_Pending(files, entry.files, key, directory, options, None, entry))
+    return files, Diagnostics(entry.load_diags)
+
+
+def loaded(key: str, directory: str, options: Options, files: list[ParsedFile], diags: Diagnostics) -> None:
+    """Note a computed ``load_dir`` result: ``merge_module`` stores the entry once it has merged it."""
+    _remember(_Pending(files, tuple(files), key, directory, options, tuple(diags), None))
+
+
+def _pending(files: Sequence[ParsedFile], directory: str, options: Options) -> _Pending | None:
+    pending = _PENDING.get(id(files))
+    if pending is None or pending.files is not files:
+        return None
+    del _PENDING[id(files)]
+    snapshot = pending.snapshot
+    if (
+        pending.options != options
+        or len(files) != len(snapshot)
+        or any(a is not b for a, b in zip(files, snapshot, strict=True))
+    ):
+        return None
+    if pending.entry is not None and pending.entry.merge_directory != directory:
+        return None
+    return pending
+
+
+def merged(
+    files: Sequence[ParsedFile], directory: str, options: Options
+) -> tuple[Module, Diagnostics] | None:
+    """Return the stored merge result for a list ``load_dir`` returned from the cache, or None."""
+    if not _PENDING:
+        return None
+    pending = _PENDING.get(id(files))
+    if pending is None or pending.entry is None:
+        return None
+    found = _pending(files, directory, options)
+    if found is None or found.entry is None:
+        return None
+    _note_module(found.entry.module, found.key)
+    return found.entry.module, Diagnostics(found.entry.merge_diags)
+
+
+def merge_done(
+    files: Sequence[ParsedFile], directory: str, options: Options, module: Module, diags: Diagnostics
+) -> None:
+    """Store the entry for a list ``load_dir`` computed, now that it is merged."""
+    if not _PENDING:
+        return
+    pending = _pending(files, directory, options)
+    if pending is None or pending.load_diags is None:
+        return
+    entry = ModuleEntry(
+        pending.directory, pending.snapshot, pending.load_diags, directory, module, tuple(diags)
+    )
+    _note_module(module, pending.key)
+    if _CAPTURED:
+        _CAPTURED[-1].append((pending.key, entry))
+        return
+    store(pending.key, entry)
+
+
+# Modules this process took from the cache or stored, by id() (kept alive here), with their key:
+# what ``emitted`` needs to know a module's output bytes may come from the cache. Only in a
+# one-shot build process (``track_modules``, from parse_cache.run_build_command): a long-lived
+# process would keep every module it ever loaded.
+_MODULE_KEYS: dict[int, tuple[Module, str]] = {}
+
+
+def track_modules() -> None:
+    """Remember the key of each module loaded from or stored in the cache, for ``emitted``."""
+    _STATE["track"] = True
+
+
+def _note_module(module: Module, key: str) -> None:
+    if _STATE.get("track"):
+        _MODULE_KEYS[id(module)] = (module, key)
+
+
+def module_key_of(module: Module) -> str | None:
+    """Return the module-cache key ``module`` was taken or stored under in this process, if any."""
+    found = _MODULE_KEYS.get(id(module))
+    return found[1] if found is not None and found[0] is module else None
+
+
+def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
+    """Return ``compute()`` (a module's output bytes), from the cache when it has them.
+
+    For the output layout (not wired in yet: flatten/layout.py would call it around
+    ``dumps(module_json(module, provenance=...))``; docs/performance.md). ``original`` is the
+    module the graph holds and ``output`` the module written, which may differ only in its
+    ``module`` blocks (call sources rewritten). The key is the original's module-cache key (its
+    files, names, options and flatten's source), the output's ``module`` blocks in full, its
+    directory and files, and ``provenance``; anything else (a module not from the cache, another
+    block changed) is computed.
+    """
+    key = module_key_of(original) if enabled() else None
+    if key is None or len(output.blocks) != len(original.blocks):
+        return compute()
+    calls = []
+    for a, b in zip(original.blocks, output.blocks, strict=True):
+        if a is not b:
+            if a.type != "module" or b.type != "module":
+                return compute()
+            calls.append(b)
+    h = hashlib.blake2b(digest_size=20)
+    h.update(
+        repr(("emit", key, provenance, output.directory, output.files, calls)).encode(
+            "utf-8", "surrogatepass"
+        )
+    )
+    path = _directory().parent / "emit" / h.hexdigest()[:2] / h.hexdigest()
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    data = compute()
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+    return data
+
+
+def capture(run: Callable[[], object]) -> list[tuple[str, ModuleEntry]]:
+    """Run ``run`` and return the entries it computed, instead of storing them (prefetch)."""
+    _CAPTURED.append([])
+    try:
+        run()
+    finally:
+        out = _CAPTURED.pop()
+    return out
