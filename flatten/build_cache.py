@@ -552,8 +552,8 @@ def module_key_of(module: Module) -> str | None:
 def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
     """Return ``compute()`` (a module's output bytes), from the cache when it has them.
 
-    For the output layout (not wired in yet: flatten/layout.py would call it around
-    ``dumps(module_json(module, provenance=...))``; docs/performance.md). ``original`` is the
+    Used by the output layout around ``dumps(module_json(module, provenance=...))``
+    (docs/performance.md). ``original`` is the
     module the graph holds and ``output`` the module written, which may differ only in its
     ``module`` blocks (call sources rewritten). The key is the original's module-cache key (its
     files, names, options and flatten's source), the output's ``module`` blocks in full, its

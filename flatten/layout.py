@@ -3,11 +3,12 @@
 Rule for the whole file: the output is a function of the module graph alone, so the same
 configuration gives the same tree on every machine. Each distinct module directory (by resolved
 path, so a directory called from several places or through a symlink is written once) becomes
-``modules/<path>/main.tf.json``, mirroring its place under the root (a leading ``modules/`` is not
-repeated; ``..`` becomes ``_parent``). Every module call's ``source`` is rewritten to the relative
-path of its vendored directory, and ``version`` is dropped once a registry source becomes local.
-Non-configuration files beside a module (templates, scripts, policies, nested folders read through
-``path.module``) are copied so relative paths keep working.
+``<path>/main.tf.json`` at its own place under the root, so relative paths between the root's
+directories keep working; a module outside the root goes to ``modules/_parent/<path>``. Every module
+call's ``source`` is rewritten to the relative path of its vendored directory, and ``version`` is
+dropped once a registry source becomes local. Non-configuration files beside a module (templates,
+scripts, policies, nested folders read through ``path.module``) are copied so relative paths keep
+working.
 
 Modules from remote packages (registry, git, archives; spec §5.7) keep their package's structure:
 each package becomes ``modules/_remote/<name>/`` (``<name>`` readable, e.g. ``ns-vpc-aws-1.2.0``)
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flatten import __version__
+from flatten.build_cache import emitted
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import MANIFEST_NAME, dumps, module_json
 from flatten.files import is_ignored_name, split_extension
@@ -68,11 +70,14 @@ class OutputTree:
 
 
 def _slug(directory: Path, root: Path) -> str:
+    # A module inside the root keeps its own relative path, so that `${path.module}/../x` and
+    # other paths between the root's directories still reach the same (copied) files. Only a
+    # module outside the root needs a new home: modules/_parent/...
     rel = Path(os.path.relpath(directory, root)).as_posix()
-    parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
-    if len(parts) > 1 and parts[0] == "modules":
-        parts = parts[1:]
-    return "modules/" + "/".join(parts or ["_root"])
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if parts and ".." not in parts:
+        return "/".join(parts)
+    return "modules/" + "/".join("_parent" if p == ".." else p for p in parts)
 
 
 def _package_slugs(graph: ModuleGraph) -> dict[Path, str]:
@@ -261,7 +266,13 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
         if here not in written:
             written.add(here)
             module = _rewrite_calls(node, outputs, here, graph)
-            data = dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
+
+            def render(module: Module = module) -> bytes:
+                return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
+
+            # An unchanged module's bytes come from the build cache (keyed by its files and the
+            # rewritten calls); emitting is a third of a one-file-changed rebuild otherwise.
+            data = emitted(node.module, module, options.provenance, render)
             files[target] = data
             digests[here] = _digest(data)
             skipped: list[tuple[str, str]] = []

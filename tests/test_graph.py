@@ -65,19 +65,20 @@ def test_output_tree_dedups_directories_and_rewrites_sources(tree, tmp_path: Pat
         MANIFEST_NAME,
         "main.tf.json",
         "modules/a/main.tf.json",
-        "modules/other/b/main.tf.json",
-        "modules/shared/common/files/policy.json",
-        "modules/shared/common/main.tf.json",
+        "other/b/main.tf.json",
+        "shared/common/files/policy.json",
+        "shared/common/main.tf.json",
     ]
     files = result.files
     main = json.loads(files["main.tf.json"])
-    assert main["module"] == {"a": {"source": "./modules/a"}, "b": {"source": "./modules/other/b"}}
+    # Modules inside the root keep their places, so the sources read as they did.
+    assert main["module"] == {"a": {"source": "./modules/a"}, "b": {"source": "./other/b"}}
     a = json.loads(files["modules/a/main.tf.json"])
-    assert a["module"]["common"]["source"] == "../shared/common"
-    b = json.loads(files["modules/other/b/main.tf.json"])
+    assert a["module"]["common"]["source"] == "../../shared/common"
+    b = json.loads(files["other/b/main.tf.json"])
     assert b["module"]["common"]["source"] == "../../shared/common"
     # The override is applied, and no override file is left.
-    assert json.loads(files["modules/shared/common/main.tf.json"]) == {"locals": {"x": 2}}
+    assert json.loads(files["shared/common/main.tf.json"]) == {"locals": {"x": 2}}
     manifest = json.loads(files[MANIFEST_NAME])
     assert [m["module"] for m in manifest["modules"]] == [
         "",
@@ -92,8 +93,30 @@ def test_output_tree_dedups_directories_and_rewrites_sources(tree, tmp_path: Pat
     write_tree(out, result.tree.files, result.tree.copies)
     again, diags = build(out, options=OPTS)
     assert not diags.has_errors
-    for rel in ("main.tf.json", "modules/a/main.tf.json", "modules/shared/common/main.tf.json"):
+    for rel in ("main.tf.json", "modules/a/main.tf.json", "shared/common/main.tf.json"):
         assert again.files[rel] == files[rel]
+
+
+def test_paths_between_the_roots_directories_keep_working(tree) -> None:
+    # net reads a file beside it through path.module/..: the output must hold it at the same
+    # relative place, which only holds when modules inside the root keep their own paths.
+    root = tree(
+        {
+            "main.tf": call("net", "./net") + call("out", "../outside"),
+            "net/main.tf": 'locals {\n  b = file("${path.module}/../shared/b.txt")\n}\n',
+            "shared/b.txt": "b\n",
+        }
+    )
+    (root.parent / "outside").mkdir()
+    (root.parent / "outside" / "main.tf").write_text("locals {}\n")
+    result, diags = build(root, options=OPTS)
+    assert not diags.has_errors
+    assert {"net/main.tf.json", "shared/b.txt", "modules/_parent/outside/main.tf.json"} <= set(
+        result.tree.paths()
+    )
+    main = json.loads(result.files["main.tf.json"])
+    assert main["module"]["net"]["source"] == "./net"
+    assert main["module"]["out"]["source"] == "./modules/_parent/outside"
 
 
 def test_root_files_copied_and_state_left_behind(tree) -> None:
@@ -167,7 +190,24 @@ def test_symlinked_module_directory_is_followed(tree) -> None:
     os.symlink("../real/a", root / "modules" / "a")
     result, diags = build(root, options=OPTS)
     assert not diags.has_errors
-    assert json.loads(result.files["modules/a/main.tf.json"]) == {"locals": {"v": 1}}
+    # The installer's EvalSymlinks: the module is recorded (and emitted) at its real directory.
+    assert json.loads(result.files["real/a/main.tf.json"]) == {"locals": {"v": 1}}
+
+
+def test_relative_sources_in_a_symlinked_module_resolve_from_its_target(tree) -> None:
+    root = tree(
+        {
+            "main.tf": call("a", "./links/a"),
+            "real/a/main.tf": call("b", "../b"),
+            "real/b/main.tf": 'variable "v" {\n  default = "real b"\n}\n',
+        }
+    )
+    (root / "links").mkdir()
+    os.symlink("../real/a", root / "links" / "a")
+    graph, diags = build_graph(root, options=OPTS)
+    assert summaries(diags) == []
+    assert graph.node("module.a").directory == root / "real" / "a"
+    assert graph.node("module.a.module.b").directory == root / "real" / "b"
 
 
 @pytest.mark.parametrize(
@@ -205,3 +245,114 @@ def test_graph_formats(tree) -> None:
     }
     assert '"root" -> "module.a" [label="count"];' in render_graph(graph, GraphFormat.DOT, root=root)
     assert "m0 -->|count| m1" in render_graph(graph, GraphFormat.MERMAID, root=root)
+
+
+TOFU = Options(dialect=Dialect.OPENTOFU)
+
+
+def located(diags) -> list[tuple[str, str, int, int, int]]:
+    return [
+        (d.severity.value, d.summary, d.range.start.line, d.range.start.column, d.range.end.column)
+        for d in diags
+        if d.range is not None
+    ]
+
+
+def test_tofu_evaluates_sources_from_variables_locals_and_caller_arguments(tree) -> None:
+    root = tree(
+        {
+            "main.tf": 'variable "dir" {\n  default = "modules"\n}\n'
+            'locals {\n  base = "./${var.dir}"\n}\n'
+            'module "a" {\n  source = "${local.base}/a"\n  which  = "b"\n}\n',
+            "modules/a/main.tf": 'variable "which" {}\n'
+            'module "inner" {\n  source = "../${upper(var.which)}"\n}\n',
+            "modules/B/main.tf": "",
+        }
+    )
+    graph, diags = build_graph(root, options=TOFU)
+    assert summaries(diags) == []
+    assert graph.node("module.a").call.source == "./modules/a"  # type: ignore[union-attr]
+    assert graph.node("module.a.module.inner").directory == root / "modules" / "B"
+    # Terraform reads source as a literal string only.
+    _, tf_diags = build_graph(root, options=OPTS)
+    assert ("error", "Variables not allowed") in summaries(tf_diags)
+
+
+def test_tofu_rejects_sensitive_source_and_version(tree) -> None:
+    root = tree(
+        {
+            "main.tf": 'module "test" {\n  source  = sensitive("hostname/namespace/name/system")\n'
+            '  version = sensitive("1.0.0")\n}\n'
+        }
+    )
+    graph, diags = build_graph(root, options=TOFU)
+    assert len(graph) == 1
+    assert located(diags) == [
+        ("error", "Sensitive value not allowed", 2, 13, 56),
+        ("error", "Invalid version constraint", 3, 13, 31),
+    ]
+    assert "cannot be used as module.test.source." in diags[0].detail
+    assert "cannot be used as version constraints." in diags[1].detail
+
+
+def test_tofu_static_source_errors_have_opentofu_summaries(tree) -> None:
+    root = tree(
+        {
+            "main.tf": 'module "super#module" {\n}\n\nmodule "super" {\n  source = var.modulename\n}\n'
+            'module "out" {\n  source = module.super.path\n}\n'
+            'locals {\n  a = local.b\n  b = local.a\n}\nmodule "loop" {\n  source = local.a\n}\n'
+            'module "ver" {\n  source  = "example.com/a/b/c"\n  version = "not a version"\n}\n'
+            'module "cond" {\n  source = true ? "./a" : "./b"\n}\n'
+        }
+    )
+    _, diags = build_graph(root, options=TOFU)
+    assert located(diags) == [
+        ("error", "Invalid module instance name", 1, 8, 22),
+        ("error", "Missing required argument", 1, 23, 24),  # HCL's missing-item range: the brace
+        ("error", "Undefined variable", 5, 12, 26),
+        ("error", "Module output not supported in static context", 8, 12, 29),
+        ("error", "Circular reference", 11, 3, 14),
+        ("error", "Unable to compute static value", 12, 3, 14),
+        ("error", "Unable to compute static value", 11, 3, 14),
+        ("error", "Unable to compute static value", 15, 12, 19),
+        ("error", "Invalid version constraint", 19, 13, 28),
+        ("error", "Unsupported module source expression", 22, 12, 32),
+    ]
+    assert diags[3].detail.endswith(
+        "module.super.path in static context, which is required by module.out.source"
+    )
+
+
+def test_tofu_null_version_still_means_a_registry_source(tree) -> None:
+    root = tree({"main.tf": call("a", "./a", "  version = null\n"), "a/main.tf": ""})
+    _, diags = build_graph(root, options=TOFU)
+    assert summaries(diags) == [("error", "Invalid registry module source address")]
+
+
+def test_tofu_required_child_variable_missing_from_the_call(tree) -> None:
+    root = tree(
+        {
+            "main.tf": call("a", "./a"),
+            "a/main.tf": 'variable "where" {}\nmodule "b" {\n  source = "./${var.where}"\n}\n',
+        }
+    )
+    _, diags = build_graph(root, options=TOFU)
+    assert summaries(diags) == [
+        ("error", "Missing required variable in module call"),
+        ("error", "Unable to compute static value"),
+    ]
+    assert diags[0].range is not None and diags[0].range.filename == "main.tf"
+
+
+def test_tofu_errors_in_the_callers_argument_are_reported(tree) -> None:
+    root = tree(
+        {
+            "main.tf": call("a", "./a", "  where = var.nope\n"),
+            "a/main.tf": 'variable "where" {}\nmodule "b" {\n  source = "./${var.where}"\n}\n',
+        }
+    )
+    _, diags = build_graph(root, options=TOFU)
+    assert [(d.summary, d.range.filename if d.range else "") for d in diags] == [
+        ("Undefined variable", "main.tf"),
+        ("Unable to compute static value", "a/main.tf"),
+    ]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from flatten.build import build
 from flatten.cli import app
-from flatten.diagnostics import Severity
+from flatten.diagnostics import Diagnostics, Severity
 from flatten.graph import build_graph
 from flatten.model import Expr, Range
 from flatten.options import Dialect, Options
@@ -260,3 +260,127 @@ def test_for_each_identical(a: str, b: str, same: bool) -> None:
 def test_severities_are_typed() -> None:
     _, diags = _wire(DATA / "type-mismatch")
     assert [d.severity for d in diags] == [Severity.ERROR]
+
+
+# -- provider-validation variants no OpenTofu fixture covers (conformance README, "Known gaps") --
+
+
+def _marked(
+    root: Path, dialect: Dialect = Dialect.TERRAFORM
+) -> tuple[set[tuple[str, str, str, int]], Diagnostics]:
+    """Return (diagnostics as marker tuples, diagnostics) of building ``root``."""
+    _, diags = build(root, options=Options(dialect=dialect))
+    got = {
+        (
+            d.severity.value,
+            d.summary,
+            d.range.filename if d.range else "",
+            d.range.start.line if d.range else 0,
+        )
+        for d in diags
+    }
+    return got, diags
+
+
+def test_type_mismatch_suggests_the_childs_name_for_the_type(tree) -> None:  # type: ignore[no-untyped-def]
+    root = tree(
+        {
+            "main.tf": 'terraform {\n  required_providers {\n    foo = {\n      source = "hashicorp/foo"\n'
+            '    }\n  }\n}\nprovider "foo" {\n  x = 1\n}\nmodule "child" {\n  source = "./child"\n'
+            "  providers = {\n    foo = foo # ERROR: Provider type mismatch\n  }\n}\n",
+            "child/main.tf": 'terraform {\n  required_providers {\n    foo = {\n      source = "acme/foo"\n'
+            '    }\n    hfoo = {\n      source = "hashicorp/foo"\n    }\n  }\n}\n',
+        }
+    )
+    got, diags = _marked(root)
+    assert got == _expected(root)
+    (diag,) = diags
+    assert diag.detail.startswith(
+        "The assigned configuration is for provider 'hashicorp/foo', but local name 'foo' in the root "
+        "module represents 'acme/foo'."
+    )
+    assert diag.detail.endswith("use the local name 'hfoo' instead.")
+    assert diag.range is not None and diag.range.start.column == 5  # the child-side key
+
+
+def test_undefined_provider_with_a_non_default_type_is_an_error(tree) -> None:  # type: ignore[no-untyped-def]
+    root = tree(
+        {
+            "main.tf": 'terraform {\n  required_providers {\n    foo = {\n      source = "acme/foo"\n'
+            '    }\n  }\n}\nprovider "foo" {\n  x = 1\n}\nmodule "child" {\n  source = "./child"\n'
+            "  providers = {\n    foo.extra = foo # ERROR: Reference to undefined provider\n  }\n}\n",
+            # The child requires foo, but declares no configuration alias foo.extra.
+            "child/main.tf": 'terraform {\n  required_providers {\n    foo = {\n      source = "acme/foo"\n'
+            "    }\n  }\n}\n",
+        }
+    )
+    got, diags = _marked(root)
+    assert got == _expected(root)
+    assert diags[0].severity is Severity.ERROR
+    assert "does not declare any provider requirement with the local name 'foo.extra'" in diags[0].detail
+
+
+LEGACY_CHILD = 'provider "aws" {\n  region = "us-east-1"\n}\nresource "aws_vpc" "v" {}\n'
+
+
+@pytest.mark.parametrize(
+    ("dialect", "argument", "summary"),
+    [
+        (
+            Dialect.TERRAFORM,
+            "  depends_on = [null_resource.x] # ERROR: {}\n",
+            "Module is incompatible with count, for_each, and depends_on",
+        ),
+        (
+            Dialect.OPENTOFU,
+            "  lifecycle {\n    enabled = true # ERROR: {}\n  }\n",
+            "Module is incompatible with count, for_each, enabled and depends_on",
+        ),
+        (
+            Dialect.OPENTOFU,
+            '  for_each = toset(["a"]) # ERROR: {}\n',
+            "Module is incompatible with count, for_each, enabled and depends_on",
+        ),
+    ],
+)
+def test_legacy_module_is_incompatible_with_each_repetition_argument(  # type: ignore[no-untyped-def]
+    tree, dialect: Dialect, argument: str, summary: str
+) -> None:
+    root = tree(
+        {
+            "main.tf": 'resource "null_resource" "x" {}\nmodule "legacy" {\n  source = "./legacy"\n'
+            + argument.replace("{}", summary)
+            + "}\n",
+            "legacy/main.tf": LEGACY_CHILD,
+        }
+    )
+    got, diags = _marked(root, dialect)
+    assert got == _expected(root)
+    assert diags[0].module == ""  # reported on the caller's argument
+
+
+def test_invalid_instance_key_variants(tree) -> None:  # type: ignore[no-untyped-def]
+    root = tree(
+        {
+            "main.tf": 'provider "aws" {\n  alias    = "multi"\n  for_each = toset(["a"])\n'
+            '  region   = "x"\n}\n'
+            'provider "aws" {\n  alias  = "single"\n  region = "y"\n}\n'
+            'resource "aws_vpc" "no_alias" {\n  for_each = toset(["a"])\n'
+            "  provider = aws[each.key] # ERROR: Invalid resource provider configuration\n}\n"
+            'resource "aws_vpc" "single" {\n  for_each = toset(["a"])\n'
+            "  provider = aws.single[each.key] # ERROR: Invalid resource provider configuration\n}\n"
+            'resource "aws_vpc" "no_key" {\n'
+            "  provider = aws.multi # ERROR: Invalid resource provider configuration\n}\n"
+            'module "child" {\n  source = "./child"\n  providers = {\n'
+            '    aws.x["a"] = aws.single # ERROR: Invalid module provider configuration\n  }\n}\n',
+            "child/main.tf": "terraform {\n  required_providers {\n    aws = {\n"
+            '      source = "hashicorp/aws"\n      configuration_aliases = [aws.x]\n    }\n  }\n}\n',
+        }
+    )
+    got, diags = _marked(root, Dialect.OPENTOFU)
+    assert got == _expected(root)
+    details = [d.detail for d in diags]
+    assert any("can be used only with a provider configuration that has an alias" in d for d in details)
+    assert any("does not use for_each, so it has no instances" in d for d in details)
+    assert any("requires an instance key" in d for d in details)
+    assert any("not allowed on the left side" in d for d in details)

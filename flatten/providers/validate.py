@@ -359,15 +359,16 @@ def _check_module(
         if provider != parent_ty:
             other = next((ln for ln, src in local_names.items() if src == parent_ty), "")
             if other:
+                # What is passed is the parent's type; the child's local name stands for its own type.
                 detail = (
-                    f"The assigned configuration is for provider {provider.for_display()!r}, but local name "
-                    f"{entry.child.name!r} in {parent_text} represents {parent_ty.for_display()!r}.\n\nTo "
+                    f"The assigned configuration is for provider {parent_ty.for_display()!r}, but local name "
+                    f"{entry.child.name!r} in {parent_text} represents {provider.for_display()!r}.\n\nTo "
                     f"pass this configuration to the child module, use the local name {other!r} instead."
                 )
                 rng = entry.child_range
             else:
                 detail = (
-                    f"The local name {entry.parent.name!r} in {parent_text} represents provider "
+                    f"The local name {entry.parent.compact!r} in {parent_text} represents provider "
                     f"{parent_ty.for_display()!r}, but {entry.child.compact!r} in {module_text} represents "
                     f"{provider.for_display()!r}.\n\nEach provider has its own distinct configuration "
                     f"schema and provider types, so this module's {entry.child.compact!r} can be assigned "
