@@ -660,14 +660,14 @@ class _Converter:
             return None
         return "".join(p.value for p in parts if isinstance(p, Literal))
 
-    def is_traversal(self, node: _Node) -> bool:
+    def is_traversal(self, node: _Node, *, step: bool = False) -> bool:
         inner = _unwrap(node)
         if isinstance(inner, Token):
             return False
         if inner.data == "identifier":
             return True
         if inner.data == "get_attr_expr_term":
-            return self.is_traversal(inner.children[0])
+            return self.is_traversal(inner.children[0], step=True)
         if inner.data == "index_expr_term":
             index = inner.children[1]
             if isinstance(index, Tree) and index.data == "braces_index":
@@ -677,7 +677,11 @@ class _Converter:
                     isinstance(key, Tree) and key.data == "string" and self.quoted_content(key) is None
                 ):
                     return False
-            return self.is_traversal(inner.children[0])
+            return self.is_traversal(inner.children[0], step=True)
+        # HCL's LiteralValueExpr.AsTraversal: null, true and false name a traversal's root when a
+        # step follows (`null.plain[each.key]` in a provider argument), never on their own.
+        if step and inner.data == "literal_value":
+            return str(next(iter(inner.children), "")) in ("null", "true", "false")
         return False
 
     def traversal(self, node: _Node, name: str) -> JsonValue:
@@ -774,6 +778,7 @@ class _Converter:
         if items is None:
             return None
         out: list[JsonValue] = []
+        wildcard: _Node | None = None
         for item in items:
             if self.quoted_content(item) == "*":
                 self.error(
@@ -782,8 +787,17 @@ class _Converter:
                     '"ignore_changes = all" to ignore changes to all attributes.',
                     item,
                 )
+                wildcard = wildcard or item
                 continue
             out.append(self.traversal(item, name))
+        if wildcard is not None and out:
+            # The attribute is dropped with the error above, so the decoder's check of the JSON
+            # form never sees this list: report the mix here, at the wildcard, as OpenTofu does.
+            self.error(
+                "Invalid ignore_changes ruleset",
+                'Cannot mix wildcard string "*" with non-wildcard references.',
+                wildcard,
+            )
         return out
 
     def provider_map(self, node: _Node, name: str) -> JsonValue:
@@ -796,8 +810,18 @@ class _Converter:
             key, value = _elem_key(elem), elem.children[-1]
             key_text = self.traversal(key, name)
             value_text = self.traversal(value, name)
-            if isinstance(key_text, str):
-                out[key_text] = value_text
+            if not isinstance(key_text, str):
+                continue
+            if key_text in out:
+                # decodePassedProviderConfigs: each child configuration is assigned once.
+                self.error(
+                    "Duplicate provider address",
+                    f"A provider configuration was already passed to {key_text}. Each child provider "
+                    "configuration can be assigned only once.",
+                    value,
+                )
+                continue
+            out[key_text] = value_text
         return out
 
     def required_provider(self, node: _Node, name: str) -> JsonValue:

@@ -830,6 +830,8 @@ class _Reader:
             out: dict[str, JsonValue] = {}
             for key, value in node[3]:  # type: ignore[attr-defined]
                 key_text = self.traversal(key)
+                if key_text in out:
+                    raise _Unsure  # "Duplicate provider address": hcl.py reports it
                 out[key_text] = self.traversal(value)
             return out
         if mode is Mode.REQUIRED_PROVIDER:

@@ -142,6 +142,8 @@ def test_convert_expression_positions() -> None:
         (Mode.EXPR_SOURCE_LIST, '[a.b[0].c, d["k"]]', ["a.b[0].c", 'd["k"]']),
         (Mode.IGNORE_CHANGES, "all", "all"),
         (Mode.PROVIDER_MAP, "{ aws.dst = aws.west }", {"aws.dst": "aws.west"}),
+        # HCL reads null/true/false as a traversal's root when a step follows (AsTraversal).
+        (Mode.TRAVERSAL, "null.plain[each.key]", "null.plain[each.key]"),
         (Mode.REQUIRED_PROVIDER, '"~> 1.0"', "~> 1.0"),
     ],
 )
@@ -160,11 +162,32 @@ def test_modes(mode: Mode, hcl: str, want: Any) -> None:
         (Mode.TRAVERSAL_LIST, "var.list", "Invalid expression"),
         (Mode.LITERAL, "1 + 2", "Literal value required"),
         (Mode.LITERAL, "[for x in y : x]", "Variables not allowed"),
+        (Mode.TRAVERSAL, "null", "Invalid expression"),
     ],
 )
 def test_mode_diagnostics(mode: Mode, hcl: str, summary: str) -> None:
     _, diags = convert_expression(hcl, mode)
     assert [d.summary for d in diags] == [summary]
+
+
+def test_ignore_changes_wildcard_mixed_with_references() -> None:
+    _, diags = convert_expression('["*", foo]', Mode.IGNORE_CHANGES)
+    assert [d.summary for d in diags] == ["Invalid ignore_changes wildcard", "Invalid ignore_changes ruleset"]
+    # Both point at the wildcard item (columns are 1-based, the list opens at column 1).
+    assert {(d.range.start.column if d.range else 0) for d in diags} == {2}
+    _, alone = convert_expression('["*"]', Mode.IGNORE_CHANGES)
+    assert [d.summary for d in alone] == ["Invalid ignore_changes wildcard"]
+
+
+def test_duplicate_provider_address_in_a_providers_map() -> None:
+    from flatten.hcl_fast import read_fast
+
+    text = 'module "m" {\n  source = "./m"\n  providers = {\n    aws = aws.a\n    aws = aws.b\n  }\n}\n'
+    _, diags = parse_native(text, "main.tf", options=Options())
+    assert [d.summary for d in diags] == ["Duplicate provider address"]
+    assert diags[0].range is not None and diags[0].range.start.line == 5
+    # The fast reader declines the file, so python-hcl2's reading (with the error) is the one used.
+    assert read_fast(text, "main.tf", options=Options()) is None
 
 
 @pytest.mark.parametrize(
