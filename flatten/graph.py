@@ -55,6 +55,23 @@ __all__ = [
     "module_address",
 ]
 
+_UNREADABLE = frozenset(
+    {"Failed to read file", "Invalid character encoding", "Failed to read module directory"}
+)
+
+
+def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
+    """Return ``d`` tied to the module call that loads the unreadable file or directory it reports.
+
+    A file keeps its own location and the detail names the call; a directory, which has no
+    location of its own, is reported at the call, as ``terraform init`` does.
+    """
+    if d.summary not in _UNREADABLE or call.range is None:
+        return d
+    if d.range is None:
+        return replace(d, range=call.range)
+    return replace(d, detail=f"{d.detail} The module is called by {address} at {call.range}.")
+
 _IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
@@ -491,7 +508,7 @@ def build_graph(
             module, load_diags = _load(
                 directory, root=root, options=options, address=address, package=package
             )
-            diags.extend(load_diags)
+            diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
             diags.extend(replace(d, module=address) for d in call_diags)

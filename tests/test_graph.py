@@ -356,3 +356,14 @@ def test_tofu_errors_in_the_callers_argument_are_reported(tree) -> None:
         ("Undefined variable", "main.tf"),
         ("Unable to compute static value", "a/main.tf"),
     ]
+
+
+def test_unreadable_file_in_a_child_names_the_call(tree) -> None:
+    root = tree({"main.tf": call("c", "./c")})
+    (root / "c").mkdir()
+    (root / "c" / "b.tf").write_bytes(b'locals {\n  a = "\xff"\n}\n')
+    _, diags = build(root, options=OPTS)
+    [err] = diags.errors
+    assert err.summary == "Invalid character encoding"
+    assert err.range is not None and err.range.filename == "c/b.tf" and err.module == "module.c"
+    assert err.detail.endswith("The module is called by module.c at main.tf:2,12-17.")
