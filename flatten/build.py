@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flatten.diagnostics import Diagnostics
 from flatten.graph import ModuleFetcher, ModuleGraph, build_graph
-from flatten.inline import InlineResult, inline_graph
 from flatten.layout import OutputTree, layout_tree
 from flatten.load import load_dir
 from flatten.merge import merge_module
@@ -20,6 +20,9 @@ from flatten.model import Module
 from flatten.options import Options
 from flatten.providers import ProviderWiring, wire_providers
 from flatten.providers.explicit import make_explicit
+
+if TYPE_CHECKING:
+    from flatten.inline import InlineResult
 
 __all__ = ["BuildResult", "build", "load_module"]
 
@@ -71,6 +74,8 @@ def build(
     emitted: ModuleGraph = graph
     inlined: InlineResult | None = None
     if options.inline:
+        from flatten.inline import inline_graph  # only inline builds pay for importing it
+
         # Inlining rewrites resources with their resolved provider configurations, so it works on
         # the wired original graph; explicit providers then apply to the calls that stayed.
         inlined, inline_diags = inline_graph(graph, wiring, options=options, only=options.inline_only)
