@@ -440,24 +440,32 @@ def _prefetch(
                         _MEMO[key] = result
                         writer.put(key, result)
                         sources.append((owner[key], _module_sources(result[0])))
-            level = []
-            for directory, calls in sources:
-                for source in calls:
-                    if not source.startswith(("./", "../")):
-                        continue
-                    child = Path(os.path.normpath(directory / source))
-                    try:
-                        real = child.resolve()
-                    except OSError:
-                        continue
-                    if real not in seen and child.is_dir():
-                        seen.add(real)
-                        level.append(child)
-            level.sort()
+            level = _next_level(sources, seen)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return done
+
+
+def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) -> list[Path]:
+    """Return the directories not yet ``seen`` that local module calls in ``sources`` load, sorted.
+
+    ``sources`` pairs each module directory with the sources of its module calls.
+    """
+    level = []
+    for directory, calls in sources:
+        for source in calls:
+            if not source.startswith(("./", "../")):
+                continue
+            child = Path(os.path.normpath(directory / source))
+            try:
+                real = child.resolve()
+            except OSError:
+                continue
+            if real not in seen and child.is_dir():
+                seen.add(real)
+                level.append(child)
+    return sorted(level)
 
 
 def _cpus(workers: int | None) -> int:
@@ -605,20 +613,7 @@ def _prefetch_modules(
                         sources.append((owner[key], calls))
                         build_cache.note_read(owner[key], root, options, listed[key], key)
                 done += files
-            level = []
-            for directory, calls in sources:
-                for source in calls:
-                    if not source.startswith(("./", "../")):
-                        continue
-                    child = Path(os.path.normpath(directory / source))
-                    try:
-                        real = child.resolve()
-                    except OSError:
-                        continue
-                    if real not in seen and child.is_dir():
-                        seen.add(real)
-                        level.append(child)
-            level.sort()
+            level = _next_level(sources, seen)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
