@@ -528,7 +528,10 @@ def _real_directory(joined: Path, root: Path) -> Path:
     The result stays spelled under ``root`` when it lies inside it, so names in messages and the
     output tree do not depend on whether the root path itself passes through a symlink.
     """
-    real = Path(os.path.realpath(joined))
+    try:
+        real = Path(os.path.realpath(joined))
+    except (OSError, ValueError):  # a NUL byte in the source, or a path the OS refuses
+        return joined
     try:
         return root / real.relative_to(root.resolve())
     except ValueError:

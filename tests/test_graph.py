@@ -367,3 +367,10 @@ def test_unreadable_file_in_a_child_names_the_call(tree) -> None:
     assert err.summary == "Invalid character encoding"
     assert err.range is not None and err.range.filename == "c/b.tf" and err.module == "module.c"
     assert err.detail.endswith("The module is called by module.c at main.tf:2,12-17.")
+
+
+def test_nul_byte_in_a_local_source_is_a_diagnostic(tree) -> None:
+    # Found by scripts/fuzz: os.path.realpath raises ValueError on a NUL byte.
+    root = tree({"main.tf": 'module "c" {\n  source = "./c\\u0000x"\n}\n'})
+    _, diags = build(root, options=OPTS)
+    assert [(d.summary, str(d.range)) for d in diags] == [("Unreadable module directory", "main.tf:2,12-24")]
