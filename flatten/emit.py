@@ -203,8 +203,13 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
         blocks = grouped[type_]
         if type_ == "locals":
             merged: dict[str, JsonValue] = {}
+            origins: tuple[Range, ...] = ()
             for block in blocks:
                 merged.update(body_json(block.body))
+                origins += block.origins
+            if provenance and origins:
+                # One object holds every local, so its one "//" names every file that made it.
+                merged["//"] = _provenance(origins)
             doc[type_] = merged
         elif blocks[0].labels:
             doc[type_] = _labelled(blocks, provenance=provenance)

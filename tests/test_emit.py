@@ -97,6 +97,12 @@ def test_provenance_comments() -> None:
     doc = module_json(Module(".", (res,)), provenance=True)
     assert doc["resource"]["t"]["n"]["//"] == "merged from main.tf:1, override.tf:3"  # type: ignore[index, call-overload]
     assert "//" not in module_json(Module(".", (res,)))["resource"]["t"]["n"]  # type: ignore[index, call-overload]
+    # Locals are one object: its comment names every file that made an overridden local.
+    plain = Block("locals", (), Body((attr("x", 1),)), R)
+    merged = Block("locals", (), Body((attr("y", 2),)), R, origins=(R, other))
+    locals_doc = module_json(Module(".", (plain, merged)), provenance=True)["locals"]
+    assert locals_doc == {"//": "merged from main.tf:1, override.tf:3", "x": 1, "y": 2}
+    assert "//" not in module_json(Module(".", (plain, merged)))["locals"]  # type: ignore[operator]
 
 
 def test_write_tree_replaces_previous_output(tmp_path: Path) -> None:
