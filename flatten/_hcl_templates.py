@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 __all__ = [
     "Literal",
@@ -19,6 +20,8 @@ __all__ = [
     "heredoc_parts",
     "is_hcl_space",
     "json_template",
+    "negate_number",
+    "parse_number",
     "quoted_parts",
     "skip_heredoc",
 ]
@@ -62,6 +65,35 @@ class Sequence:
 
 
 Part = Literal | Sequence
+
+
+def negate_number(value: int | Decimal) -> int | Decimal:
+    """Return ``-value`` as HCL's big.Float gives it: negating zero is ``-0`` (Terraform keeps the
+    sign: ``tostring(-0)`` is ``"-0"``), which only a Decimal can hold.
+
+    >>> negate_number(0), negate_number(2)
+    (Decimal('-0'), -2)
+    """
+    return Decimal("-0") if value == 0 else -value
+
+
+def parse_number(text: str) -> int | Decimal:
+    """Return an HCL number literal exactly: an int when integral, else a Decimal.
+
+    Zero keeps a minus sign (``Decimal('-0')``), as Terraform's big.Float does.
+
+    >>> parse_number("10"), parse_number("1.50"), parse_number("-0.0"), parse_number("1e2")
+    (10, Decimal('1.50'), Decimal('-0'), 100)
+    """
+    if not any(c in text for c in ".eE"):
+        number = int(text)
+        return Decimal("-0") if number == 0 and text.startswith("-") else number
+    value = Decimal(text)
+    if value.is_zero():
+        return Decimal("-0") if value.is_signed() else 0
+    if value == value.to_integral_value() and abs(value.adjusted()) < 400:
+        return int(value)
+    return value
 
 
 def is_hcl_space(ch: str) -> bool:

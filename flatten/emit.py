@@ -45,7 +45,8 @@ def _number(value: int | Decimal) -> str:
         raise ValueError(f"not a JSON number: {value}")
     # normalize() rounds to the context precision; give it room for every digit.
     if value.is_zero():
-        return "0"
+        # Terraform keeps the sign of zero: -0.0 converts to the string "-0" (checked with 1.11).
+        return "-0" if value.is_signed() else "0"
     exact = value.normalize(Context(prec=max(28, len(value.as_tuple().digits))))
     if abs(exact.adjusted()) < 64:
         text = format(exact, "f")

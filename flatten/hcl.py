@@ -31,6 +31,8 @@ from flatten._hcl_templates import (
     escape_template,
     heredoc_parts,
     json_template,
+    negate_number,
+    parse_number,
     quoted_parts,
 )
 from flatten.diagnostics import Diagnostics
@@ -215,13 +217,7 @@ def _elem_key(elem: Tree[Token]) -> _Node:
     return wrapper.children[0]
 
 
-def _number(text: str) -> int | Decimal:
-    if not any(c in text for c in ".eE"):
-        return int(text)
-    value = Decimal(text)
-    if value == value.to_integral_value() and abs(value.adjusted()) < 400:
-        return int(value)
-    return value
+_number = parse_number  # one definition for both readers
 
 
 def _number_key(value: int | Decimal) -> str:
@@ -512,7 +508,7 @@ class _Converter:
                 if isinstance(op, Tree) and op.data in ("int_lit", "float_lit"):
                     if self.src.blanked and self.span(node)[0] != (_first_token(node).start_pos or 0):
                         return None  # "- -1": a blanked operator precedes it
-                    return -_number(self.name(op))
+                    return negate_number(_number(self.name(op)))
         return None
 
     def object_keys(self, node: Tree[Token], *, literal: bool) -> list[tuple[str, _Node]] | None:

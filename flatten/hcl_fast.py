@@ -29,6 +29,8 @@ from flatten._hcl_templates import (
     _sequence,
     escape_template,
     json_template,
+    negate_number,
+    parse_number,
     quoted_parts,
 )
 from flatten.build_cache import (
@@ -89,14 +91,7 @@ _NUMBER_CHARS = set("0123456789")
 _NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
-def _number(text: str) -> int | Decimal:
-    # Must agree with hcl._number.
-    if not any(c in text for c in ".eE"):
-        return int(text)
-    value = Decimal(text)
-    if value == value.to_integral_value() and abs(value.adjusted()) < 400:
-        return int(value)
-    return value
+_number = parse_number  # one definition for both readers
 
 
 def _number_key(value: int | Decimal) -> str:
@@ -442,7 +437,7 @@ class _Reader:
             operand, end = self.term(j, nl)
             if c == "-" and operand[0] == _NUM:
                 number: int | Decimal = operand[3][0]  # type: ignore[index]
-                return (_NUM, i, end, (-number, False)), end
+                return (_NUM, i, end, (negate_number(number), False)), end
             return (_OTHER, i, end, None), end
         return self.term(i, nl)
 

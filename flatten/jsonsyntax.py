@@ -186,7 +186,9 @@ def _tree(text: str, start_at: int) -> _Node:
                 raise _SyntaxError(
                     "Invalid JSON number", "There is a syntax error in the given JSON number.", s, pos
                 )
-            node = _Node(_SCALAR, s, pos, Decimal(raw) if num.group(1) or num.group(2) else int(raw))
+            # "-0" stays a Decimal: an int would lose the sign that Terraform keeps.
+            exact = Decimal(raw) if num.group(1) or num.group(2) or raw == "-0" else int(raw)
+            node = _Node(_SCALAR, s, pos, exact)
         elif kind == "k":
             word = m.group("k")
             if word not in _KEYWORDS:

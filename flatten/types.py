@@ -408,6 +408,8 @@ def _number(text: str) -> int | Decimal:
         value = Decimal(text)
     except InvalidOperation:  # pragma: no cover - guarded by the regexes
         raise ConversionError("a number is required") from None
+    if value.is_zero():
+        return Decimal("-0") if value.is_signed() else 0  # Terraform keeps the sign of zero
     if value == value.to_integral_value() and abs(value.adjusted()) < 64:
         return int(value)
     return value
@@ -416,6 +418,8 @@ def _number(text: str) -> int | Decimal:
 def _number_text(value: int | Decimal) -> str:
     if isinstance(value, int):
         return str(value)
+    if value.is_zero():
+        return "-0" if value.is_signed() else "0"  # tostring(-0) is "-0" in Terraform
     if value == value.to_integral_value() and abs(value.adjusted()) < 64:
         return str(int(value))
     text = format(value.normalize(), "f")

@@ -28,7 +28,9 @@ def block(type_: str, *labels: str, items: tuple[Attribute | Block, ...] = ()) -
         (Decimal("0.1000000000000000055511151231257827"), "0.1000000000000000055511151231257827"),
         (Decimal("1E+3"), "1000"),
         (Decimal("1.10"), "1.1"),
-        (Decimal("-0.0"), "0"),
+        # Terraform keeps the sign: default = -0.0 with type = string is "-0" in terraform console.
+        (Decimal("-0.0"), "-0"),
+        (Decimal("0.00"), "0"),
         (Decimal("1e400"), "1e+400"),
         (Decimal("1.5e-3"), "0.0015"),
         (12345678901234567890, "12345678901234567890"),
