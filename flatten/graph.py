@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -136,6 +136,17 @@ class ModuleGraph:
 
     def __init__(self, graph: nx.DiGraph) -> None:
         self._graph = graph
+
+    @classmethod
+    def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
+        """Return a graph of ``nodes`` (by address) with an edge from each caller to its ``kids``."""
+        graph = nx.DiGraph()
+        for address, node in nodes.items():
+            graph.add_node(address, node=node)
+        for parent, children in kids.items():
+            for child in children:
+                graph.add_edge(parent, child, call=nodes[child].path[-1])
+        return cls(graph)
 
     @property
     def root(self) -> ModuleNode:

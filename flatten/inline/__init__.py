@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import networkx as nx
-
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import dumps, module_json
 from flatten.fields import top_schema
@@ -34,7 +32,7 @@ from ._addresses import move_address, split_address
 from ._providers import ProviderNames
 from ._step import Context, Work, inline_call
 
-__all__ = ["InlineResult", "InlinedGraph", "KeptCall", "inline_graph", "move_address", "split_address"]
+__all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
 
 
 
@@ -49,23 +47,6 @@ class KeptCall:
 
     def __str__(self) -> str:
         return f"{self.address}: {self.reason}"
-
-
-class InlinedGraph(ModuleGraph):
-    """The module graph after inlining: the root and the calls that stayed, under their new paths.
-
-    A real ``ModuleGraph`` over its own networkx graph, so later stages (explicit providers,
-    layout) that wrap or walk it see exactly these nodes and edges.
-    """
-
-    def __init__(self, nodes: Mapping[str, ModuleNode], kids: Mapping[str, list[str]]) -> None:
-        graph = nx.DiGraph()
-        for address, node in nodes.items():
-            graph.add_node(address, node=node)
-        for parent, children in kids.items():
-            for child in children:
-                graph.add_edge(parent, child, call=nodes[child].path[-1])
-        super().__init__(graph)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +222,7 @@ def _finish(work: Work, is_root: bool) -> Module:
 
 def _assemble(
     root: Work,
-) -> tuple[InlinedGraph, list[tuple[str, str]], dict[str, Path], list[tuple[Work, ModuleNode]]]:
+) -> tuple[ModuleGraph, list[tuple[str, str]], dict[str, Path], list[tuple[Work, ModuleNode]]]:
     nodes: dict[str, ModuleNode] = {}
     kids: dict[str, list[str]] = {}
     moves: list[tuple[str, str]] = []
@@ -272,7 +253,7 @@ def _assemble(
             emit(kept, (*path, mc.name), mc)
 
     emit(root, (), None)
-    return InlinedGraph(nodes, kids), moves, copies, placed
+    return ModuleGraph.from_nodes(nodes, kids), moves, copies, placed
 
 
 def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str | None:
@@ -284,7 +265,7 @@ def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str 
 
 
 def _check(
-    wiring: ProviderWiring, graph: InlinedGraph, moves: list[tuple[str, str]], options: Options
+    wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
 ) -> Diagnostics:
     diags = Diagnostics()
     again, _ = wire_providers(graph, options=options, validate=False)
