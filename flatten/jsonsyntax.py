@@ -373,7 +373,12 @@ def _value(node: _Node, merge_blocks: bool, dup: list[tuple[str, _Node]]) -> Jso
             out[key] = value
         return out
     if node.kind == _ARR:
-        return [_value(item, merge_blocks, dup) for item in node.items]
+        # A loop, not a comprehension: a comprehension is a second frame per level, and MAX_DEPTH
+        # levels of arrays would then exceed Python's recursion limit (found by scripts/fuzz).
+        items: list[JsonValue] = []
+        for item in node.items:
+            items.append(_value(item, merge_blocks, dup))
+        return items
     return node.value
 
 

@@ -126,11 +126,13 @@ def test_deep_native_nesting_gives_a_result_not_a_recursion_error(tree, deadline
     "text",
     [
         '{"locals": {"v": ' + "[" * DEEP + "1" + "]" * DEEP + "}}",
+        # Just under the JSON loader's depth limit (found by scripts/fuzz: a RecursionError).
+        '{"locals": {"v": ' + "[" * 496 + "1" + "]" * 496 + "}}",
         '{"locals": {"v": ' + '{"a": ' * DEEP + "1" + "}" * DEEP + "}}",
         '{"resource": {"x": {"y": ' + '{"b": ' * DEEP + "{}" + "}" * DEEP + "}}}",
         '{"locals": {"v": "${' + "(" * DEEP + "1" + ")" * DEEP + '}"}}',
     ],
-    ids=["arrays", "objects", "block-bodies", "expression"],
+    ids=["arrays", "arrays-at-the-limit", "objects", "block-bodies", "expression"],
 )
 def test_deep_json_nesting_gives_a_located_diagnostic_or_loads(tree, deadline, text: str) -> None:
     root = tree({"main.tf.json": text})
