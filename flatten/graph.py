@@ -532,6 +532,15 @@ def build_graph(
     return ModuleGraph(graph), diags
 
 
+def _is_dir(path: Path) -> bool:
+    # Path.is_dir raises for a name the OS refuses (ENAMETOOLONG, found by scripts/fuzz): for a
+    # module source that is simply a directory that cannot be read.
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def _real_directory(joined: Path, root: Path) -> Path:
     """The installer's ``EvalSymlinks`` (spec §5.7): a symlinked module directory is recorded as
     its target, so the module's own ``../`` sources resolve from where its files really are.
@@ -573,7 +582,7 @@ def _resolve(
             directory = package.directory
         else:
             directory = _real_directory(Path(os.path.normpath(parent.directory / call.address.path)), root)
-        if not directory.is_dir():
+        if not _is_dir(directory):
             diags.error(
                 "Unreadable module directory",
                 f"The directory {_display(directory, root, package)} does not exist or cannot be read.",

@@ -374,3 +374,10 @@ def test_nul_byte_in_a_local_source_is_a_diagnostic(tree) -> None:
     root = tree({"main.tf": 'module "c" {\n  source = "./c\\u0000x"\n}\n'})
     _, diags = build(root, options=OPTS)
     assert [(d.summary, str(d.range)) for d in diags] == [("Unreadable module directory", "main.tf:2,12-24")]
+
+
+def test_a_source_too_long_for_the_os_is_a_diagnostic(tree) -> None:
+    # Found by scripts/fuzz: Path.is_dir raises OSError(ENAMETOOLONG) instead of returning False.
+    root = tree({"main.tf": call("c", "./" + "x" * 300)})
+    _, diags = build(root, options=OPTS)
+    assert [d.summary for d in diags] == ["Unreadable module directory"]

@@ -228,7 +228,7 @@ class RemoteFetcher:
                 return parse_constraints(call.version).allows(rec.version)
             except (InvalidConstraint, ValueError):
                 return False
-        return rec.directory.is_dir()
+        return _is_dir(rec.directory)
 
     def _from_installed(self, call: ModuleCall, rec: InstalledModule) -> ModulePackage:
         addr = call.address
@@ -309,7 +309,7 @@ class RemoteFetcher:
         label = redact_url(src.package)
         if addr.kind == "file" and addr.archive is None:
             path = addr.path
-            if not path.is_dir():
+            if not _is_dir(path):
                 raise FetchError(f"the directory {path} does not exist")
             return ModulePackage(src.package, path, digest=tree_digest(path), name=_readable_name(src, None))
         if addr.kind == "git":
@@ -361,7 +361,7 @@ class RemoteFetcher:
                     f"{redact_url(package.address)}.",
                 )
             subdir = Path(dirs[0]).relative_to(package.root).as_posix()
-        if subdir and not (package.root / subdir).is_dir():
+        if subdir and not _is_dir(package.root / subdir):
             raise _Problem(
                 "Module subdirectory not found",
                 f"The module subdirectory {subdir!r} does not exist in the package "
@@ -397,6 +397,14 @@ class RemoteFetcher:
                 f"({'; '.join(changes)}), "
                 "and --locked forbids the change. Build without --locked to accept it.",
             )
+
+
+def _is_dir(path: Path) -> bool:
+    # A name the OS refuses (too long, a NUL byte) is a directory that is not there, not a crash.
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def _getter_address(addr: RegistrySource | RemoteSource) -> GetterAddress | None:
