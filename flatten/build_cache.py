@@ -29,7 +29,7 @@ import os
 import pickle
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos,
 from flatten.options import Options
 
 __all__ = [
+    "LazyBody",
     "ModuleEntry",
     "dumps",
     "emitted",
@@ -50,6 +51,7 @@ __all__ = [
     "make_block",
     "make_body",
     "make_expr",
+    "make_lazy_block",
     "make_pos",
     "make_range",
     "make_range_at",
@@ -62,8 +64,8 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 1  # bump when the stored form changes
-_MAGIC = b"flatten-module-1\n"
+SCHEMA_VERSION = 2  # bump when the stored form changes
+_MAGIC = b"flatten-module-2\n"
 
 # -- fast construction of the model's frozen dataclasses -----------------------------------------
 # A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
@@ -160,6 +162,118 @@ def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body
     return b
 
 
+# -- bodies decoded on first use ------------------------------------------------------------------
+# A rebuild after one edit takes every other module from the cache, and later stages read little
+# of them: module calls, provider meta-arguments, the terraform block (their output bytes come from
+# the emit cache). Decoding each stored module whole was most of such a rebuild (465,000 positions
+# for the 200-module benchmark tree), so an entry keeps the body of each top-level block as its own
+# pickle, decoded the first time something reads its items.
+_BODY_ITEMS = Body.__dict__["items"]  # the slot the dataclass declares
+
+
+class LazyBody(Body):
+    """A block body from a module-cache entry: its items stay pickled until first read.
+
+    It equals, hashes, prints and pickles as the ``Body`` it decodes to. ``attribute`` and
+    ``blocks_of`` answer from the stored names, without decoding, when the body has no such
+    attribute or block.
+    """
+
+    __slots__ = ("_attributes", "_data", "_types")
+    _data: bytes | None
+    _attributes: tuple[str, ...] | None  # the names of its attributes, and of its blocks' types
+    _types: tuple[str, ...] | None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        # Only dataclasses.replace() gets here (e.g. merging); the body it makes is an ordinary one.
+        Body.__init__(self, *args, **kwargs)  # type: ignore[arg-type]
+        _LAZY_DATA.__set__(self, None)
+        _LAZY_ATTRS.__set__(self, None)
+        _LAZY_TYPES.__set__(self, None)
+
+    @property
+    def items(self) -> tuple[Attribute | Block, ...]:
+        try:
+            return _BODY_ITEMS.__get__(self, Body)  # type: ignore[no-any-return]
+        except AttributeError:
+            assert self._data is not None  # the slot is only ever unset in a body built from data
+            items = pickle.loads(self._data)
+            _BODY_ITEMS.__set__(self, items)
+            return items  # type: ignore[no-any-return]
+
+    @items.setter
+    def items(self, value: tuple[Attribute | Block, ...]) -> None:
+        _BODY_ITEMS.__set__(self, value)
+
+    def attribute(self, name: str) -> Attribute | None:
+        if self._attributes is not None and name not in self._attributes:
+            return None
+        return Body.attribute(self, name)
+
+    def blocks_of(self, type_: str) -> Iterator[Block]:
+        if self._types is not None and type_ not in self._types:
+            return iter(())
+        return Body.blocks_of(self, type_)
+
+    def stored(self) -> tuple[bytes, tuple[str, ...], tuple[str, ...]] | None:
+        """Return the pickled items and the names, when they have not been decoded."""
+        if self._data is None or self._attributes is None or self._types is None:
+            return None
+        try:
+            _BODY_ITEMS.__get__(self, Body)
+        except AttributeError:
+            return self._data, self._attributes, self._types
+        return None
+
+    def __repr__(self) -> str:
+        return f"Body(items={self.items!r}, range={self.range!r})"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return make_body, (self.items, self.range)
+
+
+_LAZY_DATA = LazyBody.__dict__["_data"]
+_LAZY_ATTRS = LazyBody.__dict__["_attributes"]
+_LAZY_TYPES = LazyBody.__dict__["_types"]
+
+
+def make_lazy_block(
+    type_: str,
+    labels: tuple[str, ...],
+    data: bytes,
+    attributes: tuple[str, ...],
+    types: tuple[str, ...],
+    body_range: Range | None,
+    range: Range,
+    label_ranges: tuple[Range, ...],
+    origins: tuple[Range, ...],
+) -> Block:
+    """Return a block whose body's items are ``data`` (pickled by ``dumps``), decoded on first use."""
+    body = _new(LazyBody)
+    _BODY_R(body, body_range)
+    _LAZY_DATA.__set__(body, data)
+    _LAZY_ATTRS.__set__(body, attributes)
+    _LAZY_TYPES.__set__(body, types)
+    b = _new(Block)
+    for setter, value in zip(_BLOCK, (type_, labels, body, range, label_ranges, origins), strict=True):
+        setter(b, value)
+    return b
+
+
+def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
+    body = b.body
+    found = body.stored() if isinstance(body, LazyBody) else None
+    if found is not None:
+        data, attributes, types = found
+    else:
+        data = dumps(body.items)
+        attributes = tuple(sorted({i.name for i in body.items if isinstance(i, Attribute)}))
+        types = tuple(sorted({i.type for i in body.items if isinstance(i, Block)}))
+    return make_lazy_block, (
+        b.type, b.labels, data, attributes, types, body.range, b.range, b.label_ranges, b.origins
+    )
+
+
 def _fields(obj: object) -> tuple[object, ...]:
     return tuple(getattr(obj, f.name) for f in fields(obj))  # type: ignore[arg-type]
 
@@ -176,17 +290,26 @@ DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Attribute: lambda a: (make_attribute, (a.name, a.expr, a.name_range)),
     Block: lambda b: (make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
     Body: lambda b: (make_body, (b.items, b.range)),
+    LazyBody: lambda b: (make_body, (b.items, b.range)),
     ParsedFile: lambda f: (ParsedFile, _fields(f)),
     Module: lambda m: (Module, _fields(m)),
     Diagnostic: lambda d: (Diagnostic, _fields(d)),
 }
 
 
-def dumps(value: object) -> bytes:
-    """Pickle ``value`` with the model's fast reconstructors (``pickle.loads`` reads it)."""
+# The same, except that each block met outside another block's body keeps its body pickled on its
+# own (LazyBody): how module entries are stored.
+LAZY_DISPATCH = {**DISPATCH, Block: _lazy_block}
+
+
+def dumps(value: object, *, lazy: bool = False) -> bytes:
+    """Pickle ``value`` with the model's fast reconstructors (``pickle.loads`` reads it).
+
+    With ``lazy``, the outermost blocks' bodies are stored so that they decode on first use.
+    """
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = DISPATCH  # type: ignore[assignment]
+    pickler.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
     pickler.dump(value)
     return buf.getvalue()
 
@@ -291,7 +414,8 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
             entry.merge_directory,
             entry.module,
             entry.merge_diags,
-        )
+        ),
+        lazy=True,
     )
     return calls, _MAGIC + len(header).to_bytes(4, "big") + header + body
 

@@ -117,6 +117,13 @@ class Body:
     items: tuple[Attribute | Block, ...] = ()
     range: Range | None = None
 
+    def __eq__(self, other: object) -> bool:
+        # By value, whatever the class: a body read from the module cache is a subclass that
+        # decodes its items on first use (flatten.build_cache.LazyBody).
+        if not isinstance(other, Body):
+            return NotImplemented
+        return self.range == other.range and self.items == other.items
+
     @property
     def attributes(self) -> tuple[Attribute, ...]:
         return tuple(i for i in self.items if isinstance(i, Attribute))

@@ -288,6 +288,46 @@ def test_fast_constructors_build_the_same_objects() -> None:
     assert pickle.loads(build_cache.dumps(block)) == block
 
 
+
+def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Path) -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    root = _tree(tmp_path / "src", modules=1)
+    directory = root / "modules" / "m0"
+    files, _ = load_dir(directory, root=root, options=Options())
+    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    entry = build_cache.ModuleEntry("modules/m0", tuple(files), (), "modules/m0", want, ())
+    _, data = build_cache.encode("k", entry)
+
+    def fresh() -> Module:
+        found = build_cache.decode(data, "k")
+        assert found is not None
+        return found.module
+
+    got = fresh()
+    resource = next(got.blocks_of("resource"))
+    assert isinstance(resource.body, build_cache.LazyBody)
+    # Asking for what a body does not hold answers from the stored names, without decoding.
+    assert resource.body.attribute("provider") is None and not list(resource.body.blocks_of("lifecycle"))
+    assert resource.body.stored() is not None
+    # Re-encoding an untouched entry reuses the stored bodies without decoding them.
+    again = build_cache.encode("k", build_cache.ModuleEntry("modules/m0", (), (), "modules/m0", got, ()))[1]
+    assert resource.body.stored() is not None
+    decoded = build_cache.decode(again, "k")
+    assert decoded is not None and decoded.module == want
+    assert got == want and want == got and repr(got) == repr(want)
+    assert resource.body.stored() is None  # compared: decoded now
+    assert resource.body.attribute("triggers") == next(want.blocks_of("resource")).body.attribute("triggers")
+    # Any other pickler, copy or replace() sees an ordinary body with the same items.
+    other = fresh()
+    plain = pickle.loads(pickle.dumps(other))
+    assert type(next(plain.blocks_of("resource")).body) is Body and plain == want
+    assert copy.deepcopy(fresh()) == want
+    replaced = dataclasses.replace(next(fresh().blocks_of("resource")).body, items=())
+    assert replaced.items == () and replaced.attribute("triggers") is None
+
 def test_concurrent_builds_share_the_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=10)
     want = _uncached_build(root, monkeypatch)
