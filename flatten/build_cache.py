@@ -39,13 +39,17 @@ from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos,
 from flatten.options import Options
 
 __all__ = [
+    "EMITTED",
     "LazyBody",
     "ModuleEntry",
     "dumps",
+    "emit_ahead",
+    "emit_key",
     "emitted",
     "enabled",
     "entry_calls",
     "finish",
+    "keep_emitted",
     "loaded",
     "make_attribute",
     "make_block",
@@ -270,7 +274,15 @@ def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
         attributes = tuple(sorted({i.name for i in body.items if isinstance(i, Attribute)}))
         types = tuple(sorted({i.type for i in body.items if isinstance(i, Block)}))
     return make_lazy_block, (
-        b.type, b.labels, data, attributes, types, body.range, b.range, b.label_ranges, b.origins
+        b.type,
+        b.labels,
+        data,
+        attributes,
+        types,
+        body.range,
+        b.range,
+        b.label_ranges,
+        b.origins,
     )
 
 
@@ -469,11 +481,14 @@ def read(key: str) -> bytes | None:
 
 def write(key: str, data: bytes) -> None:
     """Write an entry: a temporary file renamed into place (failures are ignored)."""
+    _write_file(_path(key), data)
+
+
+def _write_file(path: Path, data: bytes) -> None:
     tmp: Path | None = None
     try:
-        path = _path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except Exception:
@@ -487,7 +502,7 @@ class _Writer:
     def __init__(self) -> None:
         import queue
 
-        self.queue: queue.SimpleQueue[tuple[str, bytes | ModuleEntry] | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[tuple[Path, str, bytes | ModuleEntry] | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="flatten-module-cache", daemon=True)
         self.thread.start()
 
@@ -496,9 +511,9 @@ class _Writer:
             item = self.queue.get()
             if item is None:
                 return
-            key, value = item
+            path, key, value = item
             try:
-                write(key, value if isinstance(value, bytes) else encode(key, value)[1])
+                _write_file(path, value if isinstance(value, bytes) else encode(key, value)[1])
             except Exception:
                 continue
 
@@ -516,14 +531,18 @@ def finish() -> None:
         _WRITER.pop().close()
 
 
+def _queue(path: Path, key: str, value: bytes | ModuleEntry) -> None:
+    if not _WRITER:
+        _WRITER.append(_Writer())
+    _WRITER[0].queue.put((path, key, value))
+
+
 def store(key: str, value: bytes | ModuleEntry, *, background: bool = True) -> None:
     """Write ``key``'s entry, on the background writer unless told otherwise."""
     if not background:
         write(key, value if isinstance(value, bytes) else encode(key, value)[1])
         return
-    if not _WRITER:
-        _WRITER.append(_Writer())
-    _WRITER[0].queue.put((key, value))
+    _queue(_path(key), key, value)
 
 
 # Entries read or computed ahead of the build (parse_cache.prefetch), by key: bytes as read or
@@ -673,6 +692,44 @@ def module_key_of(module: Module) -> str | None:
     return found[1] if found is not None and found[0] is module else None
 
 
+def emit_key(
+    key: str, provenance: bool, directory: str, files: tuple[str, ...], calls: Sequence[Block]
+) -> str:
+    """Return the key of a module's output bytes (see ``emitted``)."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr(("emit", key, provenance, directory, files, list(calls))).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _emit_path(digest: str) -> Path:
+    return _directory().parent / "emit" / digest[:2] / digest
+
+
+# Output bytes computed ahead of the layout (by prefetch workers, beside the module entry), by
+# emit key; also queued for writing to the emit cache. Taken once.
+EMITTED: dict[str, bytes] = {}
+
+
+def emit_ahead(
+    key: str, module: Module, provenance: bool, render: Callable[[Module], bytes]
+) -> tuple[str, bytes] | None:
+    """Return the emit key and output bytes of a module that calls no other module, or None.
+
+    Only the layout knows where called modules land (it rewrites each call's ``source``), but a
+    module without ``module`` blocks is written exactly as merged, so a prefetch worker can emit
+    it beside computing its entry, and the build's layout finds the bytes under the same key.
+    """
+    if any(b.type == "module" for b in module.blocks):
+        return None
+    return emit_key(key, provenance, module.directory, module.files, ()), render(module)
+
+
+def keep_emitted(digest: str, data: bytes) -> None:
+    """Keep output bytes computed ahead for ``emitted`` and queue them for the emit cache."""
+    EMITTED[digest] = data
+    _queue(_emit_path(digest), digest, data)
+
+
 def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
     """Return ``compute()`` (a module's output bytes), from the cache when it has them.
 
@@ -693,25 +750,17 @@ def emitted(original: Module, output: Module, provenance: bool, compute: Callabl
             if a.type != "module" or b.type != "module":
                 return compute()
             calls.append(b)
-    h = hashlib.blake2b(digest_size=20)
-    h.update(
-        repr(("emit", key, provenance, output.directory, output.files, calls)).encode(
-            "utf-8", "surrogatepass"
-        )
-    )
-    path = _directory().parent / "emit" / h.hexdigest()[:2] / h.hexdigest()
+    digest = emit_key(key, provenance, output.directory, output.files, calls)
+    found = EMITTED.pop(digest, None)
+    if found is not None:
+        return found
+    path = _emit_path(digest)
     try:
         return path.read_bytes()
     except OSError:
         pass
     data = compute()
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    _queue(path, digest, data)
     return data
 
 

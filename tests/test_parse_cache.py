@@ -45,6 +45,7 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build_cache, "MEMO", {})
     monkeypatch.setattr(build_cache, "PREREAD", {})
     monkeypatch.setattr(build_cache, "_PENDING", {})
+    monkeypatch.setattr(build_cache, "EMITTED", {})
 
 
 def _tree(root: Path, modules: int = 6) -> Path:
@@ -173,6 +174,34 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(parse_cache, "_parse", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
     assert build(root, options=Options())[0].files == want
+
+
+@pytest.mark.parametrize("provenance", [False, True])
+def test_prefetch_workers_emit_the_modules_that_call_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provenance: bool
+) -> None:
+    from flatten import layout
+
+    root = _tree(tmp_path / "src", modules=12)
+    options = Options(provenance=provenance)
+    want = _uncached_build(root, monkeypatch, provenance=provenance)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
+    build_cache.track_modules()  # as the command line does
+    parse_cache.prefetch(root, options=options, workers=2)
+    assert len(build_cache.EMITTED) == 12  # every module but the root, which calls them
+    rendered: list[str] = []
+    real = layout.module_json
+
+    def counting(module: Module, *, provenance: bool) -> object:
+        rendered.append(module.directory)
+        return real(module, provenance=provenance)
+
+    monkeypatch.setattr(layout, "module_json", counting)
+    assert build(root, options=options)[0].files == want
+    assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
+    parse_cache.finish()
+    assert len(_files(tmp_path / "cache" / "emit")) == 13  # and stored for the next build
 
 
 def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
@@ -416,9 +445,14 @@ def test_command_lines_it_does_not_understand_run_unchanged(tmp_path: Path) -> N
     assert parse_cache._plain_build(["build", "r", "-o", "o", "--dialect=opentofu"]) == (
         Path("r").resolve(),
         Path("o").resolve(),
-        Dialect.OPENTOFU,
+        Options(Dialect.OPENTOFU),
         True,
     )
+    # Prefetch computes under the build's own options, so the build finds what it computed.
+    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--explicit-providers"])
+    assert found is not None and found[2] == Options(provenance=True, explicit_providers=True)
+    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--no-provenance"])
+    assert found is not None and found[2] == Options()
     assert parse_cache._plain_build(["build", "r", "--out", "o", "--check"])[3] is False  # type: ignore[index]
 
 
