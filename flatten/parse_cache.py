@@ -751,8 +751,9 @@ def _plain_build(argv: list[str]) -> tuple[Path, Path, Options, bool] | None:
         i += 1
     if out is None:
         return None
+    options = Options(dialect, provenance=flags["provenance"], explicit_providers=flags["explicit_providers"])
     try:
-        return Path(root or ".").resolve(), Path(out).resolve(), Options(dialect, **flags), replayable
+        return Path(root or ".").resolve(), Path(out).resolve(), options, replayable
     except (OSError, RuntimeError):
         return None
 
