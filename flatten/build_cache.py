@@ -48,7 +48,9 @@ __all__ = [
     "emitted",
     "enabled",
     "entry_calls",
+    "export_prefetched",
     "finish",
+    "import_prefetched",
     "keep_emitted",
     "loaded",
     "make_attribute",
@@ -552,6 +554,24 @@ MEMO: dict[str, bytes | ModuleEntry] = {}
 # uses one when its own listing names the same files, instead of reading and hashing them again
 # (the build then sees each module's files as prefetch read them, a moment earlier). Taken once.
 PREREAD: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {}
+
+
+def export_prefetched() -> bytes:
+    """Return what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
+    and the code version), as bytes for ``import_prefetched`` in another process."""
+    memo = {k: v if isinstance(v, bytes) else encode(k, v)[1] for k, v in MEMO.items()}
+    state = (memo, PREREAD, EMITTED, _STATE.get("version"))
+    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def import_prefetched(data: bytes) -> None:
+    """Take in what ``export_prefetched`` returned in the process that prefetched for this one."""
+    memo, preread, emitted, version = pickle.loads(data)
+    MEMO.update(memo)
+    PREREAD.update(preread)
+    EMITTED.update(emitted)
+    if version is not None:
+        _STATE.setdefault("version", version)
 
 
 def note_read(directory: Path, root: Path, options: Options, paths: Sequence[Path], key: str) -> None:

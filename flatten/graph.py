@@ -477,7 +477,8 @@ def build_graph(
         return ModuleGraph(graph), diags
 
     # Depth first, in call-name order, so diagnostics come out in a stable order.
-    stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (root.resolve(),))]
+    real_root = root.resolve()
+    stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (real_root,))]
     while stack:
         parent, chain = stack.pop()
         children: list[tuple[ModuleNode, tuple[Path, ...]]] = []
@@ -486,7 +487,9 @@ def build_graph(
         for call in parent.calls:
             path = (*parent.path, call.name)
             address = module_address(path)
-            directory, package, fetch_diags = _resolve(call, parent, root=root, fetcher=fetcher)
+            directory, package, fetch_diags = _resolve(
+                call, parent, root=root, real_root=real_root, fetcher=fetcher
+            )
             diags.extend(replace(d, module=parent.address) for d in fetch_diags)
             if directory is None:
                 continue
@@ -541,7 +544,7 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _real_directory(joined: Path, root: Path) -> Path:
+def _real_directory(joined: Path, root: Path, real_root: Path) -> Path:
     """The installer's ``EvalSymlinks`` (spec §5.7): a symlinked module directory is recorded as
     its target, so the module's own ``../`` sources resolve from where its files really are.
 
@@ -553,13 +556,13 @@ def _real_directory(joined: Path, root: Path) -> Path:
     except (OSError, ValueError):  # a NUL byte in the source, or a path the OS refuses
         return joined
     try:
-        return root / real.relative_to(root.resolve())
+        return root / real.relative_to(real_root)
     except ValueError:
         return real
 
 
 def _resolve(
-    call: ModuleCall, parent: ModuleNode, *, root: Path, fetcher: ModuleFetcher
+    call: ModuleCall, parent: ModuleNode, *, root: Path, real_root: Path, fetcher: ModuleFetcher
 ) -> tuple[Path | None, ModulePackage | None, Diagnostics]:
     diags = Diagnostics()
     if isinstance(call.address, LocalSource):
@@ -581,7 +584,8 @@ def _resolve(
             package = package.at(subdir)
             directory = package.directory
         else:
-            directory = _real_directory(Path(os.path.normpath(parent.directory / call.address.path)), root)
+            joined = Path(os.path.normpath(parent.directory / call.address.path))
+            directory = _real_directory(joined, root, real_root)
         if not _is_dir(directory):
             diags.error(
                 "Unreadable module directory",

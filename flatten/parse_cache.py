@@ -16,6 +16,7 @@ parses the files the cache lacks in worker processes when there are enough to pa
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import io
@@ -236,10 +237,17 @@ _MEMO: dict[str, Result | bytes] = {}  # read by prefetch (parsed here, or entry
 _WRITERS: list[_Writer] = []
 
 
+_CHILDREN: list[int] = []  # prefetching processes (prefetch_forked), waited for by finish()
+
+
 def finish() -> None:
     """Wait until every cache entry ``prefetch`` (or the module cache) queued is written."""
     while _WRITERS:
         _WRITERS.pop().close()
+    while _CHILDREN:
+        pid = _CHILDREN.pop()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
     from flatten import build_cache
 
     build_cache.finish()
@@ -356,6 +364,50 @@ def prefetch(
         return _prefetch(root.absolute(), cache, options, workers, meanwhile)
     except Exception:
         return 0
+
+
+def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | None:
+    """Run ``prefetch`` in a forked process; return a function that waits for it and takes in
+    what it prefetched, or None where it cannot (no fork, or the module cache is off).
+
+    Meanwhile this process imports the rest of flatten (0.2 s of a rebuild after one edit, which
+    prefetches in-process: reading every file and cache entry, parsing the edited file). The
+    child may start its own workers. It must be started before anything else runs threads (it is
+    forked). It writes the cache entries it computed after handing them over: ``finish`` waits
+    for it. Any trouble in the child just leaves the work to the build.
+    """
+    from flatten import build_cache
+
+    if not hasattr(os, "fork") or not build_cache.enabled() or default_cache() is None:
+        return None
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read_end)
+            _worker_init(parent)
+            prefetch(root, options=options)
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(build_cache.export_prefetched())
+            finish()
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    _CHILDREN.append(pid)
+
+    def take() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        if data:  # else the child failed: the build computes what it needs
+            with contextlib.suppress(Exception):
+                build_cache.import_prefetched(data)
+
+    return take
 
 
 def _prefetch(
@@ -946,7 +998,12 @@ def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
     from flatten import build_cache
 
     build_cache.track_modules()  # a one-shot process: output bytes may come from the cache
-    prefetch(root, options=options, meanwhile=_import_cli)
+    take = prefetch_forked(root, options=options)
+    if take is None:
+        prefetch(root, options=options, meanwhile=_import_cli)
+    else:
+        _import_cli()
+        take()
     if record is None:
         try:
             run()

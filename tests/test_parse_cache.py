@@ -385,6 +385,47 @@ def test_prefetch_never_raises(tmp_path: Path) -> None:
     assert parse_cache.prefetch(tmp_path / "missing", options=Options()) == 0
 
 
+def _fork_or_skip() -> None:
+    parse_cache.finish()
+    if threading.active_count() > 1:
+        pytest.skip("other threads are running in the test process: a forked child could deadlock")
+
+
+def test_forked_prefetch_hands_its_results_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    _fork_or_skip()
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert len(build_cache.MEMO) == 13 and len(build_cache.PREREAD) == 13  # every module, as bytes
+    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
+    assert build(root, options=Options())[0].files == want  # nothing parsed or merged again
+    parse_cache.finish()  # waits for the child, which writes its entries after handing them over
+    assert not parse_cache._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
+
+
+def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=3)
+    want = _uncached_build(root, monkeypatch)
+    _fork_or_skip()
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise MemoryError("in the child")
+
+    monkeypatch.setattr(parse_cache, "prefetch", crash)  # seen by the forked child only
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert not build_cache.MEMO
+    assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
+
 def _cli(argv: list[str], calls: list[int]) -> None:
     def run() -> None:
         calls.append(1)
