@@ -226,7 +226,13 @@ def _is_previous_output(path: Path) -> bool:
 
 
 class Interrupted(BaseException):
-    """SIGTERM arrived while the output was being written (raised so cleanup runs)."""
+    """SIGTERM arrived while the output was being written (raised so cleanup runs).
+
+    ``output_replaced`` is true when it arrived after the new output was swapped in (while the
+    previous one was being removed).
+    """
+
+    output_replaced = False
 
 
 @contextlib.contextmanager
@@ -326,10 +332,32 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
         # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
         for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+        tmp: Path | None = None
+        replaced = False
         try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
             _write_files(tmp, files, copies or {})
             if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
                 _swap_by_renames(tmp, out)
+            replaced = True
         finally:
+            if tmp is not None:
+                _remove(tmp, replaced)
+
+
+def _remove(tmp: Path, replaced: bool) -> None:
+    """Remove ``tmp`` whole, even when a signal arrives meanwhile; then raise the first such interrupt.
+
+    An interrupted ``rmtree`` would leave part of a temporary directory beside ``out``.
+    """
+    pending: BaseException | None = None
+    while True:
+        try:
             shutil.rmtree(tmp, ignore_errors=True)
+            break
+        except (Interrupted, KeyboardInterrupt) as exc:
+            pending = pending or exc
+    if pending is not None:
+        if isinstance(pending, Interrupted):
+            pending.output_replaced = replaced
+        raise pending

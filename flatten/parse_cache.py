@@ -639,6 +639,7 @@ def _prefetch_modules(
                 calls = None if data is None else build_cache.entry_calls(data, key)
                 if data is not None and calls is not None:
                     build_cache.MEMO[key] = data  # the build decodes it from memory
+                    build_cache.READ.add(key)
                     build_cache.note_read(directory, root, options, [e.path for e in listing.files], key)
                     sources.append((directory, calls))
                     continue

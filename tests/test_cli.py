@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,39 @@ def test_dialect_opentofu_reads_tofu_files(tree, tmp_path: Path) -> None:
     assert list(json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]) == ["b"]
     assert flatten("build", root, "--out", out).returncode == 0
     assert list(json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]) == ["a"]
+
+
+def test_stdout_closed_early_ends_quietly_with_status_120(tree) -> None:
+    # The process ends without tearing down its heap (flatten/__main__.py), so it flushes its
+    # streams itself: a reader that went away is status 120, as Python's own exit makes it.
+    # (With PYTHONUNBUFFERED the write itself fails, and click ends the process with status 1.)
+    root = tree({"main.tf": MAIN})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flatten", "providers", str(root), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert proc.wait() == 120
+    assert b"Traceback" not in stderr
+
+
+def test_a_build_is_complete_when_the_process_ends(tree, tmp_path: Path) -> None:
+    # Every cache entry is written before the process exits (nothing is left to a background
+    # thread that the exit would cut short).
+    root = tree({"main.tf": MAIN, "modules/a/main.tf": MAIN})
+    (root / "calls.tf").write_text('module "a" {\n  source = "./modules/a"\n}\n')
+    cache = tmp_path / "cache"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FLATTEN_CACHE_DIR": str(cache)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    entries = [p for p in (cache / "modules").rglob("*") if p.is_file()]
+    assert len(entries) == 2 and not [p for p in cache.rglob("*.tmp")]

@@ -46,6 +46,7 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build_cache, "PREREAD", {})
     monkeypatch.setattr(build_cache, "_PENDING", {})
     monkeypatch.setattr(build_cache, "EMITTED", {})
+    monkeypatch.setattr(build_cache, "READ", set())
 
 
 def _tree(root: Path, modules: int = 6) -> Path:
@@ -406,6 +407,14 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     assert build(root, options=Options())[0].files == want  # nothing parsed or merged again
     parse_cache.finish()  # waits for the child, which writes its entries after handing them over
     assert not parse_cache._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
+    # Everything cached now: entries the child only read are not sent; the build reads them.
+    _reset(monkeypatch)
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert not build_cache.MEMO and len(build_cache.PREREAD) == 13
+    assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
 
 
 def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
