@@ -380,6 +380,8 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
 
     if not hasattr(os, "fork") or not build_cache.enabled() or default_cache() is None:
         return None
+    if threading.active_count() > 1:  # a lock another thread holds would stay held in the child
+        return None
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
