@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from flatten.diagnostics import Diagnostic, Diagnostics
+from flatten.files import DirectoryListing
 from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range
 from flatten.options import Options
 
@@ -65,6 +66,7 @@ __all__ = [
     "merged",
     "module_key",
     "module_key_of",
+    "prelisted",
     "take",
     "track_modules",
     "version",
@@ -552,10 +554,10 @@ def store(key: str, value: bytes | ModuleEntry, *, background: bool = True) -> N
 MEMO: dict[str, bytes | ModuleEntry] = {}
 # Keys of the MEMO entries prefetch read from the cache (not computed).
 READ: set[str] = set()
-# Module keys prefetch computed from the files it read, by (directory, root, options): load_dir
-# uses one when its own listing names the same files, instead of reading and hashing them again
+# Each module directory's listing as prefetch read it and the module key of the files it read, by
+# (directory, root, options): load_dir uses both instead of listing, reading and hashing again
 # (the build then sees each module's files as prefetch read them, a moment earlier). Taken once.
-PREREAD: dict[tuple[str, str, str], tuple[tuple[str, ...], str]] = {}
+PREREAD: dict[tuple[str, str, str], tuple[DirectoryListing, str]] = {}
 
 
 def export_prefetched() -> bytes:
@@ -581,19 +583,22 @@ def import_prefetched(data: bytes) -> None:
         _STATE.setdefault("version", version)
 
 
-def note_read(directory: Path, root: Path, options: Options, paths: Sequence[Path], key: str) -> None:
-    """Remember the key prefetch computed for a module directory (see ``PREREAD``)."""
-    PREREAD[(str(directory), str(root), _options_key(options))] = (tuple(map(str, paths)), key)
+def note_read(directory: Path, root: Path, options: Options, listing: DirectoryListing, key: str) -> None:
+    """Remember the listing prefetch read for a module directory and the key of its files (``PREREAD``)."""
+    PREREAD[(str(directory), str(root), _options_key(options))] = (listing, key)
 
 
-def preread(directory: Path, root: Path, options: Options, paths: Sequence[Path]) -> str | None:
-    """Return the key prefetch computed for this directory, if it read exactly these files."""
+def preread(directory: Path, root: Path, options: Options) -> tuple[DirectoryListing, str] | None:
+    """Return (and forget) the listing and module key prefetch found for this directory, if any."""
     if not PREREAD:
         return None
-    found = PREREAD.pop((str(directory), str(root), _options_key(options)), None)
-    if found is None or found[0] != tuple(map(str, paths)):
-        return None
-    return found[1]
+    return PREREAD.pop((str(directory), str(root), _options_key(options)), None)
+
+
+def prelisted(directory: Path, root: Path, options: Options) -> DirectoryListing | None:
+    """Return the listing prefetch read for this directory, if any (``preread`` still returns it)."""
+    found = PREREAD.get((str(directory), str(root), _options_key(options))) if PREREAD else None
+    return None if found is None else found[0]
 
 
 # Results computed in a worker for its parent instead of being written (see capture()).

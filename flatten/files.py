@@ -27,6 +27,8 @@ _TEST_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
     Dialect.TERRAFORM: (".tftest.hcl", ".tftest.json", ".tfquery.hcl", ".tfquery.json"),
     Dialect.OPENTOFU: (".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json"),
 }
+# Longest first, so "x.tofu.json" is not read as "x.tofu" + ".json".
+_LONGEST_FIRST = {d: tuple(sorted(s, key=len, reverse=True)) for d, s in _CONFIG_SUFFIXES.items()}
 # OpenTofu: a file with the key suffix hides the same base name with the value suffix.
 _TOFU_SHADOWS = {".tofu": ".tf", ".tofu.json": ".tf.json"}
 
@@ -67,8 +69,7 @@ def split_extension(name: str, dialect: Dialect) -> tuple[str, str] | None:
     for suffix in _TEST_SUFFIXES[dialect]:
         if name.endswith(suffix):
             return None
-    # Longest match first, so "x.tofu.json" is not read as "x.tofu" + ".json".
-    for suffix in sorted(_CONFIG_SUFFIXES[dialect], key=len, reverse=True):
+    for suffix in _LONGEST_FIRST[dialect]:
         if name.endswith(suffix):
             return name[: -len(suffix)], suffix
     return None

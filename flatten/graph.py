@@ -26,6 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
+from flatten import build_cache
 from flatten._hcl_templates import Literal, TemplateError, quoted_parts
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import list_config_files
@@ -440,7 +441,10 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
     return Diagnostics(replace(d, module=node.address) for d in diags)
 
 
-def _has_config(directory: Path, options: Options) -> bool:
+def _has_config(directory: Path, root: Path, options: Options) -> bool:
+    listing = build_cache.prelisted(directory, root, options)
+    if listing is not None:
+        return bool(listing.files)
     try:
         return bool(list_config_files(directory, dialect=options.dialect).files)
     except OSError:
@@ -507,7 +511,7 @@ def build_graph(
                     )
                 )
                 continue
-            if not _has_config(directory, options):
+            if not _has_config(directory, root, options):
                 diags.append(
                     Diagnostic.warning(
                         "Empty module directory",

@@ -80,26 +80,29 @@ def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[Par
     "Incompatible module" errors (spec §1).
     """
     diags = Diagnostics()
-    try:
-        listing = list_config_files(directory, dialect=options.dialect)
-    except OSError as exc:
-        diags.error(
-            "Failed to read module directory",
-            f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
-            f"{exc.strerror or exc}.",
-        )
-        return [], diags
     # Performance (docs/performance.md, "Module cache"): a module whose files, names and options
     # are unchanged comes back from flatten/build_cache.py with its merge result, which
-    # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed.
+    # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed;
+    # or, after prefetch read the directory (a moment earlier), by the key of what it read.
+    known = build_cache.preread(directory, root, options) if build_cache.enabled() else None
+    if known is not None:
+        listing = known[0]
+    else:
+        try:
+            listing = list_config_files(directory, dialect=options.dialect)
+        except OSError as exc:
+            diags.error(
+                "Failed to read module directory",
+                f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
+                f"{exc.strerror or exc}.",
+            )
+            return [], diags
     raws: list[bytes] | None = None
     key = ""
     rel = display_path(directory, root)
     if build_cache.enabled():
-        paths = [entry.path for entry in listing.files]
-        known = build_cache.preread(directory, root, options, paths)
         if known is not None:
-            found = build_cache.take(known, rel, options)
+            found = build_cache.take(known[1], rel, options)
             if found is not None:
                 return found
         try:

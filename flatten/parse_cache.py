@@ -36,6 +36,8 @@ from flatten.options import Dialect, Options
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from flatten.files import DirectoryListing
+
 __all__ = [
     "SCHEMA_VERSION",
     "ParseCache",
@@ -621,7 +623,7 @@ def _prefetch_modules(
             files = 0
             sources: list[tuple[Path, tuple[str, ...]]] = []
             owner: dict[str, Path] = {}
-            listed: dict[str, list[Path]] = {}
+            listed: dict[str, DirectoryListing] = {}
             for directory in level:
                 try:
                     listing = list_config_files(directory, dialect=options.dialect)
@@ -642,11 +644,11 @@ def _prefetch_modules(
                 if data is not None and calls is not None:
                     build_cache.MEMO[key] = data  # the build decodes it from memory
                     build_cache.READ.add(key)
-                    build_cache.note_read(directory, root, options, [e.path for e in listing.files], key)
+                    build_cache.note_read(directory, root, options, listing, key)
                     sources.append((directory, calls))
                     continue
                 owner[key] = directory
-                listed[key] = [e.path for e in listing.files]
+                listed[key] = listing
                 jobs.append(((directory, root, options, rel), sum(len(r) for r in raws)))
                 files += len(raws)
             if jobs:
