@@ -239,7 +239,8 @@ _MEMO: dict[str, Result | bytes] = {}  # read by prefetch (parsed here, or entry
 _WRITERS: list[_Writer] = []
 
 
-_CHILDREN: list[int] = []  # prefetching processes (prefetch_forked), waited for by finish()
+# Prefetching processes (prefetch_forked), waited for by finish(): process id and pipe.
+_CHILDREN: list[tuple[int, io.BufferedReader]] = []
 
 
 def finish() -> None:
@@ -247,7 +248,10 @@ def finish() -> None:
     while _WRITERS:
         _WRITERS.pop().close()
     while _CHILDREN:
-        pid = _CHILDREN.pop()
+        pid, pipe = _CHILDREN.pop()
+        # When nothing was taken (the build stopped first), a child still writing to the pipe
+        # would wait for a reader forever: closed, its write fails and it exits.
+        pipe.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     from flatten import build_cache
@@ -393,8 +397,8 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
             os.close(read_end)
             _worker_init(parent)
             prefetch(root, options=options)
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(build_cache.export_prefetched())
+            with os.fdopen(write_end, "wb") as sending:
+                sending.write(build_cache.export_prefetched())
             finish()
             code = 0
         except BaseException:
@@ -402,11 +406,12 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
         finally:
             os._exit(code)
     os.close(write_end)
-    _CHILDREN.append(pid)
+    received = os.fdopen(read_end, "rb")
+    _CHILDREN.append((pid, received))
 
     def take() -> None:
-        with os.fdopen(read_end, "rb") as pipe:
-            data = pipe.read()
+        with received:
+            data = received.read()
         if data:  # else the child failed: the build computes what it needs
             with contextlib.suppress(Exception):
                 build_cache.import_prefetched(data)

@@ -41,14 +41,16 @@ def consistent(out: Path) -> str:
     return str(value).rsplit("-", 1)[1]
 
 
-def start(root: Path, out: Path) -> subprocess.Popen[bytes]:
+def start(root: Path, out: Path, cache: Path | None = None) -> subprocess.Popen[bytes]:
     # stderr goes to a pipe: a process that leaves a child behind holding it makes communicate()
     # hang, which is a failure too (see test_terminated_build_leaves_no_worker_processes).
+    # Without a cache the build runs in one process; with one, a forked child prefetches.
+    env = {"FLATTEN_PARSE_CACHE": "off"} if cache is None else {"FLATTEN_CACHE_DIR": str(cache)}
     return subprocess.Popen(
         [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "FLATTEN_PARSE_CACHE": "off"},
+        env={**os.environ, "FLATTEN_PARSE_CACHE": "on", **env},
     )
 
 
@@ -73,17 +75,21 @@ def _startup_interrupts(stderr: bytes) -> int:
     return count
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["uncached", "cached"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_interrupted_builds_leave_previous_output_intact(tmp_path: Path, sig: signal.Signals) -> None:
+def test_interrupted_builds_leave_previous_output_intact(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, sig: signal.Signals, cached: bool
+) -> None:
     root, out = tmp_path / "src", tmp_path / "out"
+    cache = tmp_path_factory.mktemp("cache") if cached else None
     make_tree(root, "old")
     t0 = time.perf_counter()
-    assert start(root, out).wait() == 0
+    assert start(root, out, cache).wait() == 0
     duration = time.perf_counter() - t0
     rnd = random.Random(sig)
     for attempt in range(8):
         make_tree(root, f"new{attempt}")
-        proc = start(root, out)
+        proc = start(root, out, cache)
         time.sleep(rnd.uniform(0, duration * 1.1))
         proc.send_signal(sig)
         _, stderr = proc.communicate()

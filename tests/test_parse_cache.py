@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -415,6 +416,22 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     assert not build_cache.MEMO and len(build_cache.PREREAD) == 13
     assert build(root, options=Options())[0].files == want
     parse_cache.finish()
+
+
+def test_forked_prefetch_never_taken_does_not_hang_the_exit(tmp_path: Path) -> None:
+    # A build stopped before it took what the child prefetched (Ctrl-C while importing): the
+    # child is blocked writing more than a pipe holds, and finish() must still return.
+    root = _tree(tmp_path / "src", modules=60)
+    _fork_or_skip()
+    assert parse_cache.prefetch_forked(root, options=Options()) is not None
+    pid = parse_cache._CHILDREN[-1][0]
+    time.sleep(0.5)  # the child computes and starts writing meanwhile
+    done = threading.Thread(target=parse_cache.finish, daemon=True)
+    done.start()
+    done.join(timeout=30)
+    if done.is_alive():
+        os.kill(pid, 9)
+    assert not done.is_alive(), "finish() waited forever for a child blocked on its pipe"
 
 
 def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
