@@ -48,10 +48,7 @@ def _main() -> None:
         from flatten.emit import Interrupted
 
         if isinstance(exc, Interrupted):
-            if exc.output_replaced:
-                sys.stderr.write("flatten: terminated; the new output was already in place\n")
-            else:
-                sys.stderr.write("flatten: terminated; the previous output was left in place\n")
+            sys.stderr.write("flatten: terminated; the previous output was left in place\n")
             sys.exit(143)
         raise
 

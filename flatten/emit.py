@@ -226,13 +226,7 @@ def _is_previous_output(path: Path) -> bool:
 
 
 class Interrupted(BaseException):
-    """SIGTERM arrived while the output was being written (raised so cleanup runs).
-
-    ``output_replaced`` is true when it arrived after the new output was swapped in (while the
-    previous one was being removed).
-    """
-
-    output_replaced = False
+    """SIGTERM arrived while the output was being written (raised so cleanup runs)."""
 
 
 @contextlib.contextmanager
@@ -320,35 +314,73 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
     out = out.absolute()
     parent = out.parent
     parent.mkdir(parents=True, exist_ok=True)
-    with _terminate_as_exception(), _locked(parent):
-        if out.exists():
-            if not out.is_dir():
-                raise OutputError(f"{out} exists and is not a directory")
-            if not _is_previous_output(out):
-                raise OutputError(
-                    f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a directory "
-                    "flatten did not write. Choose an empty or new --out directory."
-                )
-        # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
-        for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
-            shutil.rmtree(stale, ignore_errors=True)
-        tmp: Path | None = None
-        replaced = False
-        try:
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
-            _write_files(tmp, files, copies or {})
-            if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
-                _swap_by_renames(tmp, out)
-            replaced = True
-        finally:
-            if tmp is not None:
-                _remove(tmp, replaced)
+    deferred: set[int] | None = None
+    try:
+        with _terminate_as_exception(), _locked(parent):
+            if out.exists():
+                if not out.is_dir():
+                    raise OutputError(f"{out} exists and is not a directory")
+                if not _is_previous_output(out):
+                    raise OutputError(
+                        f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a "
+                        "directory flatten did not write. Choose an empty or new --out directory."
+                    )
+            # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
+            for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
+            # handled between creating the temporary directory and the start of its cleanup, or
+            # during the swap, would leave that directory behind. One that arrives meanwhile is
+            # handled after the tree is complete (the new output is then in place).
+            deferred = _signal_mask()  # first: whatever happens next, the finally restores it
+            _block_signals(deferred)
+            tmp: Path | None = None
+            try:
+                tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+                with _signals_allowed(deferred):
+                    _write_files(tmp, files, copies or {})
+                if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
+                    _swap_by_renames(tmp, out)
+            finally:
+                if tmp is not None:
+                    _remove(tmp)
+    finally:
+        if deferred is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
 
 
-def _remove(tmp: Path, replaced: bool) -> None:
-    """Remove ``tmp`` whole, even when a signal arrives meanwhile; then raise the first such interrupt.
+_DEFERRED = {signal.SIGINT, signal.SIGTERM}
 
-    An interrupted ``rmtree`` would leave part of a temporary directory beside ``out``.
+
+def _signal_mask() -> set[int] | None:
+    """Return this thread's blocked signals (None where signals cannot be masked)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return set(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+
+def _block_signals(mask: set[int] | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+
+
+@contextlib.contextmanager
+def _signals_allowed(mask: set[int] | None) -> Iterator[None]:
+    """Deliver Ctrl-C and SIGTERM again (as in ``mask``) for the duration of the block."""
+    if mask is None:
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+
+
+def _remove(tmp: Path) -> None:
+    """Remove ``tmp`` whole, even when an interrupt is raised meanwhile; then raise the first one.
+
+    (Signals are deferred while it runs; this also covers a handler that was already due.)
     """
     pending: BaseException | None = None
     while True:
@@ -358,6 +390,4 @@ def _remove(tmp: Path, replaced: bool) -> None:
         except (Interrupted, KeyboardInterrupt) as exc:
             pending = pending or exc
     if pending is not None:
-        if isinstance(pending, Interrupted):
-            pending.output_replaced = replaced
         raise pending

@@ -8,6 +8,7 @@ against its manifest digest) and no temporary directory remains beside it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -68,7 +69,10 @@ def _startup_interrupts(stderr: bytes) -> int:
     """Count KeyboardInterrupt tracebacks from CPython's own start-up (``python -m`` finding the
     module, site): every frame is CPython's, flatten's code has not started."""
     count = 0
-    for part in stderr.split(b"Traceback (most recent call last):")[1:]:
+    parts = stderr.split(b"Traceback (most recent call last):")
+    for before, part in itertools.pairwise(parts):
+        if before.rstrip().rsplit(b"\n", 1)[-1].startswith(b"Exception ignored"):
+            continue  # an unraisable report, counted as such
         frames = [line for line in part.splitlines() if line.strip().startswith(b"File ")]
         if frames and all(b'File "<frozen ' in f for f in frames) and b"KeyboardInterrupt" in part:
             count += 1
