@@ -73,6 +73,7 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
         return replace(d, range=call.range)
     return replace(d, detail=f"{d.detail} The module is called by {address} at {call.range}.")
 
+
 _IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 

@@ -45,11 +45,15 @@ def main() -> int:
         print(proc.stdout + proc.stderr, file=sys.stderr)
         print("conformance: the runner reported no cases", file=sys.stderr)
         return 2
-    required = {
-        line.strip()
-        for line in RATCHET.read_text(encoding="utf-8").splitlines()
-        if line.strip() and not line.startswith("#")
-    } if RATCHET.exists() else set()
+    required = (
+        {
+            line.strip()
+            for line in RATCHET.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")
+        }
+        if RATCHET.exists()
+        else set()
+    )
     regressions = sorted(c for c in required if c in failed)
     unknown = sorted(c for c in required if c not in passed and c not in failed)
     for case in sorted(failed):
@@ -58,8 +62,10 @@ def main() -> int:
     newly = sorted(passed - required)
     if newly and not args.update:
         print(f"conformance: {len(newly)} passing case(s) not yet in the ratchet: {' '.join(newly)}")
-    print(f"conformance: {len(passed)} passed, {len(failed)} failed; ratchet {len(required)} case(s), "
-          f"{len(regressions)} regression(s)")
+    print(
+        f"conformance: {len(passed)} passed, {len(failed)} failed; ratchet {len(required)} case(s), "
+        f"{len(regressions)} regression(s)"
+    )
     if args.update:
         header = "# Conformance cases flatten passes; .ci/run fails if one of them fails. One per line.\n"
         RATCHET.write_text(header + "".join(f"{c}\n" for c in sorted(passed)), encoding="utf-8")

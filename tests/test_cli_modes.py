@@ -54,9 +54,7 @@ def test_build_downloads_remote_archive_and_vendors_it(tmp_path: Path) -> None:
     doc = json.loads((out / "main.tf.json").read_text())
     source = doc["module"]["app"]["source"]
     assert source.startswith("./modules/_remote/")
-    assert json.loads((out / source / "main.tf.json").read_text())["output"]["id"] == {
-        "value": "${var.name}"
-    }
+    assert json.loads((out / source / "main.tf.json").read_text())["output"]["id"] == {"value": "${var.name}"}
     manifest = json.loads((out / MANIFEST_NAME).read_text())
     (entry,) = [m for m in manifest["modules"] if m["module"] == "module.app"]
     assert entry["package"]["address"].endswith("/app.tgz")
@@ -199,8 +197,10 @@ def test_userinfo_in_an_archive_url_is_basic_auth_and_never_shown(tmp_path: Path
         (root / "main.tf").write_text((root / "main.tf").read_text().replace("app.tgz", "other.tgz"))
         failed = flatten("build", root, "--out", tmp_path / "out2", tmp=tmp_path)
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
-    shown = proc.stderr + failed.stderr + "".join(
-        p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()
+    shown = (
+        proc.stderr
+        + failed.stderr
+        + "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     )
     assert password not in shown
     assert "bob:***@" in (out / MANIFEST_NAME).read_text()

@@ -319,7 +319,6 @@ def test_fast_constructors_build_the_same_objects() -> None:
     assert pickle.loads(build_cache.dumps(block)) == block
 
 
-
 def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Path) -> None:
     import copy
     import dataclasses
@@ -358,6 +357,7 @@ def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Pa
     assert copy.deepcopy(fresh()) == want
     replaced = dataclasses.replace(next(fresh().blocks_of("resource")).body, items=())
     assert replaced.items == () and replaced.attribute("triggers") is None
+
 
 def test_concurrent_builds_share_the_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=10)
@@ -451,6 +451,7 @@ def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
     assert not build_cache.MEMO
     assert build(root, options=Options())[0].files == want
     parse_cache.finish()
+
 
 def _cli(argv: list[str], calls: list[int]) -> None:
     def run() -> None:

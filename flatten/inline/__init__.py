@@ -35,7 +35,6 @@ from ._step import Context, Work, inline_call
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class KeptCall:
     """A module call that stays a call: its original address, why, and where it is written."""
