@@ -634,6 +634,7 @@ def take(key: str, directory: str, options: Options) -> tuple[list[ParsedFile], 
     On a hit the stored merge result waits for ``merge_module`` (``merged``).
     """
     value = MEMO.pop(key, None)
+    READ.discard(key)
     if value is None:
         value = read(key)
     entry = decode(value, key) if isinstance(value, bytes) else value
