@@ -1,8 +1,8 @@
 """The command line: parse options, run the library, render diagnostics, set the exit code.
 
 Exit codes: 0 success (warnings allowed), 1 configuration errors (or a stale output with
-``--check``), 2 usage errors. Stdout carries only results (the diagnostics JSON object with
-``--diagnostics-json``); everything else goes to stderr.
+``--check``), 2 usage errors. Stdout carries only results (for ``build``, the diagnostics report
+with ``--format json|sarif|junit``); everything else goes to stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
 from flatten.providers.audit import audit_json, audit_text, explain
 from flatten.providers.wiring import wire_providers
+from flatten.reports import ReportFormat, find_base
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
 
@@ -99,6 +100,42 @@ def _fetcher(root: Path, *, options: Options, out: Path | None = None) -> Module
     return RemoteFetcher(root, options=options, env=env, lock=lock)
 
 
+_FORMAT_HELP = (
+    "How to print diagnostics: text (Terraform's, with GitHub annotations when GITHUB_ACTIONS=true), "
+    "json (`terraform validate -json`), sarif (SARIF 2.1.0) or junit (JUnit XML)."
+)
+
+
+def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFormat:
+    """Return the diagnostics format: ``--diagnostics-json`` is another name for ``--format json``."""
+    if diagnostics_json and fmt not in (None, ReportFormat.JSON):
+        raise _usage_error(f"--diagnostics-json means --format json; it cannot go with --format {fmt}.")
+    if fmt is None:
+        return ReportFormat.JSON if diagnostics_json else ReportFormat.TEXT
+    return fmt
+
+
+def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command: str) -> str:
+    """Return the diagnostics in a machine format (json, sarif, junit); the renderers load on demand."""
+    if fmt is ReportFormat.SARIF:
+        from flatten.reports.sarif import render_sarif
+
+        return render_sarif(diags, find_base(root))
+    if fmt is ReportFormat.JUNIT:
+        from flatten.reports.junit import render_junit
+
+        return render_junit(diags, find_base(root), command=command)
+    return render_json(diags)
+
+
+def _annotate(diags: Diagnostics, *, root: Path) -> None:
+    """On GitHub Actions, also print the diagnostics as workflow annotations (on stderr)."""
+    if diags and os.environ.get("GITHUB_ACTIONS") == "true":
+        from flatten.reports.github import render_github
+
+        sys.stderr.write(render_github(diags, find_base(root)))
+
+
 def _root_dir(root: Path) -> Path:
     """Return ROOT made absolute, after checking it is a directory (a usage error otherwise)."""
     root_abs = root.resolve()
@@ -114,8 +151,12 @@ def build(
     dialect: Annotated[
         Dialect, typer.Option(help="Whose rules to follow: file names, blocks and diagnostic wording.")
     ] = Dialect.TERRAFORM,
+    report_format: Annotated[
+        Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--format", help=_FORMAT_HELP + " Text goes to stderr, the others to stdout."),
+    ] = None,
     diagnostics_json: Annotated[
-        bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
+        bool, typer.Option("--diagnostics-json", help="The same as --format json.")
     ] = False,
     provenance: Annotated[
         bool, typer.Option(help="Write '//' comments naming the files and lines behind each merged block.")
@@ -162,6 +203,7 @@ def build(
         raise _usage_error("--out must not be the filesystem root.")
     if inline_module is not None and not inline:
         raise _usage_error("--module only applies with --inline.")
+    fmt = _report_format(report_format, diagnostics_json)
     options = Options(
         dialect=dialect,
         provenance=provenance,
@@ -173,10 +215,11 @@ def build(
     )
     fetcher = _fetcher(root_abs, options=options, out=out_abs)
     result, diags = run_build(root_abs, options=options, fetcher=fetcher)
-    if diagnostics_json:
-        sys.stdout.write(render_json(diags))
+    if fmt is not ReportFormat.TEXT:
+        sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
         sys.stderr.write(render_text(diags, root=root_abs))
+        _annotate(diags, root=root_abs)
     if diags.has_errors:
         raise typer.Exit(1)
     if check:
@@ -188,7 +231,7 @@ def build(
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
         raise _usage_error(str(exc)) from None
-    if not diagnostics_json:
+    if fmt is ReportFormat.TEXT:
         typer.echo(f"flatten: wrote {len(result.files)} files to {out}", err=True)
     raise typer.Exit(exit_code(diags))
 
@@ -218,26 +261,39 @@ def graph(
 @app.command()
 def providers(
     root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
-    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print the report (not the diagnostics) as JSON.")
+    ] = False,
     explain_address: Annotated[
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--explain", metavar="ADDRESS", help="Show one resource's chain from the root."),
     ] = None,
     dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    report_format: Annotated[
+        Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--format",
+            help=_FORMAT_HELP + " Text stays in the report on stdout; the others go to stderr, "
+            "since stdout holds the report (its format is --json's).",
+        ),
+    ] = None,
     diagnostics_json: Annotated[
-        bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
+        bool, typer.Option("--diagnostics-json", help="The same as --format json.")
     ] = False,
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
     root_abs = _root_dir(root)
+    fmt = _report_format(report_format, diagnostics_json)
     options = Options(dialect=dialect, offline=offline)
     module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
     # Provider validation runs only when loading produced no error; the report is shown regardless.
     wiring, wiring_diags = wire_providers(module_graph, options=options, validate=not diags.has_errors)
     diags.extend(wiring_diags)
-    if diagnostics_json:
-        sys.stderr.write(render_json(diags))
+    if fmt is ReportFormat.TEXT:
+        _annotate(diags, root=root_abs)  # the text diagnostics are part of the report
+    else:
+        sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
     if explain_address is not None:
         text = explain(wiring, explain_address)
         if text is None:

@@ -748,7 +748,8 @@ def _worker_init(parent: int) -> None:
 # the snapshot (``_snapshot_inputs``); a command-line option this file does not know disables records.
 
 _RECORD_MAGIC = "flatten-build-2"
-_ENV_PREFIXES = ("TF_", "FLATTEN_", "XDG_", "TOFU_", "NO_COLOR", "TERM", "COLUMNS", "HOME")
+# GITHUB_ACTIONS adds workflow annotations to the text diagnostics a replay prints again.
+_ENV_PREFIXES = ("TF_", "FLATTEN_", "XDG_", "TOFU_", "NO_COLOR", "TERM", "COLUMNS", "HOME", "GITHUB_ACTIONS")
 _MTIME_MARGIN_NS = 2_000_000_000
 
 
@@ -790,7 +791,7 @@ def _plain_build(argv: list[str]) -> tuple[Path, Path, Options, bool] | None:
         value: str | None = None
         if arg.startswith("--") and "=" in arg:
             arg, value = arg.split("=", 1)
-        if arg in ("--out", "-o", "--dialect"):
+        if arg in ("--out", "-o", "--dialect", "--format"):
             if value is None:
                 i += 1
                 if i >= len(args):
@@ -800,6 +801,11 @@ def _plain_build(argv: list[str]) -> tuple[Path, Path, Options, bool] | None:
                 if value not in ("terraform", "opentofu"):
                     return None
                 dialect = Dialect(value)
+            elif arg == "--format":
+                if value not in ("text", "json", "sarif", "junit"):
+                    return None
+                # A record replays stderr only; the other formats print on stdout.
+                replayable = replayable and value == "text"
             else:
                 out = value
         elif arg in ("--provenance", "--no-provenance", "--explicit-providers") and value is None:
