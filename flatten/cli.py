@@ -23,7 +23,7 @@ from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
 from flatten.providers.audit import audit_json, audit_text, explain
 from flatten.providers.wiring import wire_providers
-from flatten.reports import ReportFormat, find_base
+from flatten.reports import ReportFormat
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
 
@@ -117,6 +117,8 @@ def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFo
 
 def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command: str) -> str:
     """Return the diagnostics in a machine format (json, sarif, junit); the renderers load on demand."""
+    from flatten.reports.base import find_base
+
     if fmt is ReportFormat.SARIF:
         from flatten.reports.sarif import render_sarif
 
@@ -131,6 +133,7 @@ def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command
 def _annotate(diags: Diagnostics, *, root: Path) -> None:
     """On GitHub Actions, also print the diagnostics as workflow annotations (on stderr)."""
     if diags and os.environ.get("GITHUB_ACTIONS") == "true":
+        from flatten.reports.base import find_base
         from flatten.reports.github import render_github
 
         sys.stderr.write(render_github(diags, find_base(root)))

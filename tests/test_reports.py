@@ -16,7 +16,7 @@ from junitparser import Failure, JUnitXml
 from flatten import parse_cache
 from flatten.diagnostics import Diagnostic
 from flatten.model import Range
-from flatten.reports import find_base
+from flatten.reports.base import find_base
 from flatten.reports.github import escape_data, escape_property, render_github
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "reports" / "sarif-schema-2.1.0.json").read_text())

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
 from flatten.diagnostics import Diagnostic, Severity
-from flatten.reports import SourceBase, location_text, rule_id
+from flatten.reports.base import SourceBase, location_text, rule_id
 
 __all__ = ["render_junit"]
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from flatten import __version__
 from flatten.diagnostics import Diagnostic, Severity
-from flatten.reports import SourceBase, location_text, rule_id
+from flatten.reports.base import SourceBase, location_text, rule_id
 
 __all__ = ["SCHEMA_URI", "render_sarif"]
 
