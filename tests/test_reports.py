@@ -7,17 +7,22 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import jsonschema
 import pytest
 from conftest import write_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
 
 from flatten import parse_cache
-from flatten.diagnostics import Diagnostic
-from flatten.model import Range
-from flatten.reports.base import find_base
+from flatten.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.model import Pos, Range
+from flatten.reports.base import SourceBase, find_base
 from flatten.reports.github import escape_data, escape_property, render_github
+from flatten.reports.junit import render_junit
+from flatten.reports.sarif import render_sarif
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "reports" / "sarif-schema-2.1.0.json").read_text())
 OLD = 1_600_000_000 * 10**9
@@ -310,3 +315,58 @@ def test_build_records_never_replay_the_wrong_report(tmp_path: Path) -> None:
     assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "sarif"])[3] is False  # type: ignore[index]
     assert parse_cache._plain_build(["build", "r", "--out", "o", "--format=text"])[3] is True  # type: ignore[index]
     assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "xml"]) is None
+
+
+# Any text a diagnostic can carry: control characters, XML and URI specials, quotes, newlines,
+# characters outside the BMP; file names as loaders make them (below the root, beside it, or in a
+# downloaded package).
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+_NAMES = st.sampled_from(
+    [
+        "main.tf",
+        "a b/c%d#e.tf",
+        "sub/x&<y>.tf.json",
+        "../beside/m.tf",
+        "../../../out/of/repo.tf",
+        "registry.terraform.io/a/b/c//modules/x/main.tf",
+        "git::https://h/r.git?ref=v1//main.tf",
+    ]
+)
+_POS = st.builds(Pos, st.integers(1, 10**6), st.integers(1, 10**4), st.integers(0, 10**9))
+_DIAGS = st.lists(
+    st.builds(
+        Diagnostic,
+        st.sampled_from(list(Severity)),
+        _TEXT,
+        _TEXT,
+        st.none() | st.builds(Range, _NAMES, _POS, _POS),
+        st.sampled_from(["", "module.a", "module.a.module.b[0]"]),
+    ),
+    max_size=6,
+)
+_VALIDATOR = jsonschema.Draft4Validator(SCHEMA)
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@given(diags=_DIAGS)
+def test_any_diagnostics_give_valid_reports(
+    tmp_path_factory: pytest.TempPathFactory, diags: list[Diagnostic]
+) -> None:
+    repo = tmp_path_factory.getbasetemp() / "anyrepo"
+    base = SourceBase(repo / "infra" / "prod", repo, True)
+    items = Diagnostics(diags)
+    log = json.loads(render_sarif(items, base))
+    _VALIDATOR.validate(log)
+    results = log["runs"][0]["results"]
+    assert [r["level"] for r in results] == [d.severity.value for d in diags]
+    for result in results:  # GitHub rejects a log with a result that has no file location
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert uri and ".." not in uri.split("/") and uri == quote(unquote(uri), safe="/")
+    report = repo.parent / "any.xml"
+    report.write_text(render_junit(items, base, command="build"), encoding="utf-8")
+    xml = JUnitXml.fromfile(str(report))
+    assert (xml.tests, xml.failures) == (1, len(items.errors))
+    lines = render_github(items, base).split("\n")
+    assert lines.pop() == ""
+    assert [line.split(" ", 1)[0] for line in lines] == [f"::{d.severity.value}" for d in diags]
+    assert all("\r" not in line for line in lines)
