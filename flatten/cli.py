@@ -293,19 +293,19 @@ def providers(
     # Provider validation runs only when loading produced no error; the report is shown regardless.
     wiring, wiring_diags = wire_providers(module_graph, options=options, validate=not diags.has_errors)
     diags.extend(wiring_diags)
+    if explain_address is not None:
+        report = explain(wiring, explain_address)
+        if report is None:  # before any diagnostics, so a redirected SARIF or XML file stays whole
+            raise _usage_error(f"no resource {explain_address} in the configuration.")
+    elif json_output:
+        report = dumps(audit_json(wiring, diags))
+    else:
+        report = audit_text(wiring, diags)
     if fmt is ReportFormat.TEXT:
         _annotate(diags, root=root_abs)  # the text diagnostics are part of the report
     else:
         sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
-    if explain_address is not None:
-        text = explain(wiring, explain_address)
-        if text is None:
-            raise _usage_error(f"no resource {explain_address} in the configuration.")
-        sys.stdout.write(text)
-    elif json_output:
-        sys.stdout.write(dumps(audit_json(wiring, diags)))
-    else:
-        sys.stdout.write(audit_text(wiring, diags))
+    sys.stdout.write(report)
     raise typer.Exit(exit_code(diags))
 
 

@@ -281,6 +281,10 @@ def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) ->
     assert (case.classname, xml.failures) == ("flatten.providers", 2)
     annotated = flatten(tmp_path, "providers", root, GITHUB_ACTIONS="true")
     assert annotated.stdout == text.stdout
+    # A usage error prints no half report: the usage error alone.
+    unknown = flatten(tmp_path, "providers", root, "--explain", "aws_vpc.nope", "--format", "sarif")
+    assert unknown.returncode == 2
+    assert unknown.stderr == "Error: no resource aws_vpc.nope in the configuration.\n"
     assert [line.split(" ", 1)[0] for line in annotated.stderr.splitlines()] == [
         "::warning",
         "::error",
