@@ -147,8 +147,10 @@ def _nested_json(blocks: list[Block], *, provenance: bool) -> JsonValue:
         for label in reversed(block.labels):
             value = {label: value}
         items.append(value)
-    if len(items) == 1 and not blocks[0].labels:
-        return items[0]
+    # Always an array, one object per block, even for a single block: Terraform reads an array
+    # of objects both as nested blocks and as a provider attribute of list/set-of-object type
+    # that native syntax lets users write in block form (aws_security_group's `egress`), while
+    # a lone object is rejected for the latter ("set of object required"; docs/conversion.md).
     return items
 
 

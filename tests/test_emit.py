@@ -89,7 +89,7 @@ def test_nested_blocks_keep_order_and_labels() -> None:
     )
     body = module_json(Module(".", (res,)))["resource"]["t"]["n"]  # type: ignore[index, call-overload]
     assert body["provisioner"] == [{"local-exec": {"command": "b"}}, {"file": {"source": "a"}}]
-    assert body["lifecycle"] == {"ignore_changes": "all"}
+    assert body["lifecycle"] == [{"ignore_changes": "all"}]  # always an array (issue 14, item 3a)
     assert body["ebs"] == [{"size": 2}, {"size": 1}]
 
 
