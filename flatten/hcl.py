@@ -151,7 +151,7 @@ def _prepare(text: str) -> tuple[str, frozenset[int]]:
             # would change.
             line_start = text.rfind("\n", 0, m.start()) + 1
             before = text[line_start : m.start()]
-            if any(c in before for c in "\"<*"):
+            if any(c in before for c in '"<*'):
                 continue  # a string, heredoc or block comment: leave the parser's verdict
             comment = min((k for k in (before.find("#"), before.find("//")) if k >= 0), default=-1)
             if comment >= 0:  # a line comment would swallow the joined line: blank it (not a value)
