@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping
 from decimal import Context, Decimal
 from pathlib import Path
 
+from flatten.attributes_as_blocks import attribute_blocks
+from flatten.expressions import ExpressionError, template_references
 from flatten.model import Attribute, Block, Body, JsonValue, Module, Range
 
 __all__ = ["MANIFEST_NAME", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
@@ -124,9 +126,18 @@ def _provenance(origins: tuple[Range, ...]) -> str:
 
 
 def body_json(
-    body: Body, *, origins: tuple[Range, ...] = (), provenance: bool = False
+    body: Body,
+    *,
+    origins: tuple[Range, ...] = (),
+    provenance: bool = False,
+    as_blocks: frozenset[str] = frozenset(),
 ) -> dict[str, JsonValue]:
-    """Return a block body as a Terraform JSON object (nested blocks grouped by type)."""
+    """Return a block body as a Terraform JSON object (nested blocks grouped by type).
+
+    ``as_blocks`` names the provider arguments of this body (dotted paths reach into nested
+    blocks) that are attributes written in block form; their blocks become ``dynamic`` blocks
+    (flatten.attributes_as_blocks).
+    """
     doc: dict[str, JsonValue] = {}
     if provenance and origins:
         doc["//"] = _provenance(origins)
@@ -134,21 +145,65 @@ def body_json(
         doc[attr.name] = attr.expr.value
     grouped: dict[str, list[Block]] = {}
     for block in body.blocks:
-        grouped.setdefault(block.type, []).append(block)
+        as_dynamic = block.type in as_blocks and not block.labels and not _refers_to(block.body, block.type)
+        grouped.setdefault("dynamic" if as_dynamic else block.type, []).append(block)
     for type_, blocks in grouped.items():
-        doc[type_] = _nested_json(blocks, provenance=provenance)
+        doc[type_] = _nested_json(type_, blocks, provenance=provenance, as_blocks=as_blocks)
     return doc
 
 
-def _nested_json(blocks: list[Block], *, provenance: bool) -> JsonValue:
+def _under(paths: frozenset[str], name: str) -> frozenset[str]:
+    """The paths inside nested block ``name``."""
+    prefix = name + "."
+    return frozenset(p[len(prefix) :] for p in paths if p.startswith(prefix))
+
+
+def _refers_to(body: Body, root: str) -> bool:
+    """Whether an expression in ``body`` refers to ``root`` (a dynamic block's iterator would shadow it).
+
+    Unreadable text counts as a reference, so such a block keeps its plain form.
+    """
+    stack: list[object] = [body]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Body):
+            stack.extend(a.expr.value for a in value.attributes)
+            stack.extend(b.body for b in value.blocks)
+        elif isinstance(value, str):
+            if "${" in value or "%{" in value:
+                try:
+                    if any(r.root == root for r in template_references(value)):
+                        return True
+                except ExpressionError:
+                    return True
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return False
+
+
+def _nested_json(
+    group: str, blocks: list[Block], *, provenance: bool, as_blocks: frozenset[str]
+) -> JsonValue:
     items: list[JsonValue] = []
     for block in blocks:
-        value: JsonValue = body_json(block.body, origins=block.origins, provenance=provenance)
+        inner = _under(as_blocks, block.labels[0] if block.type == "dynamic" and block.labels else block.type)
+        if block.type == "dynamic":
+            inner = frozenset("content." + p for p in inner)
+        value: JsonValue = body_json(
+            block.body, origins=block.origins, provenance=provenance, as_blocks=inner
+        )
+        if block.type != group:
+            # An attribute written as a block, in a group of dynamic blocks: one dynamic block
+            # whose single iteration gives this body.
+            value = {block.type: {"for_each": [0], "content": [value]}}
         for label in reversed(block.labels):
             value = {label: value}
         items.append(value)
-    if len(items) == 1 and not blocks[0].labels:
-        return items[0]
+    # Always an array, one object per block, even for a single block: Terraform reads an array
+    # of objects both as nested blocks and as a provider attribute of list/set-of-object type,
+    # while a lone object is rejected for the latter ("set of object required"; docs/conversion.md).
     return items
 
 
@@ -174,7 +229,13 @@ def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
                 continue
             assert isinstance(child, list)
             bodies: list[JsonValue] = [
-                body_json(b.body, origins=b.origins, provenance=provenance) for b in _provider_order(child)
+                body_json(
+                    b.body,
+                    origins=b.origins,
+                    provenance=provenance,
+                    as_blocks=attribute_blocks(b.labels[0]) if b.type == "resource" else frozenset(),
+                )
+                for b in _provider_order(child)
             ]
             out[key] = bodies[0] if len(bodies) == 1 else bodies
         return out

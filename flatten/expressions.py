@@ -28,8 +28,10 @@ __all__ = [
     "Reference",
     "escape_literal",
     "expression_references",
+    "has_legacy_index",
     "hcl_string",
     "json_to_hcl",
+    "json_traversal",
     "literal_to_expression",
     "rewrite_expression",
     "rewrite_template",
@@ -418,6 +420,51 @@ def rewrite_expression(
 ) -> str:
     """Return bare expression source with references replaced, as ``rewrite_template`` does."""
     return _apply(text, expression_references(text, bound=bound), replace)
+
+
+_LEGACY_INDEX = re.compile(r"\.[0-9]")
+
+
+def json_traversal(text: str) -> str:
+    """Return a native static traversal in the form Terraform's JSON syntax reads: ``a.0.b`` -> ``a[0].b``.
+
+    Native syntax accepts HCL's legacy index steps (``aws_instance.a.0``), but in a ``.tf.json``
+    file the string of a traversal-only argument (``depends_on``, ``ignore_changes``, ``provider``,
+    ``moved.from``, ``providers`` map items, ...) is read by ``hclsyntax.ParseTraversalAbs``, which
+    does not: Terraform rejects it with "Invalid expression" (docs/conversion.md). Every other byte
+    is kept.
+
+    >>> json_traversal("aws_instance.a.0")
+    'aws_instance.a[0]'
+    >>> json_traversal('scaling_config.0.desired_size["k.0"]')
+    'scaling_config[0].desired_size["k.0"]'
+    """
+    if _LEGACY_INDEX.search(text) is None:
+        return text
+    try:
+        refs = expression_references(text)
+    except ExpressionError:
+        return text
+    out: list[str] = []
+    at = 0
+    for ref in refs:
+        for k, (kind, key) in enumerate(ref.steps, start=1):
+            start, end = ref.ends[k - 1], ref.ends[k]
+            if kind == "index" and text.startswith(".", start):
+                out.append(text[at:start])
+                out.append(f"[{key}]")
+                at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
+def has_legacy_index(text: str) -> bool:
+    """Whether a static traversal holds a legacy index step (``a.0``), which JSON syntax rejects.
+
+    >>> has_legacy_index("aws_instance.a.0"), has_legacy_index('a["x.0"]'), has_legacy_index("a[0]")
+    (True, False, False)
+    """
+    return json_traversal(text) != text
 
 
 def escape_literal(s: str) -> str:

@@ -415,11 +415,12 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
             diags.append(
                 Diagnostic.warning(
                     "Backend configuration ignored",
-                    "Any selected backend applies to the entire configuration, so OpenTofu expects "
-                    "provider configurations only in the root module.\n\nThis is a warning rather than "
-                    "an error because it's sometimes convenient to temporarily call a root module as a "
-                    "child module for testing purposes, but this backend configuration block will have "
-                    "no effect.",
+                    # Both engines word it so (configs/config_build.go), naming themselves.
+                    "Any selected backend applies to the entire configuration, so "
+                    f"{options.dialect.product} expects provider configurations only in the root module."
+                    "\n\nThis is a warning rather than an error because it's sometimes convenient to "
+                    "temporarily call a root module as a child module for testing purposes, but this "
+                    "backend configuration block will have no effect.",
                     nested.range,
                 )
             )

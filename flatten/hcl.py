@@ -36,6 +36,7 @@ from flatten._hcl_templates import (
     quoted_parts,
 )
 from flatten.diagnostics import Diagnostics
+from flatten.expressions import json_traversal
 from flatten.fields import BlockSchema, Mode, top_schema
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.options import Options
@@ -74,6 +75,7 @@ _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
 _UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
 _HEREDOC_OPEN = re.compile(r"<<-?([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _NON_ASCII_WORD = re.compile(r"[^\x00-\x7f]")
+_NEWLINE_ARROW = re.compile(r"((?:\r?\n[ \t]*)+)=>")
 
 
 class _Source:
@@ -142,6 +144,19 @@ def _prepare(text: str) -> tuple[str, frozenset[int]]:
                 continue
             put(i, " ")
             blanked.add(i)
+    if "=>" in text:
+        for m in _NEWLINE_ARROW.finditer(text):
+            # HCL ignores newlines inside a `for` expression; python-hcl2 rejects one before `=>`.
+            # Only where the line before holds no comment, string or heredoc that a joined line
+            # would change.
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            before = text[line_start : m.start()]
+            if any(c in before for c in '"<*'):
+                continue  # a string, heredoc or block comment: leave the parser's verdict
+            comment = min((k for k in (before.find("#"), before.find("//")) if k >= 0), default=-1)
+            if comment >= 0:  # a line comment would swallow the joined line: blank it (not a value)
+                put(line_start + comment, " " * (len(before) - comment))
+            put(m.start(), re.sub(r"[\r\n]", " ", m.group(1)))
     if "<<" in text:
         for m in _HEREDOC_OPEN.finditer(text):
             _blank_marker_trailing_space(text, m, put)
@@ -682,11 +697,11 @@ class _Converter:
 
     def traversal(self, node: _Node, name: str) -> JsonValue:
         if self.is_traversal(node):
-            return self.source(node).strip()
+            return json_traversal(self.source(node).strip())
         content = self.quoted_content(node)
         if content is not None:
             self.diags.warning("Quoted references are deprecated", _QUOTED_REF_DETAIL, self.range(node))
-            return content
+            return json_traversal(content)
         if name == "provider":
             self.error(
                 "Invalid provider configuration reference",

@@ -43,6 +43,7 @@ from flatten.build_cache import (
     make_range_at,
 )
 from flatten.diagnostics import Diagnostics
+from flatten.expressions import json_traversal
 from flatten.fields import BlockSchema, Mode, top_schema
 from flatten.model import Attribute, Block, Body, JsonValue, Pos, Range
 from flatten.options import Options
@@ -638,7 +639,7 @@ class _Reader:
         j = self.gap(i + 1)
         if self.is_for(j):
             _, e = self.expr(self.for_intro(j), True)
-            k = self.ws(e)
+            k = self.gap(e)  # HCL ignores newlines inside a for expression, before "=>" too
             if not text.startswith("=>", k):
                 raise _Unsure
             _, e = self.expr(self.gap(k + 2), True)
@@ -921,7 +922,7 @@ class _Reader:
     def traversal(self, node: _Node) -> str:
         if node[0] != _IDENT and node[0] != _TRAV:
             raise _Unsure
-        return self.source(node)
+        return json_traversal(self.source(node))
 
     def keyword(self, node: _Node) -> str:
         if node[0] != _IDENT and node[0] != _BOOL:

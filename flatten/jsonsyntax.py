@@ -24,6 +24,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final
 
 from flatten.diagnostics import Diagnostics
+from flatten.expressions import has_legacy_index
 from flatten.fields import BlockSchema, Mode, top_schema
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.options import Options
@@ -580,7 +581,9 @@ class _Decoder:
                     self.traversal(item, "")
 
     def traversal(self, node: _Node, provider_arg: str) -> None:
-        if node.kind != _STR or "${" not in str(node.value):
+        # Terraform reads these strings with hclsyntax.ParseTraversalAbs: a template, and also a
+        # legacy index step (`aws_instance.a.0`, valid only in native syntax), is rejected.
+        if node.kind != _STR or ("${" not in str(node.value) and not has_legacy_index(str(node.value))):
             return
         if provider_arg:
             self.error(

@@ -14,6 +14,11 @@ class Dialect(StrEnum):
     TERRAFORM = "terraform"
     OPENTOFU = "opentofu"
 
+    @property
+    def product(self) -> str:
+        """The engine's name as its diagnostics spell it: "Terraform" or "OpenTofu"."""
+        return "OpenTofu" if self is Dialect.OPENTOFU else "Terraform"
+
 
 @dataclass(frozen=True, slots=True)
 class Options:

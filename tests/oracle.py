@@ -41,10 +41,13 @@ class Terraform:
     prefix: tuple[str, ...]
     description: str
 
-    def run(self, *args: str, cwd: Path, stdin: str | None = None, timeout: float = 300) -> Result:
+    def run(
+        self, *args: str, cwd: Path, stdin: str | None = None, timeout: float = 300, config: str | None = None
+    ) -> Result:
+        """Run Terraform in ``cwd``; ``config`` is a CLI configuration file (default: an empty one)."""
         env = dict(os.environ)
         env["CHECKPOINT_DISABLE"] = "1"
-        env["TF_CLI_CONFIG_FILE"] = _empty_config()
+        env["TF_CLI_CONFIG_FILE"] = config or _empty_config()
         env["TF_IN_AUTOMATION"] = "1"
         env.pop("TF_DATA_DIR", None)
         proc = subprocess.run(

@@ -89,7 +89,7 @@ def test_nested_blocks_keep_order_and_labels() -> None:
     )
     body = module_json(Module(".", (res,)))["resource"]["t"]["n"]  # type: ignore[index, call-overload]
     assert body["provisioner"] == [{"local-exec": {"command": "b"}}, {"file": {"source": "a"}}]
-    assert body["lifecycle"] == {"ignore_changes": "all"}
+    assert body["lifecycle"] == [{"ignore_changes": "all"}]  # always an array (issue 14, item 3a)
     assert body["ebs"] == [{"size": 2}, {"size": 1}]
 
 
@@ -153,3 +153,35 @@ def test_stale_temporary_directories_are_removed(tmp_path: Path) -> None:
     (tmp_path / ".out.flatten-dead").mkdir()
     write_tree(tmp_path / "out", {MANIFEST_NAME: b"x"})
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_attributes_written_as_blocks_become_dynamic_blocks() -> None:
+    """Issue 14, item 3a: JSON reads `egress` as an attribute, a dynamic block as blocks."""
+    res = block(
+        "resource",
+        "aws_security_group",
+        "web",
+        items=(
+            block("egress", items=(attr("from_port", 0),)),
+            block("dynamic", "ingress", items=(attr("for_each", "${var.p}"),)),
+            block("ingress", items=(attr("from_port", 22),)),
+            block("timeouts", items=(attr("create", "5m"),)),  # a real nested block
+        ),
+    )
+    body = module_json(Module(".", (res,)))["resource"]["aws_security_group"]["web"]  # type: ignore[index, call-overload]
+    assert body["dynamic"] == [
+        {"egress": {"content": [{"from_port": 0}], "for_each": [0]}},
+        {"ingress": {"for_each": "${var.p}"}},
+        {"ingress": {"content": [{"from_port": 22}], "for_each": [0]}},
+    ]
+    assert body["timeouts"] == [{"create": "5m"}]
+    assert "egress" not in body and "ingress" not in body
+
+
+def test_attribute_block_whose_iterator_would_shadow_a_reference_keeps_its_form() -> None:
+    res = block(
+        "resource", "aws_route_table", "rt", items=(block("route", items=(attr("x", "${route.a}"),)),)
+    )
+    body = module_json(Module(".", (res,)))["resource"]["aws_route_table"]["rt"]  # type: ignore[index, call-overload]
+    assert body["route"] == [{"x": "${route.a}"}]
+    assert "dynamic" not in body

@@ -161,3 +161,61 @@ def test_explicit_providers_plan_the_same(tmp_path: Path) -> None:
     text = (out / "main.tf.json").read_text()
     assert '"providers"' in text
     assert _plan_keys(tf, out) == _config_keys(wiring)
+
+
+CONSTRAINTS = {
+    "main.tf": """
+terraform {
+  required_providers {
+    aws    = { source = "hashicorp/aws", version = ">= 2.23, < 6, != 3.1" }
+    null   = { source = "hashicorp/null", version = "~> 3" }
+    random = { version = "3.1" }
+    tls    = { version = "~>4.0.1, >=1" }
+  }
+}
+module "m" {
+  source = "./m"
+}
+""",
+    "m/main.tf": """
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = "~> 5.0, >= 5.0.0, ~> 5.1.2-beta.1" }
+  }
+}
+""",
+}
+
+
+def test_constraints_are_shown_as_terraform_providers_shows_them(tmp_path: Path) -> None:
+    """Issue 14 item 10: normalised, deduplicated, sorted (providerreqs.VersionConstraintsString)."""
+    tf = terraform()
+    root = tmp_path / "root"
+    for rel, text in CONSTRAINTS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert tf.run("get", cwd=root).returncode == 0
+    res = tf.run("providers", cwd=root)
+    assert res.returncode == 0, res.stderr
+    theirs = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"provider\[(\S+)\] (.+)$", ANSI.sub("", res.stdout), re.MULTILINE)
+        if "hashicorp/aws" not in m.group(1)  # aws appears twice: checked below per module
+    }
+    aws = re.findall(r"provider\[registry.terraform.io/hashicorp/aws\] (.+)$", res.stdout, re.MULTILINE)
+
+    options = Options()
+    graph, _ = build_graph(root, options=options)
+    wiring, wdiags = wire_providers(graph, options=options)
+    doc = audit_json(wiring, wdiags)
+    mine = {
+        (m["address"], r["provider"]): r["version"]  # type: ignore[index]
+        for m in doc["modules"]  # type: ignore[union-attr]
+        for r in m["requirements"]  # type: ignore[index]
+    }
+    for provider, version in theirs.items():
+        assert mine[("", provider)] == version
+    assert aws == [
+        mine[("", "registry.terraform.io/hashicorp/aws")],
+        mine[("module.m", "registry.terraform.io/hashicorp/aws")],
+    ]

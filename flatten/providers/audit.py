@@ -19,6 +19,7 @@ from flatten.graph import module_address
 from flatten.model import JsonValue, Range
 
 from .addresses import Provider
+from .constraints import canonical_constraints
 from .declarations import ModuleDecl
 from .wiring import Binding, How, ModuleWiring, ProviderWiring, ResourceWiring
 
@@ -99,7 +100,7 @@ def audit_text(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> str:
             if reqs:
                 lines.append(f"{pad}  requires:")
                 for req in reqs:
-                    version = f" {', '.join(req.constraints)}" if req.constraints else ""
+                    version = f" {canonical_constraints(req.constraints)}" if req.constraints else ""
                     lines.append(f"{pad}    provider[{req.provider}]{version}")
         if module.received:
             lines.append(f"{pad}  receives:")
@@ -185,7 +186,12 @@ def audit_json(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> dict[str,
                 "directory": module.directory,
                 "source": module.source,
                 "requirements": [
-                    {"provider": str(r.provider), "constraints": list(r.constraints)} for r in reqs
+                    {
+                        "provider": str(r.provider),
+                        "constraints": list(r.constraints),
+                        "version": canonical_constraints(r.constraints),
+                    }
+                    for r in reqs
                 ],
                 "receives": [_binding_json(b) for b in module.received],
                 "configurations": [_binding_json(b) for b in module.own],
