@@ -30,7 +30,17 @@ from flatten import build_cache
 from flatten.diagnostics import Diagnostics, summary
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
 from flatten.options import Dialect, Options
-from flatten.types import ConversionError, Type, TypeExprError, apply_defaults, convert, parse_type
+from flatten.types import (
+    ConversionError,
+    DefaultsMismatch,
+    Type,
+    TypeExprError,
+    apply_defaults,
+    convert,
+    parse_type,
+    type_expression,
+    with_defaults_of,
+)
 
 __all__ = ["merge_module"]
 
@@ -220,6 +230,9 @@ class _VarState:
     default_set: bool
     default: JsonValue
     overridden: bool = False
+    # The type whose optional-attribute defaults Terraform applies: the first declaration's,
+    # whatever type an override file sets later (configs.Variable.merge keeps TypeDefaults).
+    defaults_type: Type | None = None
 
 
 @dataclass(slots=True)
@@ -608,6 +621,7 @@ class _Merger:
         ty = self._decode_type(block, type_attr) if (type_attr is not None or not override) else None
         default = block.body.attribute("default")
         state = _VarState(ty, default is not None, default.value if default is not None else None)
+        state.defaults_type = None if override else ty
         if default is None:
             return state
         value = default.value
@@ -653,6 +667,8 @@ class _Merger:
         ov_default = _attr(over.body.items, "default")
         if ov_type is not None:
             state.type = ov.type
+            items = self._keep_type_defaults(name, items, ov_type, ov.type, state.defaults_type)
+            merged = _with_items(base, items)
         if ov_default is not None:
             state.default_set = True
             state.default = ov.default
@@ -684,11 +700,63 @@ class _Merger:
                     over.range,
                 )
             current = _attr(items, "default")
-            if ok and current is not None and not _same_json(current.value, state.default):
+            if ok and current is not None and not self._written_default_holds(current.value, state, items):
                 items = _set_attr(items, replace(current, expr=replace(current.expr, value=state.default)))
                 merged = _with_items(base, items)
         self.variables[name] = state
         self.set_block(i, merged, over.range)
+
+    def _written_default_holds(
+        self, written: JsonValue, state: _VarState, items: list[Attribute | Block]
+    ) -> bool:
+        """Whether the default as written gives the value Terraform gives the merged variable.
+
+        Terraform keeps the default converted by each declaration's type in turn (a base
+        ``number`` default "01" is 1, and an override's ``string`` type makes it "1"), then applies
+        the first type's optional defaults and converts at use. The output keeps what the user
+        wrote unless that would give another value (issue 14, item 2).
+        """
+        type_attr = _attr(items, "type")
+        if state.type is None or type_attr is None or not isinstance(type_attr.value, str):
+            return True
+        try:
+            emitted = parse_type(type_attr.value)
+            theirs = convert(apply_defaults(state.default, emitted), state.type)
+            ours = convert(
+                apply_defaults(convert(apply_defaults(written, emitted), emitted), emitted), state.type
+            )
+        except (ConversionError, TypeExprError):
+            return False
+        return _same_json(ours, theirs)
+
+    def _keep_type_defaults(
+        self, name: str, items: list[Attribute | Block], attr: Attribute, new: Type | None, old: Type | None
+    ) -> list[Attribute | Block]:
+        """Write the override's type with the defaults Terraform applies: the first declaration's.
+
+        Terraform takes an override's type constraint but keeps applying the optional-attribute
+        defaults of the variable's first type (docs/overrides.md), so the output's type is the
+        override's constraint carrying those defaults; where no type expression can say that,
+        the input is refused rather than planned differently.
+        """
+        if new is None:
+            return items
+        try:
+            emitted = with_defaults_of(new, old)
+        except DefaultsMismatch as exc:
+            self.diags.error(
+                "Unsupported variable type override",
+                f'An override file changes the type of variable "{name}", but Terraform keeps applying '
+                f"the optional attribute defaults of the variable's original type, and {exc}, so no "
+                "type in the flattened output would give the variable the same value. Write the new "
+                "type (and its optional defaults) in the variable's own declaration instead of an "
+                "override file.",
+                attr.expr.range,
+            )
+            return items
+        if emitted == new:
+            return items
+        return _set_attr(items, replace(attr, expr=replace(attr.expr, value=type_expression(emitted))))
 
     # ================================================================ override files (spec §3)
 

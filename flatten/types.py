@@ -14,6 +14,7 @@ packaging's ``InvalidVersion``; the merge stage turns them into diagnostics.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -28,6 +29,7 @@ __all__ = [
     "STRING",
     "AnyType",
     "ConversionError",
+    "DefaultsMismatch",
     "ListType",
     "MapType",
     "ObjectType",
@@ -38,8 +40,11 @@ __all__ = [
     "TypeExprError",
     "apply_defaults",
     "convert",
+    "has_defaults",
     "parse_type",
+    "type_expression",
     "type_string",
+    "with_defaults_of",
 ]
 
 
@@ -130,6 +135,127 @@ def type_string(ty: Type) -> str:
         inner = type_string(attr)
         parts.append(f"{name} = optional({inner})" if name in ty.optional else f"{name} = {inner}")
     return "object({" + ", ".join(parts) + "})"
+
+
+def type_expression(ty: Type) -> str:
+    """Return ``ty`` written as a type expression with its optional defaults.
+
+    >>> type_expression(parse_type('object({a = optional(string, "x"), b = list(number)})'))
+    'object({a = optional(string, "x"), b = list(number)})'
+    """
+    if isinstance(ty, ListType):
+        return f"list({type_expression(ty.element)})"
+    if isinstance(ty, SetType):
+        return f"set({type_expression(ty.element)})"
+    if isinstance(ty, MapType):
+        return f"map({type_expression(ty.element)})"
+    if isinstance(ty, TupleType):
+        return "tuple([" + ", ".join(type_expression(e) for e in ty.elements) + "])"
+    if not isinstance(ty, ObjectType):
+        return type_string(ty)
+    defaults = dict(ty.defaults)
+    parts = []
+    for name, attr in ty.attributes:
+        inner = type_expression(attr)
+        if name in defaults:
+            inner = f"optional({inner}, {_literal_text(defaults[name])})"
+        elif name in ty.optional:
+            inner = f"optional({inner})"
+        parts.append(f"{name} = {inner}")
+    return "object({" + ", ".join(parts) + "})"
+
+
+def _literal_text(value: JsonValue) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Decimal)):
+        return _number_text(value)
+    if isinstance(value, str):
+        escaped = json.dumps(value, ensure_ascii=False).replace("${", "$${").replace("%{", "%%{")
+        return escaped
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_text(v) for v in value) + "]"
+    return (
+        "{"
+        + ", ".join(f"{json.dumps(k, ensure_ascii=False)} = {_literal_text(v)}" for k, v in value.items())
+        + "}"
+    )
+
+
+def has_defaults(ty: Type) -> bool:
+    """Whether ``ty`` holds an optional attribute default anywhere."""
+    if isinstance(ty, ObjectType):
+        return bool(ty.defaults) or any(has_defaults(t) for _, t in ty.attributes)
+    if isinstance(ty, (ListType, SetType, MapType)):
+        return has_defaults(ty.element)
+    if isinstance(ty, TupleType):
+        return any(has_defaults(t) for t in ty.elements)
+    return False
+
+
+class DefaultsMismatch(ValueError):
+    """No type expression has one type's constraint and another type's optional defaults."""
+
+
+def with_defaults_of(constraint: Type, defaults_of: Type | None) -> Type:
+    """Return ``constraint`` carrying the optional-attribute defaults of ``defaults_of`` instead of its own.
+
+    Terraform merges an override's ``type`` into a variable's type constraint but keeps the
+    defaults of the first declaration's type (``configs.Variable.merge`` does not copy
+    ``TypeDefaults``; docs/overrides.md). A default applies where the value has the attribute or
+    lacks it, so it is kept at each attribute both types have (the attribute becomes optional);
+    one for an attribute the new type lacks is dropped by conversion anyway. Raises
+    ``DefaultsMismatch`` where a default would apply to a value the new type reads another way
+    (an object's defaults under a map or ``any``).
+
+    >>> old = parse_type("object({a = optional(number, 3)})")
+    >>> type_expression(with_defaults_of(parse_type("object({a = optional(number, 7), b = string})"), old))
+    'object({a = optional(number, 3), b = string})'
+    """
+    if defaults_of is None or not has_defaults(defaults_of):
+        return _strip_defaults(constraint)
+    if isinstance(constraint, ObjectType) and isinstance(defaults_of, ObjectType):
+        old_attrs = defaults_of.attribute_map
+        old_defaults = dict(defaults_of.defaults)
+        attrs = []
+        optional = set(constraint.optional)
+        defaults = []
+        for name, attr in constraint.attributes:
+            attrs.append((name, with_defaults_of(attr, old_attrs.get(name))))
+            if name in old_defaults:
+                try:
+                    defaults.append((name, convert(old_defaults[name], attr)))
+                except ConversionError as exc:
+                    raise DefaultsMismatch(f'the default of attribute "{name}" ({exc})') from None
+                optional.add(name)
+        return ObjectType(tuple(attrs), frozenset(optional), tuple(defaults))
+    sequences = (ListType, SetType)
+    if isinstance(constraint, sequences) and isinstance(defaults_of, sequences):
+        return type(constraint)(with_defaults_of(constraint.element, defaults_of.element))
+    if isinstance(constraint, MapType) and isinstance(defaults_of, MapType):
+        return MapType(with_defaults_of(constraint.element, defaults_of.element))
+    if (
+        isinstance(constraint, TupleType)
+        and isinstance(defaults_of, TupleType)
+        and len(constraint.elements) == len(defaults_of.elements)
+    ):
+        pairs = zip(constraint.elements, defaults_of.elements, strict=True)
+        return TupleType(tuple(with_defaults_of(n, o) for n, o in pairs))
+    raise DefaultsMismatch(
+        f"{type_string(defaults_of)} has defaults that {type_string(constraint)} cannot hold"
+    )
+
+
+def _strip_defaults(ty: Type) -> Type:
+    if isinstance(ty, ObjectType):
+        return ObjectType(tuple((n, _strip_defaults(t)) for n, t in ty.attributes), ty.optional)
+    if isinstance(ty, (ListType, SetType, MapType)):
+        return type(ty)(_strip_defaults(ty.element))
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(_strip_defaults(t) for t in ty.elements))
+    return ty
 
 
 # --- tokenizer and parser for HCL type expressions ------------------------------------------

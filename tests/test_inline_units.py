@@ -146,15 +146,17 @@ removed {
     assert dyn["dynamic"] == [
         {
             "terraform_data": {
-                "content": {"x": "${terraform_data.value}", "y": "${terraform_data.r}"},
+                "content": [{"x": "${terraform_data.value}", "y": "${terraform_data.r}"}],
                 "for_each": ["${local.a__var__v}"],
             }
         }
     ]
     d = doc["resource"]["terraform_data"]["a__d"]
     assert d["input"] == "${data.terraform_remote_state.a__s.outputs}"
-    assert d["lifecycle"] == {"ignore_changes": ["input"], "replace_triggered_by": ["terraform_data.a__r.id"]}
-    assert doc["removed"] == [{"from": "module.a.terraform_data.gone", "lifecycle": {"destroy": False}}]
+    assert d["lifecycle"] == [
+        {"ignore_changes": ["input"], "replace_triggered_by": ["terraform_data.a__r.id"]}
+    ]
+    assert doc["removed"] == [{"from": "module.a.terraform_data.gone", "lifecycle": [{"destroy": False}]}]
     assert result.new_address("module.a.data.terraform_remote_state.s") == "data.terraform_remote_state.a__s"
     assert ("module.a.data.terraform_remote_state.s", "data.terraform_remote_state.a__s") not in result.moves
 
@@ -213,10 +215,12 @@ variable "n" {
     doc = _main(files)
     assert doc["locals"]["a__var__v"] == "$${not} %%{either}"
     assert doc["locals"]["a__var__n"] == "${sensitive(2)}"
-    assert doc["check"]["a__var__v"]["assert"] == {
-        "condition": "${length(local.a__var__v) > 0}",
-        "error_message": "v is ${local.a__var__v}",
-    }
+    assert doc["check"]["a__var__v"]["assert"] == [
+        {
+            "condition": "${length(local.a__var__v) > 0}",
+            "error_message": "v is ${local.a__var__v}",
+        }
+    ]
     assert "type number" in doc["locals"]["//"]
 
 

@@ -297,3 +297,28 @@ def test_merged_output_loads_back_the_same(name: str, tmp_path: Path) -> None:
         assert not [d for d in diags2 if d.summary.startswith("Override leaves")]
         if not provenance:
             assert again.files["main.tf.json"] == result.files["main.tf.json"]
+
+
+def test_override_type_that_cannot_keep_the_first_types_defaults_is_refused(tmp_path: Path) -> None:
+    """Issue 14, item 3: Terraform applies `size`'s default to any value under the new type `any`.
+
+    (``terraform plan -var 'v={name="z"}'`` gives ``{name = "z", size = 3}``.) No type expression
+    in the output gives that, so the build is refused, naming the variable.
+    """
+    from conftest import write_tree
+
+    case = write_tree(
+        tmp_path / "case",
+        {
+            "main.tf": 'variable "v" {\n  type = object({ name = string, size = optional(number, 3) })\n}\n',
+            "main_override.tf": 'variable "v" {\n  type = any\n}\n',
+        },
+    )
+    options = Options()
+    files, load_diags = load_dir(case, root=case, options=options)
+    assert not load_diags
+    _, merge_diags = merge_module(files, directory=".", options=options)
+    assert [(d.summary, d.range.filename if d.range else "") for d in merge_diags] == [
+        ("Unsupported variable type override", "main_override.tf")
+    ]
+    assert 'variable "v"' in merge_diags[0].detail

@@ -1,0 +1,7 @@
+variable "given" {
+  type = list(object({ name = string, size = optional(number, 10) }))
+}
+
+output "given" {
+  value = var.given
+}
