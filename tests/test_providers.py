@@ -169,7 +169,13 @@ def test_audit_json_shape() -> None:
     modules = {m["address"]: m for m in doc["modules"]}  # type: ignore[index, union-attr]
     assert set(modules) == {"", "module.bucket_w1", "module.bucket_w2", "module.tunnel"}
     reqs = modules[""]["requirements"]
-    assert reqs == [{"provider": "registry.terraform.io/hashicorp/aws", "constraints": [">= 5.0, < 6.0"]}]
+    assert reqs == [
+        {
+            "provider": "registry.terraform.io/hashicorp/aws",
+            "constraints": [">= 5.0, < 6.0"],
+            "version": ">= 5.0.0, < 6.0.0",  # as `terraform providers` shows it
+        }
+    ]
 
 
 def test_cli_providers_shows_errors_inline() -> None:
@@ -208,7 +214,7 @@ def test_explicit_providers_declares_configuration_aliases(tree) -> None:  # typ
     assert not diags.has_errors
     child = json.loads(next(v for k, v in result.files.items() if k.endswith("c/main.tf.json")))
     assert "provider" not in child
-    assert child["terraform"]["required_providers"]["aws"] == {
+    assert child["terraform"]["required_providers"][0]["aws"] == {
         "configuration_aliases": ["aws.dst"],
         "source": "hashicorp/aws",
     }
