@@ -238,7 +238,7 @@ def graph(
 
 @app.command()
 def providers(
-    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
+    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     explain_address: Annotated[
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
