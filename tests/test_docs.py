@@ -37,7 +37,9 @@ def _option_names(path: list[str]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("path", [[], *([name] for name in SUBCOMMANDS)], ids=lambda p: " ".join(p) or "flatten")
+@pytest.mark.parametrize(
+    "path", [[], *([name] for name in SUBCOMMANDS)], ids=lambda p: " ".join(p) or "flatten"
+)
 def test_reference_names_every_option_with_its_help(path: list[str]) -> None:
     text = command_reference(" ".join(path))
     for name in _option_names(path):
