@@ -28,7 +28,7 @@ from flatten.sources.fetcher import RemoteFetcher, read_lock
 
 app = typer.Typer(
     # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
-    # in the environment) is answered before any command runs (docs/reference/completion.md).
+    # in the environment) is answered before any command runs (docs/reference/flatten.md).
     add_completion=True,
     # Click's plain help: rich's option table cuts long option names ("--diagnostics-…") at 80
     # columns, while click's never cuts a name and wraps only the help text (test_cli_help.py).
