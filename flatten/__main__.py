@@ -40,7 +40,12 @@ def _main() -> None:
 
             run()
 
-        run_build_command(sys.argv[1:], cli_main)
+        if "_FLATTEN_COMPLETE" in os.environ:
+            # A shell asking for completions (the words come from the environment): answer it
+            # and build nothing, even should a build command line be present.
+            cli_main()
+        else:
+            run_build_command(sys.argv[1:], cli_main)
     except KeyboardInterrupt:
         sys.stderr.write("flatten: interrupted\n")
         sys.exit(130)

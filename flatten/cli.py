@@ -28,7 +28,12 @@ from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
 
 app = typer.Typer(
-    add_completion=False,
+    # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
+    # in the environment) is answered before any command runs (docs/reference/flatten.md).
+    add_completion=True,
+    # Click's plain help: rich's option table cuts long option names ("--diagnostics-…") at 80
+    # columns, while click's never cuts a name and wraps only the help text (test_cli_help.py).
+    rich_markup_mode=None,
     # A bug must not print a wall of locals; main() reports it in one paragraph instead.
     pretty_exceptions_enable=False,
     no_args_is_help=True,
@@ -48,8 +53,24 @@ def _usage_error(message: str) -> typer.Exit:
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"flatten {__version__}")
+        typer.echo(version_line())
         raise typer.Exit(0)
+
+
+def version_line() -> str:
+    """Return ``flatten X (python-hcl2 Y, Python Z)``: what a bug report needs to reproduce a run.
+
+    python-hcl2's version comes from its installed metadata, not from importing it (the parser
+    import costs a build's start-up, and ``--version`` must stay instant).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        hcl2 = version("python-hcl2")
+    except PackageNotFoundError:
+        hcl2 = "not installed"
+    python = ".".join(str(part) for part in sys.version_info[:3])
+    return f"flatten {__version__} (python-hcl2 {hcl2}, Python {python})"
 
 
 @app.callback()
@@ -150,7 +171,7 @@ def _root_dir(root: Path) -> Path:
 @app.command()
 def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
-    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
     dialect: Annotated[
         Dialect, typer.Option(help="Whose rules to follow: file names, blocks and diagnostic wording.")
     ] = Dialect.TERRAFORM,
@@ -241,7 +262,7 @@ def build(
 
 @app.command()
 def graph(
-    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
     format: Annotated[GraphFormat, typer.Option("--format", "-f", help="Output format.")] = GraphFormat.TEXT,
     dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
     diagnostics_json: Annotated[
@@ -315,7 +336,9 @@ INTERNAL_ERROR = 3
 
 def main() -> None:
     try:
-        app()
+        # One program name however it was started (`flatten`, `python -m flatten`): the usage
+        # lines read the same, and shell completion answers to _FLATTEN_COMPLETE in both.
+        app(prog_name="flatten")
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -22,7 +23,21 @@ def flatten(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedP
 def test_version() -> None:
     proc = flatten("--version")
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"flatten {__version__}"
+    # What a bug report needs: flatten's, the pinned parser's and the interpreter's versions.
+    python = ".".join(map(str, sys.version_info[:3]))
+    hcl2 = importlib.metadata.version("python-hcl2")
+    assert proc.stdout.strip() == f"flatten {__version__} (python-hcl2 {hcl2}, Python {python})"
+
+
+def test_version_does_not_import_the_parser() -> None:
+    """--version reads python-hcl2's version from its metadata: the parser import stays out."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "flatten", "--version"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "importlib.metadata" in imported  # the measurement sees lazily imported modules
+    assert not {name for name in imported if name == "hcl2" or name.startswith(("hcl2.", "lark"))}
 
 
 def test_build_writes_output_and_reports_on_stderr(tree, tmp_path: Path) -> None:
