@@ -147,7 +147,9 @@ class RegistryClient:
                 f"The registry returned no download location for {source.for_display()} {version}.",
                 summary=_INVALID,
             )
-        return resolve_relative(location, resp.url)
+        # Terraform resolves a relative location against the download URL it asked, not against
+        # where a redirect of that request ended.
+        return resolve_relative(location, url)
 
 
 def resolve_relative(location: str, base: str) -> str:
