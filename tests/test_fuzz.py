@@ -14,18 +14,26 @@ from pathlib import Path
 
 import pytest
 from fuzzing import (
+    FUZZ_TOKEN,
+    RegistryCase,
     TreeSpec,
+    base_registry,
     check_diagnostics,
+    check_registry,
+    check_registry_cli,
     check_text,
     check_tree,
     fixtures_strategy,
     inputs,
     random_tree,
+    registry_case,
+    registry_strategy,
     trees_strategy,
     valid_tree,
     write_spec,
 )
 from hypothesis import HealthCheck, given, settings
+from test_sources_servers import HTTPServer, serving
 
 from flatten import parse_cache
 from flatten.diagnostics import Diagnostic, Diagnostics
@@ -139,3 +147,47 @@ def test_the_checker_can_fail() -> None:
     with pytest.raises(AssertionError, match="module path"):
         check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child)]))
     check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child, module="module.a")]))
+
+
+# -- mutated registry and download responses from a loopback server ---------------------------------
+
+REGISTRY_CASES = int(os.environ.get("FLATTEN_FUZZ_REGISTRY", "40"))
+
+
+@pytest.fixture(scope="module")
+def fuzz_server():
+    with serving(HTTPServer()) as srv:
+        yield srv
+
+
+@settings(
+    max_examples=REGISTRY_CASES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(case=registry_strategy)
+def test_mutated_registry_responses_only_diagnose(case: RegistryCase, fuzz_server: HTTPServer) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        check_registry(case, fuzz_server, Path(tmp))
+
+
+def test_mutated_registry_responses_through_the_command_line(fuzz_server: HTTPServer, tmp_path: Path) -> None:
+    rnd = random.Random(19)
+    codes = [check_registry_cli(base_registry(), fuzz_server, tmp_path / "base")]
+    codes += [check_registry_cli(registry_case(rnd), fuzz_server, tmp_path / f"c{i}") for i in range(3)]
+    assert codes[0] == 0, "the unmutated server gives a build"
+
+
+def test_the_registry_checker_can_fail(fuzz_server: HTTPServer, tmp_path: Path) -> None:
+    """A server whose answers reach the output unredacted is caught: the check means something."""
+    from flatten import redact
+
+    case = base_registry()
+    case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = "{SELF}/files/{TOKEN}.tgz"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(redact.Scrubber, "__call__", lambda self, text: text)  # no redaction at all
+        with pytest.raises(AssertionError, match="token"):
+            check_registry(case, fuzz_server, tmp_path)
+    assert FUZZ_TOKEN not in str(check_registry(case, fuzz_server, tmp_path / "again"))
