@@ -303,3 +303,19 @@ def test_leftovers_of_a_download_killed_outright_are_removed_once_stale(tmp_path
     assert proc2.returncode == 0, proc2.stderr
     assert not killed.exists()
     assert fresh.is_dir()  # a young directory may belong to a live download: kept
+
+
+def test_credentials_stay_out_of_cache_keys(tmp_path: Path) -> None:
+    # The entry is keyed by the URL without its userinfo: another password for the same archive
+    # finds it, and no file of the cache, its name included, depends on the secret.
+    with serving(HTTPServer()) as srv:
+        srv.routes["/app.tgz"] = Reply(200, make_tar(PKG))
+        for i, password in enumerate(("first-s3cret", "second-s3cret")):
+            root = write_tree(
+                tmp_path / f"r{i}", {"main.tf": call("m", f"http://bob:{password}@{srv.host}/app.tgz")}
+            )
+            _, _, diags = run(root, source_env(tmp_path))
+            assert summaries(diags) == []
+        assert srv.paths() == ["/app.tgz"]
+    names = "".join(str(p) for p in (tmp_path / "cache").rglob("*"))
+    assert "s3cret" not in names + everything_written(tmp_path / "cache")

@@ -66,6 +66,10 @@ def url_host(url: str) -> str:
     return host
 
 
+def _seconds(value: float) -> str:
+    return "1 second" if value == 1 else f"{value:g} seconds"
+
+
 @dataclass(frozen=True, slots=True)
 class Deadline:
     """A point in time (``time.monotonic``) by which an exchange must end, and what set it."""
@@ -83,7 +87,7 @@ class Deadline:
 
     def error(self, host: str) -> FetchError:
         return _Failure(
-            f"no complete answer from {host} within {self.seconds:g} seconds (the limit {self.setting} "
+            f"no complete answer from {host} within {_seconds(self.seconds)} (the limit {self.setting} "
             "sets); the server is too slow or not responding",
             retryable=True,
         )
@@ -308,7 +312,7 @@ class HttpClient:
                     raise deadline.error(host) from None
                 if isinstance(cause, TimeoutError):
                     raise _Failure(
-                        f"{host} sent nothing for {self._idle:g} seconds; the server is not responding",
+                        f"{host} sent nothing for {_seconds(self._idle)}; the server is not responding",
                         retryable=True,
                     ) from None
                 reason = redact_url(str(cause))
