@@ -31,10 +31,10 @@ from flatten._hcl_templates import Literal, TemplateError, quoted_parts
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import list_config_files
 from flatten.load import display_path, load_dir
-from flatten.redact import redact_url
 from flatten.merge import merge_module
 from flatten.model import Attribute, Block, JsonValue, Module, Pos, Range
 from flatten.options import Dialect, Options
+from flatten.redact import redact_url
 from flatten.sources import (
     InvalidSourceAddress,
     LocalSource,

@@ -726,6 +726,10 @@ _LOCATIONS = [
     "{SELF}/\x07bell.tgz",
     "\x00",
     "x" * 3000,
+    "http://[::1/x.tgz",
+    "http://{HOST}:99999/x.tgz",
+    "http://{HOST}:port/x.tgz",
+    "git::http://[oops/r.git",
 ]
 _ROUTES = (
     "/.well-known/terraform.json",

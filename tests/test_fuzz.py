@@ -5,6 +5,7 @@ The long run (at least 100,000 inputs) is scripts/fuzz; docs/reliability.md reco
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -191,3 +192,26 @@ def test_the_registry_checker_can_fail(fuzz_server: HTTPServer, tmp_path: Path) 
         with pytest.raises(AssertionError, match="token"):
             check_registry(case, fuzz_server, tmp_path)
     assert FUZZ_TOKEN not in str(check_registry(case, fuzz_server, tmp_path / "again"))
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/x.tgz", "http://{HOST}:99999/x.tgz", "http://{HOST}:port/x.tgz"]
+)
+@pytest.mark.parametrize("where", ["discovery", "download", "indirection", "redirect"])
+def test_unparseable_urls_from_a_server_are_diagnostics(
+    fuzz_server: HTTPServer, tmp_path: Path, url: str, where: str
+) -> None:
+    # Found by the registry fuzzer: urllib.parse raises ValueError for a bad port or IPv6 literal,
+    # which escaped as an internal error (exit 3).
+    case = base_registry()
+    if where == "discovery":
+        case["/.well-known/terraform.json"].body = json.dumps({"modules.v1": url}).encode()
+    elif where == "download":
+        case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = url
+    elif where == "indirection":
+        case["/get/m"].headers["X-Terraform-Get"] = url
+    else:
+        case["/files/m.tgz"].status = 302
+        case["/files/m.tgz"].headers["Location"] = url
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert diags.has_errors

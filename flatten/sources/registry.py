@@ -19,6 +19,7 @@ import json
 import threading
 import urllib.parse
 
+from flatten.redact import redact_url
 from flatten.sources.address import RegistrySource
 from flatten.sources.package import FetchError
 from flatten.sources.transport import HttpClient, Response
@@ -76,7 +77,16 @@ class RegistryClient:
                 f"The host {host} does not provide a module registry (no modules.v1 service).",
                 summary=_ACCESS,
             )
-        resolved = urllib.parse.urljoin(resp.url, base)
+        try:
+            resolved = urllib.parse.urljoin(resp.url, base)
+            scheme = urllib.parse.urlsplit(resolved).scheme
+        except ValueError:  # an unparseable URL ("http://[oops/")
+            scheme = ""
+        if scheme not in ("http", "https"):
+            raise FetchError(
+                f"The host {host} gave an invalid modules.v1 service URL {redact_url(base)!r}.",
+                summary=_INVALID,
+            )
         if not resolved.endswith("/"):
             resolved += "/"
         with self._lock:

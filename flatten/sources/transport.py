@@ -59,10 +59,14 @@ def url_host(url: str) -> str:
     >>> url_host("https://Example.com:443/x"), url_host("http://127.0.0.1:8080/")
     ('example.com', '127.0.0.1:8080')
     """
-    parts = urllib.parse.urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.port is not None and not (parts.scheme == "https" and parts.port == 443):
-        host = f"{host}:{parts.port}"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:  # a bad port or IPv6 literal: the raw authority (the request itself fails)
+        return url.partition("://")[2].partition("/")[0].rpartition("@")[2].lower()
+    if port is not None and not (parts.scheme == "https" and port == 443):
+        host = f"{host}:{port}"
     return host
 
 
@@ -267,7 +271,10 @@ class HttpClient:
     ) -> tuple[Response, _T | None]:
         """GET ``url``, following redirects; ``read`` consumes the final 2xx body (None otherwise)."""
         origin = url_host(url)
-        credential = self._credential(url)
+        try:
+            credential = self._credential(url)
+        except ValueError:
+            raise _Failure(f"{redact_url(url)} is not a valid URL", retryable=False) from None
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             host = url_host(current)
