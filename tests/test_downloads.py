@@ -319,3 +319,16 @@ def test_credentials_stay_out_of_cache_keys(tmp_path: Path) -> None:
         assert srv.paths() == ["/app.tgz"]
     names = "".join(str(p) for p in (tmp_path / "cache").rglob("*"))
     assert "s3cret" not in names + everything_written(tmp_path / "cache")
+
+
+def test_json_nested_past_the_recursion_limit_in_a_lock_or_credentials_file_is_ignored(
+    tmp_path: Path,
+) -> None:
+    from flatten.sources.env import read_cli_credentials
+    from flatten.sources.fetcher import read_lock
+
+    deep = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError, not ValueError
+    assert read_lock(deep) == {}
+    creds = tmp_path / "credentials.tfrc.json"
+    creds.write_bytes(deep)
+    assert read_cli_credentials(creds) == {}

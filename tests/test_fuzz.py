@@ -215,3 +215,13 @@ def test_unparseable_urls_from_a_server_are_diagnostics(
         case["/files/m.tgz"].headers["Location"] = url
     diags = check_registry(case, fuzz_server, tmp_path)
     assert diags.has_errors
+
+
+@pytest.mark.parametrize("path", ["/.well-known/terraform.json", "/v1/modules/acme/m/aws/versions"])
+def test_registry_json_nested_past_the_recursion_limit_is_a_diagnostic(
+    fuzz_server: HTTPServer, tmp_path: Path, path: str
+) -> None:
+    case = base_registry()
+    case[path].body = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError, not ValueError
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert "Invalid response from remote module registry" in {d.summary for d in diags}

@@ -46,6 +46,10 @@ class RegistryClient:
     def _json(self, resp: Response, what: str) -> object:
         try:
             return json.loads(resp.body.decode("utf-8"))
+        except RecursionError:  # nesting deeper than the json module can read
+            raise FetchError(
+                f"The registry returned a {what} document nested too deeply.", summary=_INVALID
+            ) from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise FetchError(
                 f"The registry returned an invalid {what} document: {exc}.", summary=_INVALID
