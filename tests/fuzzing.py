@@ -822,22 +822,24 @@ def _mutate_json(body: bytes, rnd: random.Random) -> bytes:
     k = rnd.randrange(4)
     if k == 0 or not isinstance(doc, dict):
         return json.dumps(_fuzz_json(rnd)).encode()
-    if k == 1:  # replace one value somewhere along the first path
+    if k == 1:  # replace the value at a random depth along a random path (type confusion)
         node: object = doc
-        while True:
-            if isinstance(node, dict) and node and rnd.random() < 0.7:
-                key = rnd.choice(sorted(node))
-                if isinstance(node[key], (dict, list)) and rnd.random() < 0.6:
-                    node = node[key]
-                    continue
-                node[key] = _fuzz_json(rnd)
-            elif isinstance(node, list) and node and rnd.random() < 0.7:
-                i = rnd.randrange(len(node))
-                if isinstance(node[i], (dict, list)) and rnd.random() < 0.6:
-                    node = node[i]
-                    continue
-                node[i] = _fuzz_json(rnd)
-            break
+        for _ in range(rnd.randint(0, 4)):
+            kids = (
+                list(node.items())
+                if isinstance(node, dict)
+                else list(enumerate(node))
+                if isinstance(node, list)
+                else []
+            )
+            deeper = [v for _, v in kids if isinstance(v, (dict, list)) and v]
+            if not deeper:
+                break
+            node = rnd.choice(deeper)
+        if isinstance(node, dict) and node:
+            node[rnd.choice(sorted(node))] = _fuzz_json(rnd, depth=3)
+        elif isinstance(node, list) and node:
+            node[rnd.randrange(len(node))] = _fuzz_json(rnd, depth=3)
         return json.dumps(doc).encode()
     if k == 2:
         return damage(body, rnd)

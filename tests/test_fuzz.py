@@ -225,3 +225,14 @@ def test_registry_json_nested_past_the_recursion_limit_is_a_diagnostic(
     case[path].body = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError, not ValueError
     diags = check_registry(case, fuzz_server, tmp_path)
     assert "Invalid response from remote module registry" in {d.summary for d in diags}
+
+
+@pytest.mark.parametrize("versions", [5, None, True, "1.0.0", {"version": "1.0.0"}])
+def test_a_versions_field_that_is_not_an_array_is_a_diagnostic(
+    fuzz_server: HTTPServer, tmp_path: Path, versions: object
+) -> None:
+    # Found by the registry fuzzer: iterating a number raised TypeError (exit 3).
+    case = base_registry()
+    case["/v1/modules/acme/m/aws/versions"].body = json.dumps({"modules": [{"versions": versions}]}).encode()
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert "Invalid response from remote module registry" in {d.summary for d in diags}

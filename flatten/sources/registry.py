@@ -122,7 +122,12 @@ class RegistryClient:
         if not isinstance(modules, list):
             raise FetchError('The registry\'s version list has no "modules" array.', summary=_INVALID)
         for mod in modules:
-            for item in mod.get("versions", []) if isinstance(mod, dict) else []:
+            items = mod.get("versions", []) if isinstance(mod, dict) else []
+            if not isinstance(items, list):  # Terraform's JSON decoding fails on it too
+                raise FetchError(
+                    'The registry\'s version list has a "versions" that is not an array.', summary=_INVALID
+                )
+            for item in items:
                 if isinstance(item, dict) and isinstance(item.get("version"), str):
                     out.append(item["version"])
         result = tuple(out)
