@@ -817,7 +817,7 @@ def _fuzz_json(rnd: random.Random, depth: int = 0) -> object:
 def _mutate_json(body: bytes, rnd: random.Random) -> bytes:
     try:
         doc = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # an earlier mutation made it unreadable
         doc = None
     k = rnd.randrange(4)
     if k == 0 or not isinstance(doc, dict):
