@@ -127,8 +127,9 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
     for d in items:
         entry: dict[str, object] = {
             "severity": d.severity.value,
-            "summary": d.summary,
-            "detail": d.detail,
+            # Any stage may quote a source address: no URL userinfo is ever shown.
+            "summary": redact_url(d.summary),
+            "detail": redact_url(d.detail),
         }
         if d.range is not None:
             entry["range"] = _range_json(d.range)
@@ -161,7 +162,7 @@ def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None) -> str
     """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail."""
     blocks: list[str] = []
     for d in diags:
-        lines = [f"{d.severity.value.capitalize()}: {d.summary}"]
+        lines = [f"{d.severity.value.capitalize()}: {redact_url(d.summary)}"]
         if d.range is not None:
             lines.append("")
             where = f"  on {d.range.filename} line {d.range.start.line}"
@@ -174,6 +175,6 @@ def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None) -> str
         elif d.module:
             lines += ["", f"  in {d.module}"]
         if d.detail:
-            lines += ["", d.detail]
+            lines += ["", redact_url(d.detail)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + ("\n" if blocks else "")

@@ -34,6 +34,7 @@ from flatten.load import display_path, load_dir
 from flatten.merge import merge_module
 from flatten.model import Attribute, Block, JsonValue, Module, Pos, Range
 from flatten.options import Dialect, Options
+from flatten.redact import redact_url
 from flatten.sources import (
     InvalidSourceAddress,
     LocalSource,
@@ -397,7 +398,7 @@ def _load(
     module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
     diags.extend(merge_diags)
     if outside and package is not None:
-        prefix = package.address.partition("?")[0]
+        prefix = redact_url(package.address.partition("?")[0])  # a file name is shown: no URL userinfo
         diags = Diagnostics(
             replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}")) if d.range else d
             for d in diags

@@ -15,6 +15,7 @@ from flatten.emit import dumps
 from flatten.graph import ModuleGraph, ModuleNode
 from flatten.load import display_path
 from flatten.model import JsonValue
+from flatten.redact import redact_url
 
 __all__ = ["GraphFormat", "render_graph"]
 
@@ -42,7 +43,7 @@ def _meta(node: ModuleNode) -> dict[str, JsonValue]:
 def _facts(node: ModuleNode, root: Path) -> dict[str, JsonValue]:
     return {
         "address": node.address or "(root)",
-        "source": node.call.source if node.call is not None else ".",
+        "source": redact_url(node.call.source) if node.call is not None else ".",  # no credentials
         "directory": display_path(node.directory, root) if node.directory is not None else None,
         **_meta(node),
     }

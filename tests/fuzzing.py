@@ -664,3 +664,326 @@ _randoms = st.randoms(use_true_random=False)
 files_strategy = st.builds(lambda r: next(inputs(r.randrange(2**32), 1)), _randoms)
 trees_strategy = st.builds(random_tree, _randoms)
 fixtures_strategy = st.builds(mutated_fixture, _randoms)
+
+
+# -- registry and download responses ---------------------------------------------------------------
+# A loopback server answers the registry protocol and go-getter's http requests; each case mutates
+# one to three of its answers (status codes, X-Terraform-Get / Location / Content-Type /
+# Content-Length headers, JSON bodies, archive bytes), some of them echoing the registry token or
+# carrying control characters. The invariant: no exception (no exit 3 through the CLI), located
+# diagnostics, and neither the token nor a URL password in anything shown or written.
+
+FUZZ_TOKEN = "fuzzT0KEN-0123456789abcdef"
+FUZZ_PASSWORD = "fuzzPassw0rd-s3cret"
+_MODULE = (
+    b'variable "name" {\n  type    = string\n  default = "x"\n}\n\noutput "id" {\n  value = var.name\n}\n'
+)
+_STATUSES = [
+    200,
+    201,
+    204,
+    206,
+    301,
+    302,
+    303,
+    304,
+    307,
+    308,
+    400,
+    401,
+    403,
+    404,
+    410,
+    429,
+    500,
+    501,
+    502,
+    503,
+    599,
+]
+_LOCATIONS = [
+    "",
+    "/files/m.tgz",
+    "./m.tgz",
+    "../../../../files/m.tgz",
+    "{SELF}/files/m.tgz",
+    "{SELF}/files/m.tgz//sub",
+    "{SELF}/files/m.tgz//*",
+    "{SELF}/files/m.tgz?archive=zip",
+    "{SELF}/files/m.tgz?archive=false",
+    "{SELF}/files/m.tgz?checksum=sha256:" + "0" * 64,
+    "{SELF}/get/m",
+    "{SELF}/loop",
+    "//{HOST}/files/m.tgz",
+    "http://{TOKEN}@{HOST}/files/m.tgz",
+    "http://user:{TOKEN}@{HOST}/files/m.tgz",
+    "{SELF}/files/{TOKEN}.tgz",
+    "git::{SELF}/repo.git?ref=v1",
+    "s3::https://bucket.example/x.zip",
+    "file:///etc",
+    "ftp://{HOST}/m.tgz",
+    "https://\x1b[31mred\x1b[0m/x.tgz",
+    "{SELF}/\x07bell.tgz",
+    "\x00",
+    "x" * 3000,
+    "http://[::1/x.tgz",
+    "http://{HOST}:99999/x.tgz",
+    "http://{HOST}:port/x.tgz",
+    "git::http://[oops/r.git",
+]
+_ROUTES = (
+    "/.well-known/terraform.json",
+    "/v1/modules/acme/m/aws/versions",
+    "/v1/modules/acme/m/aws/1.1.0/download",
+    "/files/m.tgz",
+    "/get/m",
+)
+
+
+@dataclass
+class Served:
+    """One answer of the fuzzed server; strings may hold {SELF}, {HOST} and {TOKEN} placeholders."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    length: int | None = None  # a declared Content-Length other than the body's
+
+
+RegistryCase = dict[str, Served]
+
+
+def _tar(files: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def base_registry() -> RegistryCase:
+    """A registry and file server that work: the case every mutation starts from."""
+    listing = {"modules": [{"versions": [{"version": "1.0.0"}, {"version": "1.1.0"}]}]}
+    return {
+        "/.well-known/terraform.json": Served(200, {}, b'{"modules.v1": "/v1/modules/"}'),
+        "/v1/modules/acme/m/aws/versions": Served(200, {}, json.dumps(listing).encode()),
+        "/v1/modules/acme/m/aws/1.1.0/download": Served(204, {"X-Terraform-Get": "/files/m.tgz"}, b""),
+        "/files/m.tgz": Served(200, {}, _tar({"main.tf": _MODULE, "sub/main.tf": _MODULE})),
+        "/get/m": Served(200, {"X-Terraform-Get": "{SELF}/files/m.tgz"}, b""),
+        "/loop": Served(302, {"Location": "/loop"}, b""),
+    }
+
+
+def _fuzz_string(rnd: random.Random) -> str:
+    return rnd.choice(
+        [
+            "1.2.0",
+            "1.2.0+{TOKEN}",
+            "{TOKEN}",
+            "\x1b[2J\x1b[H",
+            "9.9.9\r\n",
+            "v1.0.0-rc.1",
+            "é" * rnd.randint(1, 50),
+            "",
+            "1" * 400,
+            "\u202eevil",
+            rnd.choice(_LOCATIONS),
+        ]
+    )
+
+
+def _fuzz_json(rnd: random.Random, depth: int = 0) -> object:
+    k = rnd.randrange(8 if depth < 4 else 5)
+    if k == 0:
+        return None
+    if k == 1:
+        return rnd.choice([0, -1, 1.5, 10**30, True])
+    if k in (2, 3, 4):
+        return _fuzz_string(rnd)
+    if k in (5, 6):
+        return {
+            rnd.choice(["modules", "versions", "version", "location", "modules.v1", "x"]): _fuzz_json(
+                rnd, depth + 1
+            )
+        }
+    return [_fuzz_json(rnd, depth + 1) for _ in range(rnd.randint(0, 4))]
+
+
+def _mutate_json(body: bytes, rnd: random.Random) -> bytes:
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):  # an earlier mutation made it unreadable
+        doc = None
+    k = rnd.randrange(4)
+    if k == 0 or not isinstance(doc, dict):
+        return json.dumps(_fuzz_json(rnd)).encode()
+    if k == 1:  # replace the value at a random depth along a random path (type confusion)
+        node: object = doc
+        for _ in range(rnd.randint(0, 4)):
+            kids = (
+                list(node.items())
+                if isinstance(node, dict)
+                else list(enumerate(node))
+                if isinstance(node, list)
+                else []
+            )
+            deeper = [v for _, v in kids if isinstance(v, (dict, list)) and v]
+            if not deeper:
+                break
+            node = rnd.choice(deeper)
+        if isinstance(node, dict) and node:
+            node[rnd.choice(sorted(node))] = _fuzz_json(rnd, depth=3)
+        elif isinstance(node, list) and node:
+            node[rnd.randrange(len(node))] = _fuzz_json(rnd, depth=3)
+        return json.dumps(doc).encode()
+    if k == 2:
+        return damage(body, rnd)
+    depth = rnd.choice([600, 100_000])
+    return b"[" * depth + b"]" * depth  # deep nesting (past what the json module can read)
+
+
+def registry_case(rnd: random.Random) -> RegistryCase:
+    """A base registry with one to three mutated answers."""
+    case = base_registry()
+    for _ in range(rnd.randint(1, 3)):
+        path = rnd.choice(_ROUTES)
+        served = case[path]
+        k = rnd.randrange(6)
+        if k == 0:
+            served.status = rnd.choice(_STATUSES)
+        elif k == 1:
+            served.headers["X-Terraform-Get"] = rnd.choice(_LOCATIONS)
+        elif k == 2:
+            served.status = rnd.choice([301, 302, 303, 307, 308])
+            served.headers["Location"] = rnd.choice(_LOCATIONS)
+        elif k == 3:
+            if path == "/files/m.tgz":
+                served.body = damage(served.body, rnd)
+            elif path == "/get/m":
+                served.headers.pop("X-Terraform-Get", None)
+                served.headers["Content-Type"] = "text/html"
+                loc = rnd.choice(_LOCATIONS)
+                served.body = f'<html><meta name="terraform-get" content="{loc}"></html>'.encode()
+            else:
+                served.status = 200
+                served.body = _mutate_json(served.body or b'{"location": "/files/m.tgz"}', rnd)
+        elif k == 4:
+            served.length = max(0, len(served.body) + rnd.choice([-100, -1, 1, 50]))
+        else:
+            served.headers[rnd.choice(["Content-Type", "X-Terraform-Get", "Location", "Retry-After"])] = (
+                _fuzz_string(rnd)
+            )
+    return case
+
+
+def _fill(text: str, srv_url: str, host: str) -> str:
+    return text.replace("{SELF}", srv_url).replace("{HOST}", host).replace("{TOKEN}", FUZZ_TOKEN)
+
+
+def serve_case(srv: object, case: RegistryCase) -> None:
+    """Make the loopback server (``test_sources_servers.HTTPServer``) answer ``case``."""
+    from test_sources_servers import Reply
+
+    url, host = srv.url, srv.host  # type: ignore[attr-defined]
+    routes = {}
+    for path, s in case.items():
+        body = _fill(s.body.decode("latin-1"), url, host).encode("latin-1")
+        # http.server writes header values as latin-1; a value it cannot encode is not sendable.
+        headers = {
+            k: _fill(v, url, host).encode("latin-1", "replace").decode("latin-1")
+            for k, v in s.headers.items()
+        }
+        routes[path] = Reply(
+            s.status, body, {k: v.replace("\r", " ").replace("\n", " ") for k, v in headers.items()}, s.length
+        )
+    srv.routes = routes  # type: ignore[attr-defined]
+    srv.log.clear()  # type: ignore[attr-defined]
+
+
+def _registry_root(directory: Path, host: str, *, registry: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    calls = f'module "h" {{\n  source = "http://bob:{FUZZ_PASSWORD}@{host}/get/m"\n}}\n'
+    if registry:
+        calls += f'module "r" {{\n  source  = "{host}/acme/m/aws"\n  version = "~> 1.0"\n}}\n'
+    (directory / "main.tf").write_text(calls)
+    return directory
+
+
+def _assert_nothing_leaked(text: str, where: str) -> None:
+    assert FUZZ_TOKEN not in text, f"the registry token appears in {where}"
+    assert FUZZ_PASSWORD not in text, f"a URL password appears in {where}"
+
+
+def check_registry(case: RegistryCase, srv: object, work: Path) -> Diagnostics:
+    """Build a root calling the fuzzed registry and archive server; raise AssertionError on a break."""
+    from flatten.sources.env import Secret, SourceEnv
+    from flatten.sources.fetcher import RemoteFetcher
+
+    serve_case(srv, case)
+    host = srv.host  # type: ignore[attr-defined]
+    root = _registry_root(work / "src", host, registry=True)
+    env = SourceEnv(
+        cache_dir=work / "cache",
+        tokens={host: Secret(FUZZ_TOKEN)},
+        insecure_hosts=frozenset({host}),
+        timeout=3.0,
+        retry_wait=0.0,
+        download_timeout=5.0,
+    )
+    options = Options()
+    result, diags = build(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+    check_diagnostics(diags)
+    text = render_text(diags, root=root)
+    for ch in ("\x1b", "\x07", "\x00", "\r", "\u202e"):
+        assert ch not in text, f"a control character {ch!r} from the server reaches the terminal: {text}"
+    shown = text + render_json(diags)
+    shown += "".join(content.decode("utf-8", "replace") for content in result.tree.files.values())
+    cache = work / "cache" / "v1"
+    shown += "".join(p.read_text(errors="replace") for p in cache.rglob("*.json") if p.is_file())
+    _assert_nothing_leaked(shown, "the diagnostics, the output or the cache")
+    return diags
+
+
+def check_registry_cli(case: RegistryCase, srv: object, work: Path) -> int:
+    """The same through ``python -m flatten build`` (the getter path: the CLI reaches no http registry)."""
+    import subprocess
+    import sys
+
+    serve_case(srv, case)
+    host = srv.host  # type: ignore[attr-defined]
+    root = _registry_root(work / "cli-src", host, registry=False)
+    rc = work / "cli.tfrc"
+    rc.write_text(f'credentials "{host}" {{\n  token = "{FUZZ_TOKEN}"\n}}\n')
+    env = {
+        **os.environ,
+        "FLATTEN_CACHE_DIR": str(work / "cli-cache"),
+        "FLATTEN_PARSE_CACHE": "off",
+        "TF_CLI_CONFIG_FILE": str(rc),
+        "TF_REGISTRY_CLIENT_TIMEOUT": "3",
+        "FLATTEN_DOWNLOAD_TIMEOUT": "5",
+    }
+    env.pop("FLATTEN_TRACEBACK", None)
+    out = work / "cli-out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode in (0, 1), f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
+    written = (
+        "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file()) if out.exists() else ""
+    )
+    _assert_nothing_leaked(proc.stdout + proc.stderr + written, "the command line's output")
+    return proc.returncode
+
+
+registry_strategy = st.builds(registry_case, _randoms)

@@ -203,4 +203,4 @@ def test_userinfo_in_an_archive_url_is_basic_auth_and_never_shown(tmp_path: Path
         + "".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     )
     assert password not in shown
-    assert "bob:***@" in (out / MANIFEST_NAME).read_text()
+    assert "http://***@" in (out / MANIFEST_NAME).read_text()  # the whole userinfo, user name too

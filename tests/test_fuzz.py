@@ -5,6 +5,7 @@ The long run (at least 100,000 inputs) is scripts/fuzz; docs/reliability.md reco
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import subprocess
@@ -14,18 +15,26 @@ from pathlib import Path
 
 import pytest
 from fuzzing import (
+    FUZZ_TOKEN,
+    RegistryCase,
     TreeSpec,
+    base_registry,
     check_diagnostics,
+    check_registry,
+    check_registry_cli,
     check_text,
     check_tree,
     fixtures_strategy,
     inputs,
     random_tree,
+    registry_case,
+    registry_strategy,
     trees_strategy,
     valid_tree,
     write_spec,
 )
 from hypothesis import HealthCheck, given, settings
+from test_sources_servers import HTTPServer, serving
 
 from flatten import parse_cache
 from flatten.diagnostics import Diagnostic, Diagnostics
@@ -139,3 +148,91 @@ def test_the_checker_can_fail() -> None:
     with pytest.raises(AssertionError, match="module path"):
         check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child)]))
     check_diagnostics(Diagnostics([Diagnostic.error("Something", "", in_child, module="module.a")]))
+
+
+# -- mutated registry and download responses from a loopback server ---------------------------------
+
+REGISTRY_CASES = int(os.environ.get("FLATTEN_FUZZ_REGISTRY", "40"))
+
+
+@pytest.fixture(scope="module")
+def fuzz_server():
+    with serving(HTTPServer()) as srv:
+        yield srv
+
+
+@settings(
+    max_examples=REGISTRY_CASES,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(case=registry_strategy)
+def test_mutated_registry_responses_only_diagnose(case: RegistryCase, fuzz_server: HTTPServer) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        check_registry(case, fuzz_server, Path(tmp))
+
+
+def test_mutated_registry_responses_through_the_command_line(fuzz_server: HTTPServer, tmp_path: Path) -> None:
+    rnd = random.Random(19)
+    codes = [check_registry_cli(base_registry(), fuzz_server, tmp_path / "base")]
+    codes += [check_registry_cli(registry_case(rnd), fuzz_server, tmp_path / f"c{i}") for i in range(3)]
+    assert codes[0] == 0, "the unmutated server gives a build"
+
+
+def test_the_registry_checker_can_fail(fuzz_server: HTTPServer, tmp_path: Path) -> None:
+    """A server whose answers reach the output unredacted is caught: the check means something."""
+    from flatten import redact
+
+    case = base_registry()
+    case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = "{SELF}/files/{TOKEN}.tgz"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(redact.Scrubber, "__call__", lambda self, text: text)  # no redaction at all
+        with pytest.raises(AssertionError, match="token"):
+            check_registry(case, fuzz_server, tmp_path)
+    assert FUZZ_TOKEN not in str(check_registry(case, fuzz_server, tmp_path / "again"))
+
+
+@pytest.mark.parametrize(
+    "url", ["http://[::1/x.tgz", "http://{HOST}:99999/x.tgz", "http://{HOST}:port/x.tgz"]
+)
+@pytest.mark.parametrize("where", ["discovery", "download", "indirection", "redirect"])
+def test_unparseable_urls_from_a_server_are_diagnostics(
+    fuzz_server: HTTPServer, tmp_path: Path, url: str, where: str
+) -> None:
+    # Found by the registry fuzzer: urllib.parse raises ValueError for a bad port or IPv6 literal,
+    # which escaped as an internal error (exit 3).
+    case = base_registry()
+    if where == "discovery":
+        case["/.well-known/terraform.json"].body = json.dumps({"modules.v1": url}).encode()
+    elif where == "download":
+        case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = url
+    elif where == "indirection":
+        case["/get/m"].headers["X-Terraform-Get"] = url
+    else:
+        case["/files/m.tgz"].status = 302
+        case["/files/m.tgz"].headers["Location"] = url
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert diags.has_errors
+
+
+@pytest.mark.parametrize("path", ["/.well-known/terraform.json", "/v1/modules/acme/m/aws/versions"])
+def test_registry_json_nested_past_the_recursion_limit_is_a_diagnostic(
+    fuzz_server: HTTPServer, tmp_path: Path, path: str
+) -> None:
+    case = base_registry()
+    case[path].body = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError, not ValueError
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert "Invalid response from remote module registry" in {d.summary for d in diags}
+
+
+@pytest.mark.parametrize("versions", [5, None, True, "1.0.0", {"version": "1.0.0"}])
+def test_a_versions_field_that_is_not_an_array_is_a_diagnostic(
+    fuzz_server: HTTPServer, tmp_path: Path, versions: object
+) -> None:
+    # Found by the registry fuzzer: iterating a number raised TypeError (exit 3).
+    case = base_registry()
+    case["/v1/modules/acme/m/aws/versions"].body = json.dumps({"modules": [{"versions": versions}]}).encode()
+    diags = check_registry(case, fuzz_server, tmp_path)
+    assert "Invalid response from remote module registry" in {d.summary for d in diags}

@@ -130,8 +130,11 @@ def test_git_daemon_over_the_network(tmp_path: Path, repo: tuple[Path, list[str]
         assert graph.node("module.b").package.commit == git("rev-parse", "HEAD", cwd=work)  # type: ignore[union-attr]
 
 
-def test_redact_url() -> None:
+def test_redact_url_hides_every_userinfo_part() -> None:
+    # A user name alone may be a token (https://<token>@github.com/...), and a password may hold "@".
     assert (
-        redact_url("https://user:tok@h/x https://h/y ssh://git@h/z")
-        == "https://user:***@h/x https://h/y ssh://git@h/z"
+        redact_url("https://user:tok@h/x https://h/y ssh://git@h/z git::https://ghp_T0KEN@github.com/o/r")
+        == "https://***@h/x https://h/y ssh://git@h/z git::https://***@github.com/o/r"
     )
+    assert redact_url('"https://bob:p@ss@h/x.zip"') == '"https://***@h/x.zip"'
+    assert redact_url("ssh://alice@h/z ssh://git:pw@h/z") == "ssh://***@h/z ssh://***@h/z"

@@ -30,9 +30,15 @@ needs_git = pytest.mark.skipif(GIT is None, reason="the git binary is not instal
 
 @dataclass
 class Reply:
+    """One answer. ``length`` declares another Content-Length than the body's (a body cut short);
+    ``delay`` is a silence before anything is sent, ``trickle`` a pause before each byte."""
+
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
+    length: int | None = None
+    delay: float = 0.0
+    trickle: float = 0.0
 
 
 Route = Reply | Callable[["Request"], Reply]
@@ -64,12 +70,25 @@ class HTTPServer:
                     if isinstance(route, Reply)
                     else route(req)
                 )
-                self.send_response(reply.status)
-                for k, v in reply.headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.end_headers()
-                self.wfile.write(reply.body)
+                try:
+                    time.sleep(reply.delay)
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    declared = len(reply.body) if reply.length is None else reply.length
+                    self.send_header("Content-Length", str(declared))
+                    self.end_headers()
+                    if reply.trickle:
+                        for i in range(len(reply.body)):
+                            time.sleep(reply.trickle)
+                            self.wfile.write(reply.body[i : i + 1])
+                            self.wfile.flush()
+                    else:
+                        self.wfile.write(reply.body)
+                    if declared != len(reply.body):
+                        self.close_connection = True  # the body ends where the connection does
+                except OSError:
+                    self.close_connection = True  # the client gave up (a deadline): nothing to report
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from flatten.diagnostics import Diagnostic
 from flatten.graph import module_address
 from flatten.model import JsonValue, Range
+from flatten.redact import redact_url
 
 from .addresses import Provider
 from .constraints import canonical_constraints
@@ -83,7 +84,7 @@ def _target(binding: Binding | None) -> str:
 
 def _diag_line(d: Diagnostic) -> str:
     where = f" ({_where(d.range)})" if d.range is not None else ""
-    return f"{d.severity.value.capitalize()}: {d.summary}{where}"
+    return f"{d.severity.value.capitalize()}: {redact_url(d.summary)}{where}"
 
 
 def audit_text(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> str:
@@ -167,8 +168,8 @@ def _resource_json(r: ResourceWiring) -> dict[str, JsonValue]:
 def _diag_json(d: Diagnostic) -> dict[str, JsonValue]:
     return {
         "severity": d.severity.value,
-        "summary": d.summary,
-        "detail": d.detail,
+        "summary": redact_url(d.summary),
+        "detail": redact_url(d.detail),
         "module": d.module,
         "range": _where(d.range) if d.range is not None else None,
     }
@@ -184,7 +185,7 @@ def audit_json(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> dict[str,
             {
                 "address": module.address,
                 "directory": module.directory,
-                "source": module.source,
+                "source": redact_url(module.source),  # a URL's userinfo is never shown
                 "requirements": [
                     {
                         "provider": str(r.provider),

@@ -82,7 +82,17 @@ class SourceEnv:
     use_installed: bool = True
     insecure_hosts: frozenset[str] = frozenset()
     limits: ExtractLimits = field(default_factory=ExtractLimits)
-    timeout: float = 60.0
+    # Each registry API request (discovery, versions, download location), start to end of body:
+    # Terraform's TF_REGISTRY_CLIENT_TIMEOUT, default 10 s; retried `retries` times (Terraform's
+    # TF_REGISTRY_DISCOVERY_RETRY, default 1) after a network error, 429 or 5xx but 501, waiting
+    # `retry_wait` * 2**n seconds as Terraform's retry client does.
+    timeout: float = 10.0
+    retries: int = 1
+    retry_wait: float = 1.0
+    # One package download (every request, redirect and indirection, or the git commands), start to
+    # end: FLATTEN_DOWNLOAD_TIMEOUT, default 600 s. A socket silent for `idle_timeout` fails sooner.
+    download_timeout: float = 600.0
+    idle_timeout: float = 60.0
     jobs: int = 8
     progress: bool = False  # draw a progress line on stderr (the CLI sets it when stderr is a TTY)
     git: str = "git"
@@ -119,11 +129,33 @@ class SourceEnv:
             tokens=tokens,
             data_dir=environ.get("TF_DATA_DIR") or ".terraform",
             progress=progress,
+            timeout=float(_positive_int(environ.get("TF_REGISTRY_CLIENT_TIMEOUT"), 10)),
+            retries=_positive_int(environ.get("TF_REGISTRY_DISCOVERY_RETRY"), 1),
+            download_timeout=_positive_float(environ.get("FLATTEN_DOWNLOAD_TIMEOUT"), 600.0),
         )
 
     def token_for(self, host: str) -> Secret | None:
         """Return the token for a registry host, or None."""
         return self.tokens.get(host.lower())
+
+
+def _positive_int(text: str | None, default: int) -> int:
+    # Terraform's reading of TF_REGISTRY_CLIENT_TIMEOUT and TF_REGISTRY_DISCOVERY_RETRY: a whole
+    # number above zero, anything else (unset, "0", "1.5", "x") means the default.
+    try:
+        value = int(text or "", 10)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _positive_float(text: str | None, default: float) -> float:
+    # flatten's own FLATTEN_DOWNLOAD_TIMEOUT: seconds, fractions allowed; anything else the default.
+    try:
+        value = float(text or "")
+    except ValueError:
+        return default
+    return value if 0 < value < float("inf") else default
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +207,7 @@ def read_cli_credentials(path: Path) -> dict[str, Secret]:
     if path.name.endswith(".json"):
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
             return {}
         creds = doc.get("credentials") if isinstance(doc, dict) else None
         if isinstance(creds, dict):

@@ -22,17 +22,20 @@ import glob
 import json
 import os
 import posixpath
+import shutil
 import sys
 import threading
+import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.options import Options
+from flatten.redact import Scrubber, redact_url, strip_userinfo
 from flatten.sources.address import (
     InvalidSourceAddress,
     RegistrySource,
@@ -41,7 +44,7 @@ from flatten.sources.address import (
 )
 from flatten.sources.cache import PackageCache, tree_digest
 from flatten.sources.env import SourceEnv
-from flatten.sources.git import redact_url, resolve_ref
+from flatten.sources.git import resolve_ref
 from flatten.sources.installed import InstalledModule, read_installed
 from flatten.sources.package import FetchedModule, FetchError, ModulePackage
 from flatten.sources.progress import Progress
@@ -55,6 +58,12 @@ if TYPE_CHECKING:
 __all__ = ["LockedModule", "RemoteFetcher", "installed_only", "read_lock"]
 
 _GLOB_CHARS = frozenset("*?[")
+
+# A download's temporary directory (``<cache>/v1/tmp/pkg-*``) older than this is the leftover of
+# a build killed outright (kill -9, a power cut): no live download is that old, since each one ends
+# by FLATTEN_DOWNLOAD_TIMEOUT (10 minutes by default). Age, not the owner's pid, decides: a cache
+# may be shared by containers whose pids the sweeping process cannot see.
+STALE_TMP_AGE = 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +85,7 @@ def read_lock(manifest: bytes | str | None) -> dict[str, LockedModule]:
         return {}
     try:
         doc = json.loads(manifest)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json can read
         return {}
     out: dict[str, LockedModule] = {}
     modules = doc.get("modules") if isinstance(doc, dict) else None
@@ -140,6 +149,10 @@ class RemoteFetcher:
         self._installed = read_installed(self._root, env.data_dir) if env.use_installed else {}
         self._results: dict[str, _Result] = {}
         self._mutex = threading.Lock()
+        self._swept = False
+        # Every message hides URL userinfo and the registry tokens (a server may echo one back),
+        # and shows control characters a server sent as escapes.
+        self._scrub = Scrubber(t.reveal() for t in env.tokens.values())
 
     def _clients(self) -> tuple[RegistryClient, Getter]:
         # The HTTP stack (urllib, http.client, ssl, archives) is imported only by a build that
@@ -151,10 +164,17 @@ class RemoteFetcher:
                 from flatten.sources.transport import HttpClient
 
                 env = self._env
-                http = HttpClient(tokens=env.tokens, timeout=env.timeout)
+                http = HttpClient(
+                    tokens=env.tokens,
+                    insecure_hosts=env.insecure_hosts,
+                    timeout=env.timeout,
+                    retries=env.retries,
+                    retry_wait=env.retry_wait,
+                    idle_timeout=env.idle_timeout,
+                )
                 self._made = (
                     RegistryClient(http, insecure_hosts=env.insecure_hosts),
-                    Getter(http, git=env.git, limits=env.limits),
+                    Getter(http, git=env.git, limits=env.limits, download_timeout=env.download_timeout),
                 )
             return self._made
 
@@ -203,19 +223,14 @@ class RemoteFetcher:
             self._check_lock(address, package, call)
             result.fetched = FetchedModule(package.directory, package)
         except _Problem as exc:
-            result.diags.append(Diagnostic.error(exc.summary, self._redact(exc.detail), call.range))
+            result.diags.append(Diagnostic.error(exc.summary, exc.detail, call.range))
         except FetchError as exc:
-            where = self._redact(redact_url(str(call.address)))
-            detail = f'Could not download module "{call.name}" source code from "{where}": {exc}.'
-            result.diags.append(Diagnostic.error(exc.summary, self._redact(detail), call.range))
+            detail = f'Could not download module "{call.name}" source code from "{call.address}": {exc}.'
+            result.diags.append(Diagnostic.error(exc.summary, detail, call.range))
+        result.diags = Diagnostics(
+            replace(d, summary=self._scrub(d.summary), detail=self._scrub(d.detail)) for d in result.diags
+        )
         return result
-
-    def _redact(self, text: str) -> str:
-        for token in self._env.tokens.values():
-            secret = token.reveal()
-            if secret:
-                text = text.replace(secret, "***")
-        return text
 
     def _offline_detail(self, call: ModuleCall) -> str:
         data = self._env.data_dir
@@ -224,7 +239,8 @@ class RemoteFetcher:
         else:
             why, fix = "flatten was run without access to remote modules", "allow downloads"
         return (
-            f'Module "{call.name}" has the source {call.source!r}, which is not installed in {data}/modules, '
+            f'Module "{call.name}" has the source {redact_url(call.source)!r}, which is not installed in '
+            f"{data}/modules, "
             f"and {why}. Run `terraform init` (or `tofu init`) in the root module first so flatten can "
             f"reuse the installed modules, or {fix}."
         )
@@ -270,7 +286,19 @@ class RemoteFetcher:
             constraints = parse_constraints(call.version) if call.version is not None else None
         except InvalidConstraint as exc:
             raise _Problem(exc.summary, exc.detail) from None
-        versions = self._clients()[0].versions(src)
+        listed = self._clients()[0].versions(src)
+        # A version string holding a token is a registry echoing the credential back: it would
+        # reach the manifest and the output's directory names, so it is not a candidate.
+        versions = tuple(v for v in listed if not self._scrub.holds_secret(v))
+        if len(versions) != len(listed):
+            diags.append(
+                Diagnostic.warning(
+                    "Invalid response from remote module registry",
+                    f"The registry at {src.host} returned a version string for {src.for_display()} that "
+                    "holds the registry's own credential, which flatten ignored.",
+                    call.range,
+                )
+            )
         selection = select_module_version(versions, constraints, dialect=self._options.dialect.value)
         for bad in selection.invalid:
             diags.append(
@@ -331,12 +359,15 @@ class RemoteFetcher:
                 raise FetchError(f"the directory {path} does not exist")
             return ModulePackage(src.package, path, digest=tree_digest(path), name=_readable_name(src, None))
         if addr.kind == "git":
-            commit = resolve_ref(self._env.git, addr.url, addr.ref)
-            identity = f"git {addr.url} {commit or addr.ref}"
+            commit = resolve_ref(
+                self._env.git, addr.url, addr.ref, timeout=min(120.0, self._env.download_timeout)
+            )
+            # Cache keys never hold a URL's userinfo (a password or token): the commit pins the content.
+            identity = f"git {strip_userinfo(addr.url)} {commit or addr.ref}"
         elif addr.kind == "file":
             identity = f"file {tree_digest_file(addr.path)}"
         else:
-            identity = f"http {addr.url} {addr.archive} {addr.checksum}"
+            identity = f"http {strip_userinfo(addr.url)} {addr.archive} {addr.checksum}"
 
         def fill(dest: Path) -> tuple[str | None, str]:
             fetched = self._clients()[1].get(addr, dest)
@@ -356,6 +387,7 @@ class RemoteFetcher:
         found = self._cache.lookup(identity)
         if found is not None:
             return found
+        self._sweep_stale()
         self._progress.begin(label)
         ok = False
         try:
@@ -364,6 +396,25 @@ class RemoteFetcher:
             return entry
         finally:
             self._progress.end(label, ok=ok)
+
+    def _sweep_stale(self) -> None:
+        """Remove the temporary directories that downloads killed outright left in the cache (once)."""
+        with self._mutex:
+            if self._swept:
+                return
+            self._swept = True
+        tmp = self._cache.root / "tmp"
+        limit = time.time() - max(STALE_TMP_AGE, 2 * self._env.download_timeout)
+        try:
+            leftovers = [p for p in tmp.iterdir() if p.name.startswith("pkg-")]
+        except OSError:
+            return  # no temporary directory yet
+        for path in leftovers:
+            try:
+                if path.lstat().st_mtime < limit:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass  # removed by another build meanwhile
 
     def _with_subdir(self, package: ModulePackage, call: ModuleCall) -> ModulePackage:
         addr = call.address

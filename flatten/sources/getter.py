@@ -25,7 +25,7 @@ from flatten.sources.env import ExtractLimits
 from flatten.sources.git import clone, redact_url
 from flatten.sources.package import FetchError
 from flatten.sources.registry import resolve_relative
-from flatten.sources.transport import HttpClient
+from flatten.sources.transport import Deadline, HttpClient
 
 __all__ = ["Getter", "GetterAddress", "parse_getter_address"]
 
@@ -152,15 +152,35 @@ class Fetched:
 class Getter:
     """Downloads packages over git, http(s) and file URLs into a directory."""
 
-    def __init__(self, http: HttpClient, *, git: str = "git", limits: ExtractLimits | None = None) -> None:
+    def __init__(
+        self,
+        http: HttpClient,
+        *,
+        git: str = "git",
+        limits: ExtractLimits | None = None,
+        download_timeout: float = 600.0,
+    ) -> None:
         self._http = http
         self._git = git
         self._limits = limits or ExtractLimits()
+        self._download_timeout = download_timeout
 
-    def get(self, addr: GetterAddress, dest: Path, *, hops: int = 0) -> Fetched:
-        """Install the package at ``addr`` into the new directory ``dest``. Raises :class:`FetchError`."""
+    def get(
+        self, addr: GetterAddress, dest: Path, *, hops: int = 0, deadline: Deadline | None = None
+    ) -> Fetched:
+        """Install the package at ``addr`` into the new directory ``dest``. Raises :class:`FetchError`.
+
+        The whole of it (every request, redirect, indirection, or the git commands) must end by
+        ``deadline``, by default ``download_timeout`` seconds from now (FLATTEN_DOWNLOAD_TIMEOUT).
+        """
+        if deadline is None:
+            deadline = Deadline.after(self._download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
         if addr.kind == "git":
-            return Fetched(commit=clone(self._git, addr.url, dest, ref=addr.ref, depth=addr.depth))
+            return Fetched(
+                commit=clone(
+                    self._git, addr.url, dest, ref=addr.ref, depth=addr.depth, timeout=deadline.remaining()
+                )
+            )
         if addr.kind == "file":
             path = addr.path
             if addr.archive is None:
@@ -171,19 +191,19 @@ class Getter:
         with tempfile.TemporaryDirectory(prefix="download-", dir=dest.parent) as tmp:
             file = Path(tmp) / "package"
             if addr.archive is not None:
-                self._http.download(addr.url, file, limit=self._limits.max_bytes)
+                self._http.download(addr.url, file, limit=self._limits.max_bytes, deadline=deadline)
                 self._verify(file, addr)
                 extract_archive(file, addr.archive, dest, limits=self._limits)
                 return Fetched()
-            return self._indirect(addr, dest, hops)
+            return self._indirect(addr, dest, hops, deadline)
 
-    def _indirect(self, addr: GetterAddress, dest: Path, hops: int) -> Fetched:
+    def _indirect(self, addr: GetterAddress, dest: Path, hops: int, deadline: Deadline) -> Fetched:
         # go-getter's HttpGetter: ask the URL for the real address (X-Terraform-Get or a meta tag).
         if hops > 4:
             raise FetchError(f"too many X-Terraform-Get indirections at {redact_url(addr.url)}")
         parts, params = _split_query(addr.url)
         probe = _rebuild(parts, [*params, ("terraform-get", "1")])
-        resp = self._http.get(probe)
+        resp = self._http.get(probe, deadline=deadline)
         if resp.status >= 400:
             raise FetchError(f"bad response code: {resp.status} from {redact_url(addr.url)}")
         location = resp.headers.get("x-terraform-get")
@@ -203,7 +223,7 @@ class Getter:
             raise FetchError(
                 f"invalid X-Terraform-Get address {redact_url(location)!r}: {exc.reason}"
             ) from None
-        fetched = self.get(parse_getter_address(source.package), dest, hops=hops + 1)
+        fetched = self.get(parse_getter_address(source.package), dest, hops=hops + 1, deadline=deadline)
         subdir = "/".join(p for p in (fetched.subdir, source.subdir) if p)
         return Fetched(fetched.commit, subdir)
 

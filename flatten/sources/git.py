@@ -12,9 +12,10 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
-from flatten.redact import redact_url
+from flatten.redact import redact_url, strip_controls
 from flatten.sources.package import FetchError
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
@@ -30,13 +31,16 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(git: str, args: list[str], *, cwd: Path | None = None, timeout: float = 600) -> str:
+def _run(
+    git: str, args: list[str], *, cwd: Path | None = None, timeout: float = 600, remote: str = ""
+) -> str:
     try:
         proc = subprocess.run(
             [git, *args],
             cwd=cwd,
             capture_output=True,
             text=True,
+            errors="replace",  # git relays what the server says, in any encoding
             env=_env(),
             timeout=timeout,
             stdin=subprocess.DEVNULL,
@@ -46,15 +50,19 @@ def _run(git: str, args: list[str], *, cwd: Path | None = None, timeout: float =
             f"the git command ({git}) was not found; install git to use git module sources"
         ) from None
     except subprocess.TimeoutExpired:
-        raise FetchError(f"git {args[0]} timed out after {int(timeout)} seconds") from None
+        where = f" of {redact_url(remote)}" if remote else ""
+        raise FetchError(
+            f"git {args[0]}{where} did not finish in time (the limit FLATTEN_DOWNLOAD_TIMEOUT sets); "
+            "the server is too slow or not responding"
+        ) from None
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        message = redact_url(" ".join(line.strip() for line in lines[-3:]))
+        message = strip_controls(redact_url(" ".join(line.strip() for line in lines[-3:])))
         raise FetchError(f"error running git {args[0]}: {message or f'exit status {proc.returncode}'}")
     return proc.stdout
 
 
-def resolve_ref(git: str, url: str, ref: str) -> str | None:
+def resolve_ref(git: str, url: str, ref: str, *, timeout: float = 120) -> str | None:
     """Return the commit ``ref`` names in the repository at ``url`` without cloning it.
 
     A full commit SHA is returned as is; an empty ref means the default branch (``HEAD``).
@@ -63,7 +71,7 @@ def resolve_ref(git: str, url: str, ref: str) -> str | None:
     """
     if _SHA_RE.fullmatch(ref):
         return ref.lower()
-    out = _run(git, ["ls-remote", "--", url, ref or "HEAD"], timeout=120)
+    out = _run(git, ["ls-remote", "--", url, ref or "HEAD"], timeout=timeout, remote=url)
     found: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
@@ -76,7 +84,7 @@ def resolve_ref(git: str, url: str, ref: str) -> str | None:
     return None
 
 
-def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0) -> str:
+def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0, timeout: float = 600) -> str:
     """Clone ``url`` into the new directory ``dest``, check out ``ref``, and return the commit SHA.
 
     Submodules are initialised as go-getter does; the ``.git`` directory is removed afterwards, so
@@ -84,21 +92,27 @@ def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0) -> s
     """
     if ref.startswith("-"):
         raise FetchError(f"invalid git ref {ref!r}")
+    end = time.monotonic() + timeout
+
+    def run(args: list[str], cwd: Path | None = None) -> str:
+        # Every command of the clone shares the one deadline of the package download.
+        return _run(git, args, cwd=cwd, timeout=max(0.001, end - time.monotonic()), remote=url)
+
     if depth > 0 and _SHA_RE.fullmatch(ref):
         dest.mkdir(parents=True)
-        _run(git, ["init", "--quiet"], cwd=dest)
-        _run(git, ["fetch", "--quiet", f"--depth={depth}", "--", url, ref], cwd=dest)
-        _run(git, ["checkout", "--quiet", "FETCH_HEAD"], cwd=dest)
+        run(["init", "--quiet"], cwd=dest)
+        run(["fetch", "--quiet", f"--depth={depth}", "--", url, ref], cwd=dest)
+        run(["checkout", "--quiet", "FETCH_HEAD"], cwd=dest)
     elif depth > 0:
         branch = ["--branch", ref] if ref else []
-        _run(git, ["clone", "--quiet", f"--depth={depth}", *branch, "--", url, str(dest)])
+        run(["clone", "--quiet", f"--depth={depth}", *branch, "--", url, str(dest)])
     else:
-        _run(git, ["clone", "--quiet", "--", url, str(dest)])
+        run(["clone", "--quiet", "--", url, str(dest)])
         if ref:
-            _run(git, ["checkout", "--quiet", ref], cwd=dest)
+            run(["checkout", "--quiet", ref], cwd=dest)
     if (dest / ".gitmodules").is_file():
-        _run(git, ["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
-    commit = _run(git, ["rev-parse", "HEAD"], cwd=dest).strip()
+        run(["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
+    commit = run(["rev-parse", "HEAD"], cwd=dest).strip()
     for gitdir in [dest / ".git", *dest.rglob(".git")]:
         if gitdir.is_dir() and not gitdir.is_symlink():
             shutil.rmtree(gitdir, ignore_errors=True)

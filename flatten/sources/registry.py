@@ -19,6 +19,7 @@ import json
 import threading
 import urllib.parse
 
+from flatten.redact import redact_url
 from flatten.sources.address import RegistrySource
 from flatten.sources.package import FetchError
 from flatten.sources.transport import HttpClient, Response
@@ -45,6 +46,10 @@ class RegistryClient:
     def _json(self, resp: Response, what: str) -> object:
         try:
             return json.loads(resp.body.decode("utf-8"))
+        except RecursionError:  # nesting deeper than the json module can read
+            raise FetchError(
+                f"The registry returned a {what} document nested too deeply.", summary=_INVALID
+            ) from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise FetchError(
                 f"The registry returned an invalid {what} document: {exc}.", summary=_INVALID
@@ -76,7 +81,16 @@ class RegistryClient:
                 f"The host {host} does not provide a module registry (no modules.v1 service).",
                 summary=_ACCESS,
             )
-        resolved = urllib.parse.urljoin(resp.url, base)
+        try:
+            resolved = urllib.parse.urljoin(resp.url, base)
+            scheme = urllib.parse.urlsplit(resolved).scheme
+        except ValueError:  # an unparseable URL ("http://[oops/")
+            scheme = ""
+        if scheme not in ("http", "https"):
+            raise FetchError(
+                f"The host {host} gave an invalid modules.v1 service URL {redact_url(base)!r}.",
+                summary=_INVALID,
+            )
         if not resolved.endswith("/"):
             resolved += "/"
         with self._lock:
@@ -108,7 +122,12 @@ class RegistryClient:
         if not isinstance(modules, list):
             raise FetchError('The registry\'s version list has no "modules" array.', summary=_INVALID)
         for mod in modules:
-            for item in mod.get("versions", []) if isinstance(mod, dict) else []:
+            items = mod.get("versions", []) if isinstance(mod, dict) else []
+            if not isinstance(items, list):  # Terraform's JSON decoding fails on it too
+                raise FetchError(
+                    'The registry\'s version list has a "versions" that is not an array.', summary=_INVALID
+                )
+            for item in items:
                 if isinstance(item, dict) and isinstance(item.get("version"), str):
                     out.append(item["version"])
         result = tuple(out)
@@ -147,7 +166,9 @@ class RegistryClient:
                 f"The registry returned no download location for {source.for_display()} {version}.",
                 summary=_INVALID,
             )
-        return resolve_relative(location, resp.url)
+        # Terraform resolves a relative location against the download URL it asked, not against
+        # where a redirect of that request ended.
+        return resolve_relative(location, url)
 
 
 def resolve_relative(location: str, base: str) -> str:
