@@ -1,0 +1,129 @@
+"""Your files and the output directory (docs/reliability.md): what flatten refuses to write over,
+what a remote package may reach, and how files are copied.
+
+Each test proves one promise of issue 19's items 1, 2, 3, 12 and 13 and fails without its fix.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from flatten import emit
+from flatten.emit import MANIFEST_NAME, write_tree
+
+# -- --out on a mount point (item 12) -----------------------------------------------------------------
+
+
+def _old_output(out: Path) -> None:
+    write_tree(out, {"main.tf.json": b"old\n", "gone/x.json": b"old\n", MANIFEST_NAME: b"{}\n"})
+
+
+def _unrenamable(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[tuple[str, str]]:
+    """Make ``out`` behave like a mount point for renames: renaming it from or to anywhere is EBUSY.
+
+    (Tests cannot mount a filesystem; the kernel's answer is simulated in process, for
+    ``os.rename`` and for the atomic exchange alike.) Returns the log of renames that went through.
+    """
+    real_rename = os.rename
+    done: list[tuple[str, str]] = []
+
+    def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if os.fspath(src) == os.fspath(out) or os.fspath(dst) == os.fspath(out):
+            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(src))
+        real_rename(src, dst)
+        done.append((os.fspath(src), os.fspath(dst)))
+
+    monkeypatch.setattr(os, "rename", rename)
+    monkeypatch.setattr(emit, "_exchange", lambda a, b: False if Path(b) == out else emit._exchange(a, b))
+    return done
+
+
+def _listing(top: Path) -> dict[str, bytes]:
+    return {p.relative_to(top).as_posix(): p.read_bytes() for p in sorted(top.rglob("*")) if p.is_file()}
+
+
+def test_an_out_that_cannot_be_renamed_gets_its_contents_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "volume"
+    _old_output(out)
+    inode = out.stat().st_ino
+    _unrenamable(monkeypatch, out)
+    new = {"main.tf.json": b"new\n", "modules/a/main.tf.json": b"a\n", MANIFEST_NAME: b'{"v": 2}\n'}
+    write_tree(out, new)
+    assert _listing(out) == new
+    assert out.stat().st_ino == inode  # the directory itself stayed where it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["volume"]  # no temporary directory left
+
+
+def test_a_mount_point_out_is_written_in_place_without_renaming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "volume"
+    _old_output(out)
+    renames = _unrenamable(monkeypatch, out)
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out)
+    write_tree(out, {"main.tf.json": b"new\n", MANIFEST_NAME: b"{}\n"})
+    assert _listing(out) == {"main.tf.json": b"new\n", MANIFEST_NAME: b"{}\n"}
+    # Chosen up front: nothing was written beside the mount point, only inside it.
+    assert all(Path(a).parent != tmp_path and Path(b).parent != tmp_path for a, b in renames), renames
+
+
+def test_a_failure_during_the_in_place_swap_puts_the_old_output_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "volume"
+    _old_output(out)
+    before = _listing(out)
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out)
+    real_rename = os.rename
+    arrived = 0
+
+    def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        nonlocal arrived
+        if Path(dst).parent == out:
+            arrived += 1
+            if arrived == 2:  # the new manifest is in, the next entry fails
+                raise OSError(errno.EIO, "Input/output error", os.fspath(src))
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(OSError):
+        write_tree(out, {"main.tf.json": b"new\n", "z.json": b"z\n", MANIFEST_NAME: b"{}\n"})
+    assert _listing(out) == before
+    assert sorted(p.name for p in out.iterdir()) == sorted({"gone", "main.tf.json", MANIFEST_NAME})
+
+
+def test_leftovers_of_a_killed_in_place_swap_do_not_block_the_next_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "volume"
+    out.mkdir()
+    # SIGKILL between moving the old entries out and the new ones in: only our directories remain.
+    (out / ".flatten-old-x").mkdir()
+    (out / ".flatten-old-x" / MANIFEST_NAME).write_text("{}")
+    (out / ".flatten-new-y").mkdir()
+    monkeypatch.setattr(os.path, "ismount", lambda p: Path(p) == out)
+    write_tree(out, {"main.tf.json": b"new\n", MANIFEST_NAME: b"{}\n"})
+    assert sorted(p.name for p in out.iterdir()) == sorted({"main.tf.json", MANIFEST_NAME})
+
+
+# -- modes of copied files (item 13) -------------------------------------------------------------------
+
+
+def test_copied_files_lose_setuid_and_group_and_world_write(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    modes = {"suid.sh": 0o4777, "script.sh": 0o755, "private.txt": 0o600, "shared.txt": 0o664}
+    for name, mode in modes.items():
+        (src / name).write_text(name)
+        os.chmod(src / name, mode)
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: b"{}\n"}, {name: src / name for name in modes})
+    got = {name: stat.S_IMODE((out / name).stat().st_mode) for name in modes}
+    assert got == {"suid.sh": 0o755, "script.sh": 0o755, "private.txt": 0o600, "shared.txt": 0o644}
