@@ -7,14 +7,28 @@ Each test proves one promise of issue 19's items 1, 2, 3, 12 and 13 and fails wi
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
+import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import write_tree as write_files
 
 from flatten import emit
 from flatten.emit import MANIFEST_NAME, write_tree
+
+def flatten_cli(*args: str | Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m flatten`` with its own cache under ``tmp``."""
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache")}
+    env.pop("FLATTEN_TRACEBACK", None)
+    return subprocess.run(
+        [sys.executable, "-m", "flatten", *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
+
 
 # -- --out on a mount point (item 12) -----------------------------------------------------------------
 
@@ -127,3 +141,25 @@ def test_copied_files_lose_setuid_and_group_and_world_write(tmp_path: Path) -> N
     write_tree(out, {MANIFEST_NAME: b"{}\n"}, {name: src / name for name in modes})
     got = {name: stat.S_IMODE((out / name).stat().st_mode) for name in modes}
     assert got == {"suid.sh": 0o755, "script.sh": 0o755, "private.txt": 0o600, "shared.txt": 0o644}
+
+
+def _tar(members: dict[str, tuple[bytes, int]]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, (data, mode) in sorted(members.items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_an_archive_member_4777_is_vendored_0755(tmp_path: Path) -> None:
+    archive = tmp_path / "pkg.tgz"
+    archive.write_bytes(_tar({"main.tf": (b"locals {}\n", 0o644), "run.sh": (b"#!/bin/sh\n", 0o4777)}))
+    root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "file://{archive}"\n}}\n'})
+    proc = flatten_cli("build", root, "--out", tmp_path / "out", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    [vendored] = (tmp_path / "out").rglob("run.sh")
+    assert stat.S_IMODE(vendored.stat().st_mode) == 0o755
+    [cached] = (tmp_path / "cache").rglob("run.sh")  # the extracted package, too
+    assert stat.S_IMODE(cached.stat().st_mode) == 0o755
