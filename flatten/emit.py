@@ -423,7 +423,9 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
                     with _signals_allowed(deferred):
                         _write_files(tmp, files, copies or {})
                     try:
-                        if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
+                        if not (
+                            out.exists() and _exchange(tmp, out)
+                        ):  # after an exchange tmp holds the old output
                             _swap_by_renames(tmp, out)
                     except OSError as exc:
                         if exc.errno not in _UNRENAMABLE or not out.is_dir():

@@ -21,12 +21,19 @@ from conftest import write_tree as write_files
 from flatten import emit
 from flatten.emit import MANIFEST_NAME, write_tree
 
-def flatten_cli(*args: str | Path, tmp: Path) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m flatten`` with its own cache under ``tmp``."""
-    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache")}
-    env.pop("FLATTEN_TRACEBACK", None)
+
+def flatten_cli(
+    *args: str | Path, tmp: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m flatten`` with its own cache under ``tmp`` (``env`` adds or overrides)."""
+    full = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache"), **(env or {})}
+    full.pop("FLATTEN_TRACEBACK", None)
     return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "flatten", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=120,
     )
 
 
@@ -163,3 +170,67 @@ def test_an_archive_member_4777_is_vendored_0755(tmp_path: Path) -> None:
     assert stat.S_IMODE(vendored.stat().st_mode) == 0o755
     [cached] = (tmp_path / "cache").rglob("run.sh")  # the extracted package, too
     assert stat.S_IMODE(cached.stat().st_mode) == 0o755
+
+
+# -- an --out that would delete the sources (item 2) -----------------------------------------------------
+
+
+def _refused(proc: subprocess.CompletedProcess[str], words: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("Error: ") and words in proc.stderr, proc.stderr
+
+
+def test_an_out_holding_the_root_is_refused_even_with_a_manifest(tmp_path: Path) -> None:
+    out = write_files(
+        tmp_path / "OUT", {MANIFEST_NAME: "{}\n", "live/main.tf": "locals {}\n", "live/README": "x"}
+    )
+    before = _listing(out)
+    proc = flatten_cli("build", out / "live", "--out", out, tmp=tmp_path)
+    _refused(proc, "contains the root module")
+    assert _listing(out) == before
+    # Through a symlink to OUT, too: paths are compared after resolving links.
+    os.symlink(out, tmp_path / "alias")
+    _refused(
+        flatten_cli("build", out / "live", "--out", tmp_path / "alias", tmp=tmp_path), "contains the root"
+    )
+    assert _listing(out) == before
+
+
+def test_an_out_holding_or_inside_a_module_directory_is_refused(tmp_path: Path) -> None:
+    root = write_files(
+        tmp_path / "env" / "live", {"main.tf": 'module "vpc" {\n  source = "../../shared/vpc"\n}\n'}
+    )
+    shared = write_files(tmp_path / "shared", {MANIFEST_NAME: "{}\n", "vpc/main.tf": "locals {}\n"})
+    before = _listing(shared)
+    _refused(flatten_cli("build", root, "--out", shared, tmp=tmp_path), "module.vpc")
+    _refused(
+        flatten_cli("build", root, "--out", shared / "vpc" / "out", tmp=tmp_path), "is inside the directory"
+    )
+    assert _listing(shared) == before and not (shared / "vpc" / "out").exists()
+    # A local directory used as a package (an absolute source) is the user's too.
+    pkg = write_files(tmp_path / "pkgs", {MANIFEST_NAME: "{}\n", "p/main.tf": "locals {}\n"})
+    write_files(root, {"main.tf": f'module "p" {{\n  source = "{pkg / "p"}"\n}}\n'})
+    _refused(flatten_cli("build", root, "--out", pkg, tmp=tmp_path), "module.p")
+    assert (pkg / "p" / "main.tf").is_file()
+
+
+def test_an_out_holding_the_cache_is_refused(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "src", {"main.tf": "locals {}\n"})
+    home = write_files(tmp_path / "home", {MANIFEST_NAME: "{}\n", "cache/keep": "cached"})
+    env = {"FLATTEN_CACHE_DIR": str(home / "cache")}
+    _refused(flatten_cli("build", root, "--out", home, tmp=tmp_path, env=env), "cache directory")
+    _refused(
+        flatten_cli("build", root, "--out", home / "cache" / "out", tmp=tmp_path, env=env), "cache directory"
+    )
+    # (The cache may have gained entries: it is the cache.)
+    assert (home / "cache" / "keep").read_text() == "cached" and (home / MANIFEST_NAME).read_text() == "{}\n"
+    assert not (home / "cache" / "out").exists() and not (home / "main.tf.json").exists()
+
+
+def test_symlink_loops_as_root_or_out_are_usage_errors(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "src", {"main.tf": "locals {}\n"})
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    _refused(flatten_cli("build", tmp_path / "loop", "--out", tmp_path / "out", tmp=tmp_path), "symlink loop")
+    _refused(flatten_cli("build", root, "--out", tmp_path / "loop" / "out", tmp=tmp_path), "symlink loop")
+    _refused(flatten_cli("graph", tmp_path / "loop", tmp=tmp_path), "symlink loop")
