@@ -34,6 +34,7 @@ from flatten.load import display_path, load_dir
 from flatten.merge import merge_module
 from flatten.model import Attribute, Block, JsonValue, Module, Pos, Range
 from flatten.options import Dialect, Options
+from flatten.redact import redact_url
 from flatten.sources import (
     InvalidSourceAddress,
     LocalSource,
@@ -393,7 +394,9 @@ def _load(
     # file names become "<package address>//<path in the package>", never a machine's cache path.
     outside = package is not None and _outside(directory, root)
     base = package.root if outside and package is not None else root
-    files, diags = load_dir(directory, root=base, options=options)
+    # A downloaded package's files are read only from inside it (a symlink may lead anywhere).
+    boundary = package.root if package is not None else None
+    files, diags = load_dir(directory, root=base, options=options, boundary=boundary)
     module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
     diags.extend(merge_diags)
     if outside and package is not None:
@@ -405,6 +408,18 @@ def _load(
     if address:
         diags = Diagnostics(replace(d, module=address) for d in diags)
     return module, diags
+
+
+def _in_package(d: Diagnostic, parent: ModuleNode, root: Path) -> Diagnostic:
+    """Return ``d``, at a call of a module inside a downloaded package, located by the package's
+    address as ``_load`` names its files (the range's file name is relative to the package)."""
+    package = parent.package
+    if package is None or d.range is None or parent.directory is None or not _outside(parent.directory, root):
+        return d
+    prefix = redact_url(package.address).partition("?")[0]
+    if d.range.filename.startswith(prefix + "//"):
+        return d
+    return replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}"))
 
 
 def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
@@ -495,7 +510,7 @@ def build_graph(
             directory, package, fetch_diags = _resolve(
                 call, parent, root=root, real_root=real_root, fetcher=fetcher
             )
-            diags.extend(replace(d, module=parent.address) for d in fetch_diags)
+            diags.extend(replace(_in_package(d, parent, root), module=parent.address) for d in fetch_diags)
             if directory is None:
                 continue
             real = directory.resolve()
@@ -588,6 +603,8 @@ def _resolve(
                 return None, None, diags
             package = package.at(subdir)
             directory = package.directory
+            if _leaves_package(directory, package, call, diags):
+                return None, None, diags
         else:
             joined = Path(os.path.normpath(parent.directory / call.address.path))
             directory = _real_directory(joined, root, real_root)
@@ -600,10 +617,50 @@ def _resolve(
             return None, None, diags
         return directory, package, diags
     assert isinstance(call.address, (RegistrySource, RemoteSource))
+    if parent.package is not None and isinstance(call.address, RemoteSource) and call.address.on_this_machine:
+        # Terraform would copy the named directory or archive from this machine: a package fetched
+        # from elsewhere could then put any local file (an SSH key) into the output. flatten's
+        # stricter rule: a package reaches only inside itself, or other remote packages.
+        diags.error(
+            "Invalid module source address",
+            f'Module "{call.name}" in the package {redact_url(parent.package.address)} has the source '
+            f'"{redact_url(call.source)}", which names a directory or file on this machine. flatten lets '
+            "a module package reach only inside itself (a source starting ./ or ../) or remote addresses, so "
+            "it did not read that path. If you maintain the package, use a path inside it; if you mean to "
+            "use that local module, call it from your own configuration instead.",
+            call.range,
+        )
+        return None, None, diags
     found, fetch_diags = fetcher.fetch(call, parent=parent)
     if isinstance(found, FetchedModule):
+        if _leaves_package(found.directory, found.package, call, fetch_diags):
+            return None, None, fetch_diags
         return found.directory, found.package, fetch_diags
     return found, None, fetch_diags
+
+
+def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, diags: Diagnostics) -> bool:
+    """Report (and return True) when a module directory inside a package is a symlink out of it.
+
+    The path itself stays inside the package, but a directory link may lead anywhere on the
+    machine; loading it would read, and vendor, files from outside what was downloaded.
+    """
+    try:
+        real = Path(os.path.realpath(directory))
+        inside = os.path.commonpath([real, os.path.realpath(package.root)]) == os.path.realpath(package.root)
+    except (OSError, ValueError):
+        return False  # reported as unreadable where it is read
+    if inside:
+        return False
+    diags.error(
+        "Local module path escapes module package",
+        f'The module directory "{package.subdir}" of module "{call.name}" in the package '
+        f"{redact_url(package.address)} is a symbolic link to {real}, outside the package. flatten reads "
+        "only files inside a downloaded package, so it did not load this module. If you maintain the "
+        "package, put the module's files in it instead of linking to them.",
+        call.range,
+    )
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -214,15 +214,18 @@ def module_copies(
     boundary: Path,
     skipped: list[tuple[str, str]],
     real_path: Callable[[Path], Path] = _resolve,
+    boundary_name: str | None = None,
 ) -> dict[str, Path]:
     """Return the non-configuration files of a module directory to copy, by output path.
 
     Symlinks are followed only to a target inside ``boundary``; a symlink that escapes it, loops,
     or dangles is left out and named in ``skipped`` as ``(relative path, reason)``. ``real_path``
-    resolves ``directory`` and ``boundary`` (a caller laying out many modules passes a memo).
+    resolves ``directory`` and ``boundary`` (a caller laying out many modules passes a memo);
+    ``boundary_name`` is how reasons name the boundary (its path by default).
     """
     out: dict[str, Path] = {}
     boundary = real_path(boundary)
+    where = boundary_name or str(boundary)
 
     def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
         try:
@@ -249,7 +252,7 @@ def module_copies(
                     skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
                     continue
                 if not _within(real, boundary):
-                    skipped.append((child_rel, f"it is a symlink to {real}, outside {boundary}"))
+                    skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:
                 real = real.resolve()
@@ -312,13 +315,20 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
                 boundary=copy_boundary(node, root, real_path=real_path),
                 skipped=skipped,
                 real_path=real_path,
+                boundary_name="the module package" if node.package is not None else None,
             )
             for rel, path in found.items():
                 copies.setdefault(rel, path)
+            # A package is named by its address, never by where the cache keeps it on this machine.
+            shown = (
+                redact_url(node.package.source)
+                if node.package is not None
+                else display_path(node.directory, root)
+            )
             diags.extend(
                 Diagnostic.warning(
                     "Module file not copied",
-                    f"{rel} in the module directory {display_path(node.directory, root)} was not copied "
+                    f"{rel} in the module directory {shown} was not copied "
                     f"into the output because {reason}. If the module reads it at run time, put the file "
                     "inside the configuration instead of linking to it.",
                     module=node.address,

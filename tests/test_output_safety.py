@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat
 import subprocess
@@ -17,9 +18,14 @@ from pathlib import Path
 
 import pytest
 from conftest import write_tree as write_files
+from test_sources_servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
 
 from flatten import emit
 from flatten.emit import MANIFEST_NAME, write_tree
+from flatten.graph import build_graph
+from flatten.options import Options
+from flatten.sources.env import SourceEnv
+from flatten.sources.fetcher import RemoteFetcher
 
 
 def flatten_cli(
@@ -234,3 +240,172 @@ def test_symlink_loops_as_root_or_out_are_usage_errors(tmp_path: Path) -> None:
     _refused(flatten_cli("build", tmp_path / "loop", "--out", tmp_path / "out", tmp=tmp_path), "symlink loop")
     _refused(flatten_cli("build", root, "--out", tmp_path / "loop" / "out", tmp=tmp_path), "symlink loop")
     _refused(flatten_cli("graph", tmp_path / "loop", tmp=tmp_path), "symlink loop")
+
+
+# -- what a remote package may reach (item 1) -------------------------------------------------------------
+
+SECRET = b"-----BEGIN OPENSSH PRIVATE KEY----- stand-in"
+
+
+def _secret_dir(tmp_path: Path) -> Path:
+    return write_files(tmp_path / "home" / ".ssh", {"id_ed25519": SECRET, "main.tf": "locals {}\n"})
+
+
+def _assert_nothing_written(proc: subprocess.CompletedProcess[str], out: Path) -> None:
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_a_downloaded_package_cannot_call_a_directory_on_this_machine(tmp_path: Path) -> None:
+    ssh = _secret_dir(tmp_path)
+    package = {
+        "main.tf": (
+            f'module "abs" {{\n  source = "{ssh}"\n}}\n'
+            f'module "url" {{\n  source = "file://{ssh}"\n}}\n'
+            f'module "git" {{\n  source = "git::{ssh}"\n}}\n'
+            'module "inside" {\n  source = "./sub"\n}\n'
+        ),
+        "sub/main.tf": "locals {}\n",
+    }
+    with serving(HTTPServer()) as srv:
+        srv.routes["/pkg.tgz"] = Reply(200, make_tar(package))
+        root = write_files(
+            tmp_path / "src", {"main.tf": f'module "app" {{\n  source = "{srv.url}/pkg.tgz"\n}}\n'}
+        )
+        out = tmp_path / "out"
+        proc = flatten_cli("build", root, "--out", out, tmp=tmp_path)
+    _assert_nothing_written(proc, out)
+    blocks = proc.stderr.split("Error: ")[1:]
+    assert len(blocks) == 3, proc.stderr
+    for name, block in zip(["abs", "git", "url"], blocks, strict=True):
+        assert block.startswith("Invalid module source address"), block
+        assert f'Module "{name}" in the package {srv.url}/pkg.tgz' in block, block
+        # Located in the package's file, by the package's address (never the cache's path).
+        assert f"on {srv.url}/pkg.tgz//main.tf line" in block, block
+    assert str(tmp_path / "cache") not in proc.stderr
+
+
+def test_a_directory_package_on_this_machine_from_the_root_is_still_used(tmp_path: Path) -> None:
+    # The user's own configuration may name an absolute path (Terraform copies it); only packages may not.
+    shared = write_files(tmp_path / "shared", {"main.tf": 'output "x" {\n  value = 1\n}\n'})
+    root = write_files(tmp_path / "src", {"main.tf": f'module "s" {{\n  source = "{shared}"\n}}\n'})
+    proc = flatten_cli("build", root, "--out", tmp_path / "out", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_server_or_registry_cannot_redirect_a_download_to_this_machine(tmp_path: Path) -> None:
+    archive = tmp_path / "local.tgz"
+    archive.write_bytes(make_tar({"main.tf": "locals {}\n", "id_ed25519": SECRET}))
+    with serving(Registry()) as reg:
+        assert isinstance(reg, Registry)
+        reg.routes["/v1/modules/acme/m/aws/versions"] = Reply(
+            200, b'{"modules":[{"versions":[{"version":"1.0.0"}]}]}'
+        )
+        reg.routes["/v1/modules/acme/m/aws/1.0.0/download"] = Reply(
+            204, b"", {"X-Terraform-Get": f"file://{archive}"}
+        )
+        reg.routes["/indirect"] = Reply(204, b"", {"X-Terraform-Get": f"file://{archive}"})
+        main = (
+            f'module "reg" {{\n  source = "{reg.host}/acme/m/aws"\n  version = "1.0.0"\n}}\n'
+            f'module "web" {{\n  source = "{reg.url}/indirect"\n}}\n'
+        )
+        root = write_files(tmp_path / "src", {"main.tf": main})
+        env = SourceEnv(cache_dir=tmp_path / "cache", insecure_hosts=frozenset({reg.host}))
+        options = Options()
+        _, diags = build_graph(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+    errors = {d.summary: d.detail for d in diags.errors}
+    assert "local download address" in errors["Invalid response from remote module registry"]
+    assert "answered with the local address" in errors["Failed to download module"]
+    assert not list((tmp_path / "cache").rglob("id_ed25519"))
+
+
+def _installed(root: Path, source: str, directory: str) -> None:
+    record = {"Key": "m", "Source": source, "Dir": directory}
+    write_files(root, {".terraform/modules/modules.json": json.dumps({"Modules": [record]})})
+
+
+GIT_SOURCE = "git::https://example.invalid/x.git"
+
+
+def test_a_modules_json_record_outside_dot_terraform_is_refused_even_offline(tmp_path: Path) -> None:
+    _secret_dir(tmp_path)
+    root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "{GIT_SOURCE}"\n}}\n'})
+    out = tmp_path / "out"
+    _installed(root, GIT_SOURCE, "../home/.ssh")
+    proc = flatten_cli("build", root, "--out", out, "--offline", tmp=tmp_path)
+    _assert_nothing_written(proc, out)
+    assert "Error: Invalid module installation" in proc.stderr and 'module "m"' in proc.stderr, proc.stderr
+    # A link inside .terraform/modules that leads out is the same place.
+    os.symlink(tmp_path / "home" / ".ssh", root / ".terraform" / "modules" / "m")
+    _installed(root, GIT_SOURCE, ".terraform/modules/m")
+    proc = flatten_cli("build", root, "--out", out, "--offline", tmp=tmp_path)
+    _assert_nothing_written(proc, out)
+    assert "leads through a symlink out of .terraform/modules" in proc.stderr, proc.stderr
+
+
+def test_terraforms_own_link_for_a_local_directory_source_is_reused(tmp_path: Path) -> None:
+    # terraform init installs `source = "/abs/dir"` as a symlink .terraform/modules/<key> -> /abs/dir.
+    shared = write_files(tmp_path / "shared", {"main.tf": 'output "x" {\n  value = 1\n}\n'})
+    root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "{shared}"\n}}\n'})
+    _installed(root, f"file://{shared}", ".terraform/modules/m")
+    os.symlink(shared, root / ".terraform" / "modules" / "m")
+    proc = flatten_cli("build", root, "--out", tmp_path / "out", "--offline", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+# -- symlinks inside a downloaded package (item 3) ----------------------------------------------------------
+
+
+def _repo_with_links(tmp_path: Path, files: dict[str, str], links: dict[str, Path]) -> Path:
+    """Return a git repository (a real clone source) holding ``files`` and symlinks ``links``."""
+    work = write_files(tmp_path / "repo", files)
+    git("init", "--quiet", "--initial-branch=main", cwd=work)
+    for name, target in links.items():
+        os.symlink(target, work / name)
+    git("add", "-A", cwd=work)
+    git("commit", "--quiet", "-m", "links", cwd=work)
+    return work
+
+
+@needs_git
+def test_a_package_symlink_to_a_local_file_or_directory_is_never_read(tmp_path: Path) -> None:
+    ssh = _secret_dir(tmp_path)
+    (ssh / "evil.tf").write_text('output "key" {\n  value = "PRIVATE-FROM-TF"\n}\n')
+    repo = _repo_with_links(
+        tmp_path,
+        {"main.tf": 'module "d" {\n  source = "./dir"\n}\n'},
+        {"linked.tf": ssh / "evil.tf", "dir": ssh},
+    )
+    main = (
+        f'module "m" {{\n  source = "git::file://{repo}"\n}}\n'
+        f'module "s" {{\n  source = "git::file://{repo}//dir"\n}}\n'
+    )
+    root = write_files(tmp_path / "src", {"main.tf": main})
+    out = tmp_path / "out"
+    proc = flatten_cli("build", root, "--out", out, tmp=tmp_path)
+    _assert_nothing_written(proc, out)
+    errors = [b.split("\n")[0] for b in proc.stderr.split("Error: ")[1:]]
+    assert sorted(errors) == [
+        "Failed to read file",
+        "Local module path escapes module package",
+        "Local module path escapes module package",
+    ], proc.stderr
+    assert "'linked.tf' is a symbolic link to" in proc.stderr and "did not read" in proc.stderr
+    assert 'module directory "dir" of module "d"' in proc.stderr
+    assert 'module directory "dir" of module "s"' in proc.stderr
+    assert str(tmp_path / "cache") not in proc.stderr  # packages are named by address
+
+
+@needs_git
+def test_a_package_symlink_beside_a_module_is_named_by_the_package_and_not_copied(tmp_path: Path) -> None:
+    ssh = _secret_dir(tmp_path)
+    repo = _repo_with_links(tmp_path, {"main.tf": "locals {}\n"}, {"key.txt": ssh / "id_ed25519"})
+    root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "git::file://{repo}"\n}}\n'})
+    out = tmp_path / "out"
+    proc = flatten_cli("build", root, "--out", out, tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning: Module file not copied" in proc.stderr
+    assert f"key.txt in the module directory git::file://{repo} was not copied" in proc.stderr, proc.stderr
+    assert "outside the module package" in proc.stderr and str(tmp_path / "cache") not in proc.stderr
+    assert all(SECRET not in p.read_bytes() for p in out.rglob("*") if p.is_file())
