@@ -6,6 +6,7 @@ Each test proves one promise of issue 19's items 1, 2, 3, 12 and 13 and fails wi
 
 from __future__ import annotations
 
+import builtins
 import errno
 import io
 import json
@@ -14,13 +15,17 @@ import stat
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import write_tree as write_files
 from test_sources_servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
+from typer.testing import CliRunner
 
-from flatten import emit
+from flatten import cli, emit, parse_cache
+from flatten.build import build
 from flatten.emit import MANIFEST_NAME, write_tree
 from flatten.graph import build_graph
 from flatten.options import Options
@@ -409,3 +414,70 @@ def test_a_package_symlink_beside_a_module_is_named_by_the_package_and_not_copie
     assert f"key.txt in the module directory git::file://{repo} was not copied" in proc.stderr, proc.stderr
     assert "outside the module package" in proc.stderr and str(tmp_path / "cache") not in proc.stderr
     assert all(SECRET not in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
+# -- a file beside a module that cannot be read (item 13) -------------------------------------------------
+
+UNREADABLE_TREE = {
+    "main.tf": 'module "a" {\n  source = "./a"\n}\n',
+    "a/main.tf": "locals {}\n",
+    "a/notes.txt": "private",
+}
+
+
+def _deny_reading(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    """Make ``denied`` unreadable for this process, as chmod 000 does for a user other than root.
+
+    (The tests run as root, whom file modes do not stop, and a FIFO or a directory in its place
+    is not a file flatten copies at all; so the kernel's EACCES is simulated for every way of
+    opening that one path.)
+    """
+
+    def guard(opener: Callable[..., Any]) -> Callable[..., Any]:
+        def open_(file: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(file, (str, os.PathLike)) and os.path.abspath(file) == str(denied):
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(file))
+            return opener(file, *args, **kwargs)
+
+        return open_
+
+    monkeypatch.setattr(os, "open", guard(os.open))
+    monkeypatch.setattr(io, "open", guard(io.open))
+    monkeypatch.setattr(builtins, "open", guard(builtins.open))
+
+
+def test_an_unreadable_file_beside_a_module_is_an_error_naming_the_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_files(tmp_path / "src", UNREADABLE_TREE)
+    monkeypatch.setitem(parse_cache._CACHE, "cache", None)  # in process: never the user's cache
+    _deny_reading(monkeypatch, root / "a" / "notes.txt")
+    result, diags = build(root, options=Options(offline=True))
+    [err] = diags.errors
+    assert (err.summary, err.module) == ("Failed to read file", "module.a")
+    assert err.range is not None and err.range.filename == "a/notes.txt"
+    assert "notes.txt in the module directory a cannot be read: Permission denied" in err.detail
+    assert result.files == {}  # an error: no output tree
+
+
+def test_an_unreadable_file_beside_a_module_exits_1_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_files(tmp_path / "src", UNREADABLE_TREE)
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FLATTEN_PARSE_CACHE", "off")
+    _deny_reading(monkeypatch, root / "a" / "notes.txt")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli.app, ["build", str(root), "--out", str(out), "--offline"])
+    assert result.exit_code == 1, result.output
+    assert "Error: Failed to read file" in result.output and "in module.a" in result.output, result.output
+    assert not out.exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="running as root: chmod 000 does not stop root from reading")
+def test_a_file_made_unreadable_with_chmod_is_an_error_naming_the_module(tmp_path: Path) -> None:
+    root = write_files(tmp_path / "src", UNREADABLE_TREE)
+    (root / "a" / "notes.txt").chmod(0)
+    proc = flatten_cli("build", root, "--out", tmp_path / "out", "--offline", tmp=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Error: Failed to read file" in proc.stderr and "in module.a" in proc.stderr, proc.stderr
