@@ -410,11 +410,12 @@ def _load(
     return module, diags
 
 
-def _in_package(d: Diagnostic, parent: ModuleNode, root: Path) -> Diagnostic:
-    """Return ``d``, at a call of a module inside a downloaded package, located by the package's
-    address as ``_load`` names its files (the range's file name is relative to the package)."""
-    package = parent.package
-    if package is None or d.range is None or parent.directory is None or not _outside(parent.directory, root):
+def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
+    """Return ``d``, located in a file of ``node``'s module, named as ``_load`` names the files of
+    a downloaded package: ``<package address>//<path in the package>`` (the range's file name is
+    relative to the package, so shown as is it would name, and quote, a file of the root)."""
+    package = node.package
+    if package is None or d.range is None or node.directory is None or not _outside(node.directory, root):
         return d
     prefix = redact_url(package.address).partition("?")[0]
     if d.range.filename.startswith(prefix + "//"):
@@ -517,26 +518,34 @@ def build_graph(
             if real in chain:
                 cycle = " -> ".join([*(_display(p, root) for p in chain), _display(real, root)])
                 diags.append(
-                    Diagnostic.error(
-                        "Module call cycle",
-                        f'Module "{call.name}" calls {call.source}, which is already being loaded higher '
-                        f"up the tree ({cycle}). A module cannot call itself directly or through other "
-                        "modules; remove the cycle.",
-                        call.range,
-                        module=parent.address,
+                    _in_package(
+                        Diagnostic.error(
+                            "Module call cycle",
+                            f'Module "{call.name}" calls {call.source}, which is already being loaded higher '
+                            f"up the tree ({cycle}). A module cannot call itself directly or through other "
+                            "modules; remove the cycle.",
+                            call.range,
+                            module=parent.address,
+                        ),
+                        parent,
+                        root,
                     )
                 )
                 continue
             if not _has_config(directory, root, options):
                 diags.append(
-                    Diagnostic.warning(
-                        "Empty module directory",
-                        f"The directory {_display(directory, root, package)} of module "
-                        f'"{call.name}" holds no '
-                        ".tf or .tf.json files, so the module declares nothing. Terraform accepts it; "
-                        "check that the source points where you meant.",
-                        call.range,
-                        module=parent.address,
+                    _in_package(
+                        Diagnostic.warning(
+                            "Empty module directory",
+                            f"The directory {_display(directory, root, package)} of module "
+                            f'"{call.name}" holds no '
+                            ".tf or .tf.json files, so the module declares nothing. Terraform accepts it; "
+                            "check that the source points where you meant.",
+                            call.range,
+                            module=parent.address,
+                        ),
+                        parent,
+                        root,
                     )
                 )
             module, load_diags = _load(
@@ -545,9 +554,9 @@ def build_graph(
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            diags.extend(replace(d, module=address) for d in call_diags)
             node = ModuleNode(path, module, directory, call, tuple(calls), package)
-            diags.extend(_child_checks(node, options=options))
+            diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
+            diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
             children.append((node, (*chain, real)))

@@ -233,7 +233,11 @@ def module_copies(
     def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            # The module directory itself is reported where it is loaded; a subdirectory that
+            # cannot be listed would silently lose its files.
+            if rel and unreadable is not None:
+                unreadable.append((rel + "/", exc.strerror or str(exc)))
             return
         for entry in entries:
             name = entry.name

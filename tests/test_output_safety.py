@@ -481,3 +481,37 @@ def test_a_file_made_unreadable_with_chmod_is_an_error_naming_the_module(tmp_pat
     proc = flatten_cli("build", root, "--out", tmp_path / "out", "--offline", tmp=tmp_path)
     assert proc.returncode == 1, proc.stderr
     assert "Error: Failed to read file" in proc.stderr and "in module.a" in proc.stderr, proc.stderr
+
+
+def test_an_unreadable_directory_beside_a_module_is_an_error_naming_the_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_files(tmp_path / "src", {**UNREADABLE_TREE, "a/templates/x.tpl": "x"})
+    monkeypatch.setitem(parse_cache._CACHE, "cache", None)
+    denied = root / "a" / "templates"
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:  # EACCES on listing that one directory, as for a non-root user
+        if os.path.abspath(path) == str(denied):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    result, diags = build(root, options=Options(offline=True))
+    [err] = diags.errors
+    assert (err.summary, err.module) == ("Failed to read file", "module.a")
+    assert "templates/ in the module directory a cannot be read: Permission denied" in err.detail
+    assert result.files == {}
+
+
+def test_diagnostics_in_a_package_module_name_the_package_file(tmp_path: Path) -> None:
+    archive = tmp_path / "pkg.tgz"
+    archive.write_bytes(make_tar({"main.tf": 'terraform {\n  backend "s3" {}\n}\n'}))
+    # The root's own main.tf has other text on line 2: a diagnostic must not quote it.
+    root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "file://{archive}"\n}}\n'})
+    env = SourceEnv(cache_dir=tmp_path / "cache")
+    options = Options()
+    _, diags = build_graph(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+    [warning] = diags
+    assert warning.summary == "Backend configuration ignored"
+    assert warning.range is not None and warning.range.filename == f"file://{archive}//main.tf"
