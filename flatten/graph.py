@@ -183,6 +183,10 @@ class ModuleGraph:
             parent = self.parent(parent.address)
         return out[::-1]
 
+    def nodes(self) -> list[ModuleNode]:
+        """Return every module in the order it was added (cheaper than ``walk``)."""
+        return [data["node"] for _, data in self._graph.nodes(data=True)]
+
     def walk(self) -> Iterator[ModuleNode]:
         """Yield every module, depth first, parents before children, children in name order."""
         stack = [self.root]
