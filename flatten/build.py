@@ -93,6 +93,8 @@ def build(
             return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     tree = layout_tree(emitted, root=root, options=options)
     diags.extend(tree.diagnostics)
+    if diags.has_errors:  # a file beside a module that cannot be read
+        return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     if inlined is not None and inlined.copies:
         # Files that inlined modules read through path.module now live beside their new caller.
         tree = OutputTree(tree.files, {**inlined.copies, **tree.copies})

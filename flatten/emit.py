@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import glob
 import json
 import os
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -282,8 +284,14 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
     return doc
 
 
+# Temporary directories of the in-place swap (an --out that is a mount point), inside --out itself.
+_INSIDE_PREFIXES = (".flatten-new-", ".flatten-old-")
+
+
 def _is_previous_output(path: Path) -> bool:
-    return (path / MANIFEST_NAME).is_file() or not any(path.iterdir())
+    return (path / MANIFEST_NAME).is_file() or not any(
+        not p.name.startswith(_INSIDE_PREFIXES) for p in path.iterdir()
+    )
 
 
 class Interrupted(BaseException):
@@ -348,6 +356,19 @@ def _swap_by_renames(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def copied_mode(mode: int) -> int:
+    """Return the permissions a copied file gets from its source's ``st_mode``.
+
+    Scripts keep their executable bits and private files stay private, but setuid, setgid and
+    sticky bits and write access for group and others are dropped (an archive saying 4777 gives
+    0755), and the owner can always read and write the copy.
+
+    >>> oct(copied_mode(0o104777)), oct(copied_mode(0o100600)), oct(copied_mode(0o100664))
+    ('0o755', '0o600', '0o644')
+    """
+    return (stat.S_IMODE(mode) & 0o755) | 0o600
+
+
 def _write_files(tmp: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]) -> None:
     for rel, data in sorted(files.items()):
         target = tmp / rel
@@ -357,8 +378,60 @@ def _write_files(tmp: Path, files: Mapping[str, bytes], copies: Mapping[str, Pat
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-        shutil.copymode(source, target)  # scripts keep their executable bit
+        os.chmod(target, copied_mode(os.stat(source).st_mode))
     os.chmod(tmp, 0o755)
+
+
+def _swap_contents(out: Path, new: Path, old: Path) -> None:
+    """Make the entries of ``new`` the entries of ``out``, moving ``out``'s own entries into ``old``.
+
+    For an ``out`` that cannot itself be renamed (a mount point). Each move is one rename on the
+    same filesystem; the manifest leaves last and arrives first, so ``out`` holds a manifest (or
+    only these temporary directories) at every moment. On any exception every move is undone.
+    """
+    ours = {new.name, old.name}
+    leaving = sorted(n for n in os.listdir(out) if n not in ours)
+    leaving.sort(key=lambda n: n == MANIFEST_NAME)
+    arriving = sorted(os.listdir(new))
+    arriving.sort(key=lambda n: n != MANIFEST_NAME)
+    moved_out: list[str] = []
+    moved_in: list[str] = []
+    try:
+        for name in leaving:
+            os.rename(out / name, old / name)
+            moved_out.append(name)
+        for name in arriving:
+            os.rename(new / name, out / name)
+            moved_in.append(name)
+    except BaseException:
+        for name in reversed(moved_in):
+            os.rename(out / name, new / name)
+        for name in reversed(moved_out):
+            os.rename(old / name, out / name)
+        raise
+
+
+def _replace_contents(
+    out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path], mask: set[int] | None
+) -> None:
+    """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
+    new: Path | None = None
+    old: Path | None = None
+    try:
+        new = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[0], dir=out))
+        with _signals_allowed(mask):
+            _write_files(new, files, copies)
+        old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
+        _swap_contents(out, new, old)
+    finally:
+        for tmp in (new, old):
+            if tmp is not None:
+                _remove(tmp)
+
+
+# A directory that cannot be renamed: a mount point (EBUSY), or one on another filesystem than
+# the temporary tree (EXDEV). Its contents can still be replaced.
+_UNRENAMABLE = frozenset({errno.EBUSY, errno.EXDEV})
 
 
 def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path] | None = None) -> None:
@@ -371,6 +444,10 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
     behind. Builds into the same ``out`` take turns (a lock on its parent directory). An existing
     ``out`` is replaced only if it is empty or holds a previous flatten output (it has the
     manifest); anything else raises ``OutputError``.
+
+    An ``out`` that cannot be renamed (a mount point, such as a container volume) keeps its
+    place: the tree is written into a temporary directory inside it, and its entries are then
+    swapped one rename at a time, undone on any failure (docs/reliability.md).
     """
     out = out.absolute()
     parent = out.parent
@@ -389,22 +466,37 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
             # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
             for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
                 shutil.rmtree(stale, ignore_errors=True)
+            if out.is_dir():
+                for prefix in _INSIDE_PREFIXES:
+                    for stale in out.glob(prefix + "*"):
+                        shutil.rmtree(stale, ignore_errors=True)
             # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
             # handled between creating the temporary directory and the start of its cleanup, or
             # during the swap, would leave that directory behind. One that arrives meanwhile is
             # handled after the tree is complete (the new output is then in place).
             deferred = _signal_mask()  # first: whatever happens next, the finally restores it
             _block_signals(deferred)
+            in_place = out.is_dir() and os.path.ismount(out)
             tmp: Path | None = None
             try:
-                tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
-                with _signals_allowed(deferred):
-                    _write_files(tmp, files, copies or {})
-                if not (out.exists() and _exchange(tmp, out)):  # after an exchange tmp holds the old output
-                    _swap_by_renames(tmp, out)
+                if not in_place:
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+                    with _signals_allowed(deferred):
+                        _write_files(tmp, files, copies or {})
+                    try:
+                        if not (
+                            out.exists() and _exchange(tmp, out)
+                        ):  # after an exchange tmp holds the old output
+                            _swap_by_renames(tmp, out)
+                    except OSError as exc:
+                        if exc.errno not in _UNRENAMABLE or not out.is_dir():
+                            raise
+                        in_place = True  # _swap_by_renames put the old output back
             finally:
                 if tmp is not None:
                     _remove(tmp)
+            if in_place:
+                _replace_contents(out, files, copies or {}, deferred)
     finally:
         if deferred is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, deferred)

@@ -183,6 +183,10 @@ class ModuleGraph:
             parent = self.parent(parent.address)
         return out[::-1]
 
+    def nodes(self) -> list[ModuleNode]:
+        """Return every module in the order it was added (cheaper than ``walk``)."""
+        return [data["node"] for _, data in self._graph.nodes(data=True)]
+
     def walk(self) -> Iterator[ModuleNode]:
         """Yield every module, depth first, parents before children, children in name order."""
         stack = [self.root]
@@ -394,7 +398,9 @@ def _load(
     # file names become "<package address>//<path in the package>", never a machine's cache path.
     outside = package is not None and _outside(directory, root)
     base = package.root if outside and package is not None else root
-    files, diags = load_dir(directory, root=base, options=options)
+    # A downloaded package's files are read only from inside it (a symlink may lead anywhere).
+    boundary = package.root if package is not None else None
+    files, diags = load_dir(directory, root=base, options=options, boundary=boundary)
     module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
     diags.extend(merge_diags)
     if outside and package is not None:
@@ -406,6 +412,19 @@ def _load(
     if address:
         diags = Diagnostics(replace(d, module=address) for d in diags)
     return module, diags
+
+
+def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
+    """Return ``d``, located in a file of ``node``'s module, named as ``_load`` names the files of
+    a downloaded package: ``<package address>//<path in the package>`` (the range's file name is
+    relative to the package, so shown as is it would name, and quote, a file of the root)."""
+    package = node.package
+    if package is None or d.range is None or node.directory is None or not _outside(node.directory, root):
+        return d
+    prefix = redact_url(package.address).partition("?")[0]
+    if d.range.filename.startswith(prefix + "//"):
+        return d
+    return replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}"))
 
 
 def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
@@ -497,33 +516,41 @@ def build_graph(
             directory, package, fetch_diags = _resolve(
                 call, parent, root=root, real_root=real_root, fetcher=fetcher
             )
-            diags.extend(replace(d, module=parent.address) for d in fetch_diags)
+            diags.extend(replace(_in_package(d, parent, root), module=parent.address) for d in fetch_diags)
             if directory is None:
                 continue
             real = directory.resolve()
             if real in chain:
                 cycle = " -> ".join([*(_display(p, root) for p in chain), _display(real, root)])
                 diags.append(
-                    Diagnostic.error(
-                        "Module call cycle",
-                        f'Module "{call.name}" calls {call.source}, which is already being loaded higher '
-                        f"up the tree ({cycle}). A module cannot call itself directly or through other "
-                        "modules; remove the cycle.",
-                        call.range,
-                        module=parent.address,
+                    _in_package(
+                        Diagnostic.error(
+                            "Module call cycle",
+                            f'Module "{call.name}" calls {call.source}, which is already being loaded higher '
+                            f"up the tree ({cycle}). A module cannot call itself directly or through other "
+                            "modules; remove the cycle.",
+                            call.range,
+                            module=parent.address,
+                        ),
+                        parent,
+                        root,
                     )
                 )
                 continue
             if not _has_config(directory, root, options):
                 diags.append(
-                    Diagnostic.warning(
-                        "Empty module directory",
-                        f"The directory {_display(directory, root, package)} of module "
-                        f'"{call.name}" holds no '
-                        ".tf or .tf.json files, so the module declares nothing. Terraform accepts it; "
-                        "check that the source points where you meant.",
-                        call.range,
-                        module=parent.address,
+                    _in_package(
+                        Diagnostic.warning(
+                            "Empty module directory",
+                            f"The directory {_display(directory, root, package)} of module "
+                            f'"{call.name}" holds no '
+                            ".tf or .tf.json files, so the module declares nothing. Terraform accepts it; "
+                            "check that the source points where you meant.",
+                            call.range,
+                            module=parent.address,
+                        ),
+                        parent,
+                        root,
                     )
                 )
             module, load_diags = _load(
@@ -532,9 +559,9 @@ def build_graph(
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            diags.extend(replace(d, module=address) for d in call_diags)
             node = ModuleNode(path, module, directory, call, tuple(calls), package)
-            diags.extend(_child_checks(node, options=options))
+            diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
+            diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
             children.append((node, (*chain, real)))
@@ -590,6 +617,8 @@ def _resolve(
                 return None, None, diags
             package = package.at(subdir)
             directory = package.directory
+            if _leaves_package(directory, package, call, diags):
+                return None, None, diags
         else:
             joined = Path(os.path.normpath(parent.directory / call.address.path))
             directory = _real_directory(joined, root, real_root)
@@ -602,10 +631,50 @@ def _resolve(
             return None, None, diags
         return directory, package, diags
     assert isinstance(call.address, (RegistrySource, RemoteSource))
+    if parent.package is not None and isinstance(call.address, RemoteSource) and call.address.on_this_machine:
+        # Terraform would copy the named directory or archive from this machine: a package fetched
+        # from elsewhere could then put any local file (an SSH key) into the output. flatten's
+        # stricter rule: a package reaches only inside itself, or other remote packages.
+        diags.error(
+            "Invalid module source address",
+            f'Module "{call.name}" in the package {redact_url(parent.package.address)} has the source '
+            f'"{redact_url(call.source)}", which names a directory or file on this machine. flatten lets '
+            "a module package reach only inside itself (a source starting ./ or ../) or remote addresses, so "
+            "it did not read that path. If you maintain the package, use a path inside it; if you mean to "
+            "use that local module, call it from your own configuration instead.",
+            call.range,
+        )
+        return None, None, diags
     found, fetch_diags = fetcher.fetch(call, parent=parent)
     if isinstance(found, FetchedModule):
+        if _leaves_package(found.directory, found.package, call, fetch_diags):
+            return None, None, fetch_diags
         return found.directory, found.package, fetch_diags
     return found, None, fetch_diags
+
+
+def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, diags: Diagnostics) -> bool:
+    """Report (and return True) when a module directory inside a package is a symlink out of it.
+
+    The path itself stays inside the package, but a directory link may lead anywhere on the
+    machine; loading it would read, and vendor, files from outside what was downloaded.
+    """
+    try:
+        real = Path(os.path.realpath(directory))
+        inside = os.path.commonpath([real, os.path.realpath(package.root)]) == os.path.realpath(package.root)
+    except (OSError, ValueError):
+        return False  # reported as unreadable where it is read
+    if inside:
+        return False
+    diags.error(
+        "Local module path escapes module package",
+        f'The module directory "{package.subdir}" of module "{call.name}" in the package '
+        f"{redact_url(package.address)} is a symbolic link to {real}, outside the package. flatten reads "
+        "only files inside a downloaded package, so it did not load this module. If you maintain the "
+        "package, put the module's files in it instead of linking to them.",
+        call.range,
+    )
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from flatten.emit import MANIFEST_NAME, dumps, module_json
 from flatten.files import is_ignored_name, split_extension
 from flatten.graph import ModuleGraph, ModuleNode
 from flatten.load import display_path
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module
+from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.options import Dialect, Options
 from flatten.redact import redact_url
 
@@ -214,20 +214,30 @@ def module_copies(
     boundary: Path,
     skipped: list[tuple[str, str]],
     real_path: Callable[[Path], Path] = _resolve,
+    boundary_name: str | None = None,
+    unreadable: list[tuple[str, str]] | None = None,
 ) -> dict[str, Path]:
     """Return the non-configuration files of a module directory to copy, by output path.
 
     Symlinks are followed only to a target inside ``boundary``; a symlink that escapes it, loops,
     or dangles is left out and named in ``skipped`` as ``(relative path, reason)``. ``real_path``
-    resolves ``directory`` and ``boundary`` (a caller laying out many modules passes a memo).
+    resolves ``directory`` and ``boundary`` (a caller laying out many modules passes a memo);
+    ``boundary_name`` is how reasons name the boundary (its path by default). With
+    ``unreadable``, a file that cannot be opened is left out and named there as ``(relative path,
+    reason)`` instead of failing the write later.
     """
     out: dict[str, Path] = {}
     boundary = real_path(boundary)
+    where = boundary_name or str(boundary)
 
     def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
-        except OSError:
+        except OSError as exc:
+            # The module directory itself is reported where it is loaded; a subdirectory that
+            # cannot be listed would silently lose its files.
+            if rel and unreadable is not None:
+                unreadable.append((rel + "/", exc.strerror or str(exc)))
             return
         for entry in entries:
             name = entry.name
@@ -249,7 +259,7 @@ def module_copies(
                     skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
                     continue
                 if not _within(real, boundary):
-                    skipped.append((child_rel, f"it is a symlink to {real}, outside {boundary}"))
+                    skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:
                 real = real.resolve()
@@ -265,14 +275,42 @@ def module_copies(
                 continue
             if split_extension(name, dialect) is not None or name.endswith(_SKIP_SUFFIXES):
                 continue
+            if unreadable is not None:
+                problem = _unreadable(path)
+                if problem is not None:
+                    unreadable.append((child_rel, problem))
+                    continue
             out[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
     visit(directory, "", 0, frozenset({real_path(directory)}))
     return out
 
 
+def _unreadable(path: Path) -> str | None:
+    """Return why ``path`` cannot be opened for reading (None when it can); nothing is read.
+
+    O_NONBLOCK: a file swapped for a FIFO meanwhile must not block the build.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    return None
+
+
 def _digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
+    """Return how a diagnostic names a file beside ``node``'s module: by the package's address
+    for a downloaded module (as its configuration files are named), else relative to the root."""
+    assert node.directory is not None
+    if node.package is not None and not _within(node.directory.resolve(), root.resolve()):
+        prefix = redact_url(node.package.address).partition("?")[0]
+        return f"{prefix}//{posixpath.join(node.package.subdir, rel)}"
+    return display_path(node.directory / rel, root)
 
 
 def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTree:
@@ -304,6 +342,7 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
             files[target] = data
             digests[here] = _digest(data)
             skipped: list[tuple[str, str]] = []
+            unreadable: list[tuple[str, str]] = []
             found = module_copies(
                 node.directory,
                 here,
@@ -312,19 +351,39 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
                 boundary=copy_boundary(node, root, real_path=real_path),
                 skipped=skipped,
                 real_path=real_path,
+                boundary_name="the module package" if node.package is not None else None,
+                unreadable=unreadable,
             )
             for rel, path in found.items():
                 copies.setdefault(rel, path)
+            # A package is named by its address, never by where the cache keeps it on this machine.
+            shown = (
+                redact_url(node.package.source)
+                if node.package is not None
+                else display_path(node.directory, root)
+            )
             diags.extend(
                 Diagnostic.warning(
                     "Module file not copied",
-                    f"{rel} in the module directory {display_path(node.directory, root)} was not copied "
+                    f"{rel} in the module directory {shown} was not copied "
                     f"into the output because {reason}. If the module reads it at run time, put the file "
                     "inside the configuration instead of linking to it.",
                     module=node.address,
                 )
                 for rel, reason in skipped
             )
+            for rel, reason in unreadable:
+                name = _file_name(node, rel, root)
+                diags.append(
+                    Diagnostic.error(
+                        "Failed to read file",
+                        f"The file {rel} in the module directory {shown} cannot be read: {reason}. flatten "
+                        "copies the files beside a module into the output (the module may read them through "
+                        "path.module); make the file readable, or move it out of the module directory.",
+                        Range.point(name),
+                        module=node.address,
+                    )
+                )
         entry: dict[str, JsonValue] = {
             "module": node.address,
             "source": redact_url(node.call.source) if node.call is not None else ".",

@@ -14,7 +14,7 @@ from pathlib import Path
 from flatten import build_cache
 from flatten.decode import check_file, check_versions, incompatible, superseded
 from flatten.diagnostics import Diagnostics
-from flatten.files import ConfigFile, list_config_files
+from flatten.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.model import Body, ParsedFile, Range
 from flatten.options import Options
 
@@ -72,19 +72,45 @@ def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body
     return parse_cached(text, name, syntax, options=options)
 
 
-def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[ParsedFile], Diagnostics]:
+def _outside(listing: DirectoryListing, boundary: Path, root: Path) -> tuple[DirectoryListing, Diagnostics]:
+    """Return ``listing`` without the files that resolve (through symlinks) outside ``boundary``,
+    and an error naming each one: such a file is never read."""
+    diags = Diagnostics()
+    real_boundary = os.path.realpath(boundary)
+    kept: dict[bool, list[ConfigFile]] = {False: [], True: []}
+    for entry in listing.files:
+        real = os.path.realpath(entry.path)
+        if os.path.commonpath([real, real_boundary]) == real_boundary:
+            kept[entry.is_override].append(entry)
+            continue
+        name = display_path(entry.path, root)
+        diags.error(
+            "Failed to read file",
+            f"The configuration file {name!r} is a symbolic link to {real}, outside the module package it "
+            "belongs to. flatten reads only files inside a downloaded package, so it did not read this one "
+            "and the module is incomplete. If you maintain the package, put the file itself in it.",
+            Range.point(name),
+        )
+    return DirectoryListing(tuple(kept[False]), tuple(kept[True])), diags
+
+
+def load_dir(
+    directory: Path, *, root: Path, options: Options, boundary: Path | None = None
+) -> tuple[list[ParsedFile], Diagnostics]:
     """Return the parsed configuration files of ``directory`` (primary, then override) and diagnostics.
 
     Each file also goes through the decode checks (``decode.check_file``), and the module through
     OpenTofu's version gate: a module declared incompatible gives no files and only its
-    "Incompatible module" errors (spec §1).
+    "Incompatible module" errors (spec §1). With ``boundary`` (a module package's directory), a
+    file that is a symlink leading outside it is not read, and is reported as an error.
     """
     diags = Diagnostics()
     # Performance (docs/performance.md, "Module cache"): a module whose files, names and options
     # are unchanged comes back from flatten/build_cache.py with its merge result, which
     # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed;
     # or, after prefetch read the directory (a moment earlier), by the key of what it read.
-    known = build_cache.preread(directory, root, options) if build_cache.enabled() else None
+    cached = build_cache.enabled() and boundary is None
+    known = build_cache.preread(directory, root, options) if cached else None
     if known is not None:
         listing = known[0]
     else:
@@ -97,6 +123,12 @@ def load_dir(directory: Path, *, root: Path, options: Options) -> tuple[list[Par
                 f"{exc.strerror or exc}.",
             )
             return [], diags
+    if boundary is not None:
+        listing, diags = _outside(listing, boundary, root)
+        if diags:  # rare: load what is left, past the cache, after the errors
+            files, file_diags = _load_listing(listing.files, None, root=root, options=options)
+            diags.extend(file_diags)
+            return files, diags
     raws: list[bytes] | None = None
     key = ""
     rel = display_path(directory, root)

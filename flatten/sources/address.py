@@ -127,6 +127,23 @@ class RemoteSource:
         base, sep, query = self.package.partition("?")
         return f"{base}//{self.subdir}{sep}{query}"
 
+    @property
+    def on_this_machine(self) -> bool:
+        """Whether the package is read from this machine's filesystem, not downloaded: a ``file``
+        URL (an absolute path is detected as one), the forced ``file::`` getter, or git over ``file``.
+
+        >>> parse_module_source("/abs/dir", has_version=False).on_this_machine
+        True
+        >>> parse_module_source("git::/abs/repo", has_version=False).on_this_machine
+        True
+        >>> parse_module_source("git::https://h/x.git", has_version=False).on_this_machine
+        False
+        """
+        forced, sep, rest = self.package.partition("::")
+        if not sep or "/" in forced or ":" in forced:
+            forced, rest = "", self.package
+        return forced.lower() == "file" or rest[:5].lower() == "file:"
+
 
 SourceAddress = LocalSource | RegistrySource | RemoteSource
 

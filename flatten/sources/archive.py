@@ -5,7 +5,8 @@ archive says. A member is refused (and the whole extraction fails, naming the me
 name is absolute or has a ``..`` segment, when it is a symbolic or hard link whose target leaves
 the destination, when it is a device, FIFO or socket, or when the archive goes past the
 :class:`~flatten.sources.env.ExtractLimits` on member count or total size (counted as bytes are
-written, so a lying header does not help). Modes keep only the permission bits.
+written, so a lying header does not help). Modes keep only the permission bits, less group and
+world write.
 """
 
 from __future__ import annotations
@@ -139,7 +140,8 @@ class _State:
                         "refusing to extract it"
                     )
                 out.write(chunk)
-        os.chmod(path, (mode & 0o777) | 0o600 if mode else 0o644)
+        # Never setuid/setgid/sticky, never writable by group or others (an archive may say 4777).
+        os.chmod(path, (mode & 0o755) | 0o600 if mode else 0o644)
 
 
 def _extract_tar(archive: Path, mode: str, state: _State) -> None:

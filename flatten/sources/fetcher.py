@@ -209,6 +209,7 @@ class RemoteFetcher:
         try:
             installed = self._installed.get(key)
             if installed is not None and self._matches(call, installed):
+                self._check_installed(call, installed)
                 package = self._from_installed(call, installed)
             elif self._options.offline or not self._downloads:
                 raise _Problem("Module not installed", self._offline_detail(call))
@@ -259,6 +260,31 @@ class RemoteFetcher:
             except (InvalidConstraint, ValueError):
                 return False
         return _is_dir(rec.directory)
+
+    def _check_installed(self, call: ModuleCall, rec: InstalledModule) -> None:
+        """Refuse a ``modules.json`` record that points outside ``<data dir>/modules``.
+
+        Terraform installs every remote package there; a record leading elsewhere (edited, or
+        copied from another machine) would make flatten vendor any directory. The one link
+        Terraform itself makes out of it is for a source naming a local directory.
+        """
+        if rec.escapes is None:
+            return
+        if (
+            rec.escapes == "symlink"
+            and isinstance(call.address, RemoteSource)
+            and call.address.on_this_machine
+        ):
+            return
+        data = self._env.data_dir
+        how = "lies outside" if rec.escapes == "outside" else "leads through a symlink out of"
+        raise _Problem(
+            "Invalid module installation",
+            f'The record for module "{call.name}" in {data}/modules/modules.json says it is installed in '
+            f"{rec.directory}, which {how} {data}/modules. flatten reuses only modules "
+            f"installed inside {data}/modules, so it did not read that directory. Run `terraform init` "
+            "(or `tofu init`) again to reinstall the module, or delete the record.",
+        )
 
     def _from_installed(self, call: ModuleCall, rec: InstalledModule) -> ModulePackage:
         addr = call.address
@@ -332,6 +358,12 @@ class RemoteFetcher:
                     f"the registry returned an invalid download address: {exc.reason}",
                     summary="Invalid response from remote module registry",
                 ) from None
+            if where.on_this_machine:  # a registry may not make flatten read this machine's files
+                raise FetchError(
+                    f"the registry returned the local download address {redact_url(location)!r}; a registry "
+                    "module may only be downloaded from a remote address",
+                    summary="Invalid response from remote module registry",
+                )
             from flatten.sources.getter import parse_getter_address
 
             fetched = self._clients()[1].get(parse_getter_address(where.package), dest)

@@ -223,6 +223,11 @@ class Getter:
             raise FetchError(
                 f"invalid X-Terraform-Get address {redact_url(location)!r}: {exc.reason}"
             ) from None
+        if source.on_this_machine:  # a server may not make flatten read this machine's files
+            raise FetchError(
+                f"{redact_url(addr.url)} answered with the local address {redact_url(location)!r}; a "
+                "download may only lead to other remote addresses"
+            )
         fetched = self.get(parse_getter_address(source.package), dest, hops=hops + 1, deadline=deadline)
         subdir = "/".join(p for p in (fetched.subdir, source.subdir) if p)
         return Fetched(fetched.commit, subdir)

@@ -5,7 +5,9 @@ one record per module path (the root has Key ""), ``Dir`` relative to the root. 
 package is installed whole under ``<data dir>/modules/<key>`` and ``Dir`` points at the module's
 subdirectory inside it. Rule for the file: a record is only trusted for a call whose source
 string is the one recorded (and whose version constraint, if any, the recorded version meets);
-anything unreadable is simply not reused.
+anything unreadable is simply not reused. A record whose ``Dir`` lies outside
+``<data dir>/modules`` (``../../etc``), or leads out of it through a symlink, is kept with
+``escapes`` set, so the fetcher can refuse it by name instead of reading that directory.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class InstalledModule:
     version: str | None
     directory: Path
     package_root: Path
+    #: None, or why ``directory`` is not inside ``<data dir>/modules``: "outside" (the recorded
+    #: path leaves it) or "symlink" (a link inside it leads out; what Terraform's file getter makes
+    #: for a local-directory source).
+    escapes: str | None = None
 
     @property
     def subdir(self) -> str:
@@ -53,11 +59,27 @@ def read_installed(root: Path, data_dir: str) -> dict[str, InstalledModule]:
             continue
         full = Path(os.path.normpath(root / directory))
         package_root = modules_dir / key
-        try:
-            full.relative_to(package_root)
-        except ValueError:
+        if not _within(full, package_root):
             package_root = full
+        escapes = None
+        if not _within(full, Path(os.path.normpath(modules_dir))):
+            escapes = "outside"
+        elif not _within(Path(os.path.realpath(full)), Path(os.path.realpath(modules_dir))):
+            escapes = "symlink"
         out[key] = InstalledModule(
-            key, source, version if isinstance(version, str) and version else None, full, package_root
+            key,
+            source,
+            version if isinstance(version, str) and version else None,
+            full,
+            package_root,
+            escapes,
         )
     return out
+
+
+def _within(path: Path, parent: Path) -> bool:
+    try:
+        path.relative_to(parent)
+    except ValueError:
+        return False
+    return True
