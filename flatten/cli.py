@@ -347,7 +347,7 @@ def graph(
 
 @app.command()
 def providers(
-    root: Annotated[Path, typer.Argument(help="The root module directory.")] = Path("."),
+    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (not the diagnostics) as JSON.")
     ] = False,

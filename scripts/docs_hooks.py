@@ -45,22 +45,3 @@ def command_reference(path: str) -> str:
 def on_page_markdown(markdown: str, **_: Any) -> str:
     return _MARKER.sub(lambda match: command_reference(match.group(1)), markdown)
 
-
-def on_files(files: Any, config: Any, **_: Any) -> Any:
-    """Until docs/reports.md (issue 18, item 1) is merged, stand in a one-line page for it.
-
-    The nav and docs/ci.md link to it; with the real page present this does nothing.
-    TODO(coordinator): remove once docs/reports.md is on main.
-    """
-    if files.get_file_from_path("reports.md") is None:
-        from mkdocs.structure.files import File
-
-        files.append(
-            File.generated(
-                config,
-                "reports.md",
-                content="# Report formats\n\n`flatten build --format text|json|sarif|junit`: see "
-                "[flatten build](reference/build.md).\n",
-            )
-        )
-    return files
