@@ -44,4 +44,3 @@ def command_reference(path: str) -> str:
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     return _MARKER.sub(lambda match: command_reference(match.group(1)), markdown)
-
