@@ -200,3 +200,13 @@ def test_cli_config_reader(tmp_path: Path) -> None:
         "c.example.com": "t3",
     }
     assert read_cli_credentials(tmp_path / "missing") == {}
+
+
+def test_a_reason_that_is_a_sentence_gets_one_period(tmp_path: Path) -> None:
+    """Issue 14, item 9: "... not known (2 attempts).." was printed with two periods."""
+    with serving(Registry()) as reg:
+        reg.routes["/.well-known/terraform.json"] = Reply(200, b'{"providers.v1": "/p/"}')
+        root = write_tree(tmp_path / "root", {"main.tf": call("m", f"{reg.host}/acme/m/aws", "1.0.0")})
+        _, _, diags = run(root, source_env(tmp_path, insecure_hosts=frozenset({reg.host})))
+    assert diags and all(not d.detail.endswith("..") for d in diags)
+    assert diags[0].detail.endswith(".")

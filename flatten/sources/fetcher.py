@@ -226,7 +226,9 @@ class RemoteFetcher:
         except _Problem as exc:
             result.diags.append(Diagnostic.error(exc.summary, exc.detail, call.range))
         except FetchError as exc:
-            detail = f'Could not download module "{call.name}" source code from "{call.address}": {exc}.'
+            reason = str(exc)  # some reasons are sentences already: one period, not two
+            detail = f'Could not download module "{call.name}" source code from "{call.address}": {reason}'
+            detail += "" if reason.endswith(".") else "."
             result.diags.append(Diagnostic.error(exc.summary, detail, call.range))
         result.diags = Diagnostics(
             replace(d, summary=self._scrub(d.summary), detail=self._scrub(d.detail)) for d in result.diags
