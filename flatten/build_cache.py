@@ -18,7 +18,11 @@ Entries live beside the parse cache (``<cache root>/modules/<key[:2]>/<key>``); 
 temporary file renamed into place, so concurrent builds never see half an entry.
 ``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
 Stored files and the merged module are pickled together, so the blocks they share are stored and
-rebuilt once. Nothing here raises for cache trouble.
+rebuilt once. Nothing here raises for cache trouble. Every entry, here and in the emit cache,
+carries a tag made with this machine's key (flatten.cache_auth), checked when it is read from
+disk (``read``, ``emitted``): an entry whose tag does not verify is a miss, never unpickled.
+Entry bytes held in memory (``MEMO``) were verified when read, or made by this process or one it
+started (prefetch workers, the forked prefetching child), so they are decoded as they are.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from flatten import cache_auth
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import DirectoryListing
 from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range
@@ -72,8 +77,9 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 2  # bump when the stored form changes
-_MAGIC = b"flatten-module-2\n"
+SCHEMA_VERSION = 3  # bump when the stored form changes
+_MAGIC = b"flatten-module-3\n"
+_EMIT_MAGIC = b"flatten-emit-1\n"
 
 # -- fast construction of the model's frozen dataclasses -----------------------------------------
 # A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
@@ -175,7 +181,9 @@ def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body
 # of them: module calls, provider meta-arguments, the terraform block (their output bytes come from
 # the emit cache). Decoding each stored module whole was most of such a rebuild (465,000 positions
 # for the 200-module benchmark tree), so an entry keeps the body of each top-level block as its own
-# pickle, decoded the first time something reads its items.
+# pickle, decoded the first time something reads its items. Those bytes are only ever part of an
+# entry whose tag was verified (make_lazy_block is called by unpickling the entry), so they are as
+# trusted as the entry.
 _BODY_ITEMS = Body.__dict__["items"]  # the slot the dataclass declares
 
 
@@ -343,6 +351,7 @@ def enabled() -> bool:
         on = not (
             os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in off
             or os.environ.get("FLATTEN_MODULE_CACHE", "").lower() in off
+            or cache_auth.key() is None  # entries could be neither tagged nor trusted
         )
         _STATE["enabled"] = on
     return bool(on)
@@ -419,7 +428,8 @@ def module_sources(module: Module) -> tuple[str, ...]:
 
 
 def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
-    """Return the module sources an entry calls, and its bytes: a header (key, sources), then the entry."""
+    """Return the module sources an entry calls, and its bytes: the magic, the tag, a header (key,
+    sources), then the entry."""
     calls = module_sources(entry.module)
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
     body = dumps(
@@ -433,14 +443,14 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         ),
         lazy=True,
     )
-    return calls, _MAGIC + len(header).to_bytes(4, "big") + header + body
+    return calls, _MAGIC + cache_auth.seal("module", key, len(header).to_bytes(4, "big") + header + body)
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
     try:
         if not data.startswith(_MAGIC):
             return None
-        at = len(_MAGIC)
+        at = len(_MAGIC) + cache_auth.TAG_SIZE
         size = int.from_bytes(data[at : at + 4], "big")
         stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
         if stored != key:
@@ -451,13 +461,19 @@ def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
 
 
 def entry_calls(data: bytes, key: str) -> tuple[str, ...] | None:
-    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s entry."""
+    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s entry.
+
+    ``data`` must be trusted: returned by ``read`` (tag verified) or made by ``encode``.
+    """
     found = _split(data, key)
     return None if found is None else found[0]
 
 
 def decode(data: bytes, key: str) -> ModuleEntry | None:
-    """Return the entry in ``data`` when it is ``key``'s and intact, else None."""
+    """Return the entry in ``data`` when it is ``key``'s and intact, else None.
+
+    ``data`` must be trusted: returned by ``read`` (tag verified) or made by ``encode``.
+    """
     found = _split(data, key)
     if found is None:
         return None
@@ -476,11 +492,14 @@ def _path(key: str) -> Path:
 
 
 def read(key: str) -> bytes | None:
-    """Return the stored bytes of ``key``'s entry, or None."""
+    """Return the stored bytes of ``key``'s entry when its tag verifies, else None."""
     try:
-        return _path(key).read_bytes()
+        data = _path(key).read_bytes()
     except OSError:
         return None
+    if not data.startswith(_MAGIC) or not cache_auth.verify("module", key, data, len(_MAGIC)):
+        return None
+    return data
 
 
 def write(key: str, data: bytes) -> None:
@@ -574,7 +593,11 @@ def export_prefetched() -> bytes:
 
 
 def import_prefetched(data: bytes) -> None:
-    """Take in what ``export_prefetched`` returned in the process that prefetched for this one."""
+    """Take in what ``export_prefetched`` returned in the process that prefetched for this one.
+
+    ``data`` is a pickle, so it must come from that process only (parse_cache.prefetch_forked:
+    our own fork, through a pipe only the two processes hold); its entries are trusted bytes.
+    """
     memo, preread, emitted, version = pickle.loads(data)
     MEMO.update(memo)
     PREREAD.update(preread)
@@ -760,7 +783,18 @@ def emit_ahead(
 def keep_emitted(digest: str, data: bytes) -> None:
     """Keep output bytes computed ahead for ``emitted`` and queue them for the emit cache."""
     EMITTED[digest] = data
-    _queue(_emit_path(digest), digest, data)
+    _queue(_emit_path(digest), digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
+
+
+def _read_emitted(path: Path, digest: str) -> bytes | None:
+    """Return the output bytes stored at ``path`` when their tag verifies, else None."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_EMIT_MAGIC) or not cache_auth.verify("emit", digest, data, len(_EMIT_MAGIC)):
+        return None
+    return data[len(_EMIT_MAGIC) + cache_auth.TAG_SIZE :]
 
 
 def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
@@ -788,12 +822,11 @@ def emitted(original: Module, output: Module, provenance: bool, compute: Callabl
     if found is not None:
         return found
     path = _emit_path(digest)
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    stored = _read_emitted(path, digest)
+    if stored is not None:
+        return stored
     data = compute()
-    _queue(path, digest, data)
+    _queue(path, digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
     return data
 
 
