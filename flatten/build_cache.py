@@ -19,15 +19,16 @@ temporary file renamed into place, so concurrent builds never see half an entry.
 ``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
 Stored files and the merged module are pickled together, so the blocks they share are stored and
 rebuilt once. Nothing here raises for cache trouble. Every entry, here and in the emit cache,
-carries a tag made with this machine's key (flatten.cache_auth), checked when it is read from
-disk (``read``, ``emitted``): an entry whose tag does not verify is a miss, never unpickled.
-Entry bytes held in memory (``MEMO``) were verified when read, or made by this process or one it
-started (prefetch workers, the forked prefetching child), so they are decoded as they are.
+carries tags made with this machine's key (flatten.cache_auth), checked just before its bytes are
+unpickled or used: one over the header (``entry_calls``, which prefetch reads for every module
+without decoding the rest) and one over the whole entry (``decode``); an entry whose tag does not
+verify is a miss. Each entry's bytes are thus hashed once per build, where they are decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import os
 import pickle
@@ -428,8 +429,8 @@ def module_sources(module: Module) -> tuple[str, ...]:
 
 
 def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
-    """Return the module sources an entry calls, and its bytes: the magic, the tag, a header (key,
-    sources), then the entry."""
+    """Return the module sources an entry calls, and its bytes: the magic, the header's tag, the
+    whole entry's tag, then the header's size, the header (key, sources) and the entry."""
     calls = module_sources(entry.module)
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
     body = dumps(
@@ -443,16 +444,28 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         ),
         lazy=True,
     )
-    return calls, _MAGIC + cache_auth.seal("module", key, len(header).to_bytes(4, "big") + header + body)
+    head = len(header).to_bytes(4, "big") + header
+    return calls, _MAGIC + cache_auth.tag("module-header", key, head) + cache_auth.seal(
+        "module", key, head + body
+    )
+
+
+_HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
+    """Return the sources and the offset of the entry in ``data`` when its header's tag verifies."""
     try:
-        if not data.startswith(_MAGIC):
+        if not data.startswith(_MAGIC) or len(data) < _HEAD + 4:
             return None
-        at = len(_MAGIC) + cache_auth.TAG_SIZE
+        at = _HEAD
         size = int.from_bytes(data[at : at + 4], "big")
-        stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
+        head = memoryview(data)[at : at + 4 + size]
+        if len(head) != 4 + size or not hmac.compare_digest(
+            cache_auth.tag("module-header", key, head), data[len(_MAGIC) : len(_MAGIC) + cache_auth.TAG_SIZE]
+        ):
+            return None  # only what this machine's key tagged is unpickled
+        stored, calls = pickle.loads(head[4:])
         if stored != key:
             return None
         return tuple(calls), at + 4 + size
@@ -461,19 +474,18 @@ def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
 
 
 def entry_calls(data: bytes, key: str) -> tuple[str, ...] | None:
-    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s entry.
-
-    ``data`` must be trusted: returned by ``read`` (tag verified) or made by ``encode``.
-    """
+    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s
+    entry (or its header's tag does not verify)."""
     found = _split(data, key)
     return None if found is None else found[0]
 
 
 def decode(data: bytes, key: str) -> ModuleEntry | None:
-    """Return the entry in ``data`` when it is ``key``'s and intact, else None.
-
-    ``data`` must be trusted: returned by ``read`` (tag verified) or made by ``encode``.
-    """
+    """Return the entry in ``data`` when it is ``key``'s and intact (its tag verifies), else None."""
+    if not data.startswith(_MAGIC) or not cache_auth.verify(
+        "module", key, data, len(_MAGIC) + cache_auth.TAG_SIZE
+    ):
+        return None
     found = _split(data, key)
     if found is None:
         return None
@@ -492,14 +504,11 @@ def _path(key: str) -> Path:
 
 
 def read(key: str) -> bytes | None:
-    """Return the stored bytes of ``key``'s entry when its tag verifies, else None."""
+    """Return the stored bytes of ``key``'s entry, or None (``entry_calls`` and ``decode`` verify them)."""
     try:
-        data = _path(key).read_bytes()
+        return _path(key).read_bytes()
     except OSError:
         return None
-    if not data.startswith(_MAGIC) or not cache_auth.verify("module", key, data, len(_MAGIC)):
-        return None
-    return data
 
 
 def write(key: str, data: bytes) -> None:
