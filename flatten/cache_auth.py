@@ -13,7 +13,8 @@ purpose give every trusted job the same secret), else the file ``cache-key`` in
 atomically (written to a temporary file, then linked into place). A key file that is a symlink,
 not a regular file, not owned by this user, open to group or others, or not 32 bytes is not
 trusted and is replaced by a new one (existing entries become misses). A state directory not
-owned by this user or writable by others gives no key. Without a key, the caches are off.
+owned by this user gives no key; one of this user's that others may enter is made private
+(0700). Without a key, the caches are off.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Mapping
@@ -74,9 +74,12 @@ def _load(path: Path) -> bytes | None:
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         st = os.lstat(path.parent)
-        # Whoever else can write the directory could swap the key file after we checked it.
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        # Whoever else could write the directory could swap the key file after we checked it:
+        # one of another user's is refused, one of ours made private (e.g. made with umask 002).
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             return None
+        if st.st_mode & 0o077:
+            os.chmod(path.parent, 0o700)
         try:
             found = _read(path)
         except _Untrusted:
@@ -119,7 +122,7 @@ def _read(path: Path) -> bytes | None:
 def _create(path: Path, *, replace: bool) -> bytes:
     """Write a new key to ``path``: complete before it appears. Raise FileExistsError when one
     appeared meanwhile and ``replace`` is false."""
-    data = secrets.token_bytes(_KEY_SIZE)
+    data = os.urandom(_KEY_SIZE)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:

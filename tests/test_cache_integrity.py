@@ -227,18 +227,32 @@ def test_a_symlinked_key_file_is_not_followed(
     assert not state.is_symlink() and planted.read_bytes() == b"k" * 32
 
 
-def test_a_state_directory_others_can_write_gives_no_key_and_no_cache(
-    state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    state.parent.mkdir(parents=True)
-    state.parent.chmod(0o777)
+def test_no_key_means_no_cache_and_builds_still_work(state: Path, tmp_path: Path) -> None:
+    state.parent.parent.mkdir(parents=True)
+    state.parent.write_text("not a directory")  # no key can be made
     assert cache_auth.key() is None
     assert not cache_auth.verify("parse", "k", cache_auth.seal("parse", "k", b"x"))
     assert parse_cache.default_cache() is None and not build_cache.enabled()
     root = _tree(tmp_path / "src")
     proc = _build(root, tmp_path / "out", _env(tmp_path))
     assert proc.returncode == 0, proc.stderr
+    assert _files(tmp_path / "out") == _clean_output(root, tmp_path)
     assert not list((tmp_path / "cache").rglob("*"))  # nothing written that nothing could trust
+
+
+def test_a_state_directory_of_another_user_gives_no_key(state: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a directory to another user")
+    state.parent.mkdir(parents=True)
+    os.chown(state.parent, 65534, 65534)
+    assert cache_auth.key() is None
+
+
+def test_an_own_state_directory_others_can_enter_is_made_private(state: Path) -> None:
+    state.parent.mkdir(parents=True)
+    state.parent.chmod(0o777)
+    assert cache_auth.key() is not None
+    assert state.parent.stat().st_mode & 0o777 == 0o700
 
 
 def test_a_shared_secret_key_lets_trusted_jobs_share_a_cache(tmp_path: Path) -> None:
