@@ -33,8 +33,8 @@ TAG_SIZE = 32  # bytes of an HMAC-SHA256 tag
 _KEY_SIZE = 32
 _ENV = "FLATTEN_CACHE_KEY"
 
-# Keys found, by where they came from (the environment may change between in-process builds).
-_KEYS: dict[str, bytes | None] = {}
+# Keys found, by what decides them (the environment may change between in-process builds).
+_KEYS: dict[tuple[str | None, str | None, str | None], bytes | None] = {}
 _LOCK = threading.Lock()
 
 
@@ -52,7 +52,19 @@ def key_file(environ: Mapping[str, str] | None = None) -> Path:
 
 def key() -> bytes | None:
     """Return the key entries are tagged with, or None when there is none (the caches are then off)."""
-    secret = os.environ.get(_ENV)
+    env = os.environ
+    # Called for every entry: a dict look-up by what decides the key, no path built.
+    where = (env.get(_ENV) or None, env.get("XDG_STATE_HOME"), env.get("HOME"))
+    found = _KEYS.get(where, b"")
+    if found != b"":
+        return found
+    with _LOCK:
+        if where not in _KEYS:
+            _KEYS[where] = _find(where[0])
+        return _KEYS[where]
+
+
+def _find(secret: str | None) -> bytes | None:
     if secret:
         # Derived, so that the key is always 32 bytes, whatever the secret's length.
         return hashlib.sha256(b"flatten-cache-key\0" + secret.encode("utf-8", "surrogatepass")).digest()
@@ -60,14 +72,7 @@ def key() -> bytes | None:
         path = key_file()
     except RuntimeError:  # no home directory
         return None
-    where = str(path)
-    found = _KEYS.get(where, b"")
-    if found != b"":
-        return found
-    with _LOCK:
-        if where not in _KEYS:
-            _KEYS[where] = _load(path)
-        return _KEYS[where]
+    return _load(path)
 
 
 def _load(path: Path) -> bytes | None:
