@@ -18,12 +18,17 @@ Entries live beside the parse cache (``<cache root>/modules/<key[:2]>/<key>``); 
 temporary file renamed into place, so concurrent builds never see half an entry.
 ``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
 Stored files and the merged module are pickled together, so the blocks they share are stored and
-rebuilt once. Nothing here raises for cache trouble.
+rebuilt once. Nothing here raises for cache trouble. Every entry, here and in the emit cache,
+carries tags made with this machine's key (flatten.cache_auth), checked just before its bytes are
+unpickled or used: one over the header (``entry_calls``, which prefetch reads for every module
+without decoding the rest) and one over the whole entry (``decode``); an entry whose tag does not
+verify is a miss. Each entry's bytes are thus hashed once per build, where they are decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import os
 import pickle
@@ -34,6 +39,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from flatten import cache_auth
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import DirectoryListing
 from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range
@@ -72,8 +78,9 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 2  # bump when the stored form changes
-_MAGIC = b"flatten-module-2\n"
+SCHEMA_VERSION = 3  # bump when the stored form changes
+_MAGIC = b"flatten-module-3\n"
+_EMIT_MAGIC = b"flatten-emit-1\n"
 
 # -- fast construction of the model's frozen dataclasses -----------------------------------------
 # A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
@@ -175,7 +182,9 @@ def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body
 # of them: module calls, provider meta-arguments, the terraform block (their output bytes come from
 # the emit cache). Decoding each stored module whole was most of such a rebuild (465,000 positions
 # for the 200-module benchmark tree), so an entry keeps the body of each top-level block as its own
-# pickle, decoded the first time something reads its items.
+# pickle, decoded the first time something reads its items. Those bytes are only ever part of an
+# entry whose tag was verified (make_lazy_block is called by unpickling the entry), so they are as
+# trusted as the entry.
 _BODY_ITEMS = Body.__dict__["items"]  # the slot the dataclass declares
 
 
@@ -343,6 +352,7 @@ def enabled() -> bool:
         on = not (
             os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in off
             or os.environ.get("FLATTEN_MODULE_CACHE", "").lower() in off
+            or cache_auth.key() is None  # entries could be neither tagged nor trusted
         )
         _STATE["enabled"] = on
     return bool(on)
@@ -419,7 +429,8 @@ def module_sources(module: Module) -> tuple[str, ...]:
 
 
 def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
-    """Return the module sources an entry calls, and its bytes: a header (key, sources), then the entry."""
+    """Return the module sources an entry calls, and its bytes: the magic, the header's tag, the
+    whole entry's tag, then the header's size, the header (key, sources) and the entry."""
     calls = module_sources(entry.module)
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
     body = dumps(
@@ -433,16 +444,28 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         ),
         lazy=True,
     )
-    return calls, _MAGIC + len(header).to_bytes(4, "big") + header + body
+    head = len(header).to_bytes(4, "big") + header
+    return calls, _MAGIC + cache_auth.tag("module-header", key, head) + cache_auth.seal(
+        "module", key, head + body
+    )
+
+
+_HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
+    """Return the sources and the offset of the entry in ``data`` when its header's tag verifies."""
     try:
-        if not data.startswith(_MAGIC):
+        if not data.startswith(_MAGIC) or len(data) < _HEAD + 4:
             return None
-        at = len(_MAGIC)
+        at = _HEAD
         size = int.from_bytes(data[at : at + 4], "big")
-        stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
+        head = memoryview(data)[at : at + 4 + size]
+        if len(head) != 4 + size or not hmac.compare_digest(
+            cache_auth.tag("module-header", key, head), data[len(_MAGIC) : len(_MAGIC) + cache_auth.TAG_SIZE]
+        ):
+            return None  # only what this machine's key tagged is unpickled
+        stored, calls = pickle.loads(head[4:])
         if stored != key:
             return None
         return tuple(calls), at + 4 + size
@@ -451,13 +474,18 @@ def _split(data: bytes, key: str) -> tuple[tuple[str, ...], int] | None:
 
 
 def entry_calls(data: bytes, key: str) -> tuple[str, ...] | None:
-    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s entry."""
+    """Return the module sources recorded in an entry's header, or None when it is not ``key``'s
+    entry (or its header's tag does not verify)."""
     found = _split(data, key)
     return None if found is None else found[0]
 
 
 def decode(data: bytes, key: str) -> ModuleEntry | None:
-    """Return the entry in ``data`` when it is ``key``'s and intact, else None."""
+    """Return the entry in ``data`` when it is ``key``'s and intact (its tag verifies), else None."""
+    if not data.startswith(_MAGIC) or not cache_auth.verify(
+        "module", key, data, len(_MAGIC) + cache_auth.TAG_SIZE
+    ):
+        return None
     found = _split(data, key)
     if found is None:
         return None
@@ -476,7 +504,7 @@ def _path(key: str) -> Path:
 
 
 def read(key: str) -> bytes | None:
-    """Return the stored bytes of ``key``'s entry, or None."""
+    """Return the stored bytes of ``key``'s entry, or None (``entry_calls`` and ``decode`` verify them)."""
     try:
         return _path(key).read_bytes()
     except OSError:
@@ -574,7 +602,11 @@ def export_prefetched() -> bytes:
 
 
 def import_prefetched(data: bytes) -> None:
-    """Take in what ``export_prefetched`` returned in the process that prefetched for this one."""
+    """Take in what ``export_prefetched`` returned in the process that prefetched for this one.
+
+    ``data`` is a pickle, so it must come from that process only (parse_cache.prefetch_forked:
+    our own fork, through a pipe only the two processes hold); its entries are trusted bytes.
+    """
     memo, preread, emitted, version = pickle.loads(data)
     MEMO.update(memo)
     PREREAD.update(preread)
@@ -760,7 +792,18 @@ def emit_ahead(
 def keep_emitted(digest: str, data: bytes) -> None:
     """Keep output bytes computed ahead for ``emitted`` and queue them for the emit cache."""
     EMITTED[digest] = data
-    _queue(_emit_path(digest), digest, data)
+    _queue(_emit_path(digest), digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
+
+
+def _read_emitted(path: Path, digest: str) -> bytes | None:
+    """Return the output bytes stored at ``path`` when their tag verifies, else None."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_EMIT_MAGIC) or not cache_auth.verify("emit", digest, data, len(_EMIT_MAGIC)):
+        return None
+    return data[len(_EMIT_MAGIC) + cache_auth.TAG_SIZE :]
 
 
 def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
@@ -788,12 +831,11 @@ def emitted(original: Module, output: Module, provenance: bool, compute: Callabl
     if found is not None:
         return found
     path = _emit_path(digest)
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    stored = _read_emitted(path, digest)
+    if stored is not None:
+        return stored
     data = compute()
-    _queue(path, digest, data)
+    _queue(path, digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
     return data
 
 

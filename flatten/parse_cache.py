@@ -8,6 +8,8 @@ Entries live in the user cache directory (``FLATTEN_CACHE_DIR``, else ``$XDG_CAC
 else ``~/.cache/flatten``; subdirectory ``parse/``); ``FLATTEN_PARSE_CACHE=off`` turns it off.
 Writes go to a temporary file renamed into place, so concurrent builds never see half an entry;
 an unreadable or corrupt entry is ignored and rewritten. Nothing here raises for cache trouble.
+Every entry and build record carries a tag made with this machine's key (flatten.cache_auth): one
+whose tag does not verify is a miss and is never unpickled; without a key the cache is off.
 
 ``prefetch`` fills the cache before a build: it follows local module calls from the root and
 parses the files the cache lacks in worker processes when there are enough to pay for them
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import cache_auth
 from flatten.diagnostics import Diagnostics
 from flatten.model import Body, Module
 from flatten.options import Dialect, Options
@@ -49,8 +52,8 @@ __all__ = [
     "run_build_command",
 ]
 
-SCHEMA_VERSION = 1  # bump when the stored form changes
-_MAGIC = b"flatten-parse-1\n"
+SCHEMA_VERSION = 2  # bump when the stored form changes
+_MAGIC = b"flatten-parse-2\n"
 
 # Parallel parsing pays off above these (measured with scripts/bench, docs/performance.md).
 MIN_PARALLEL_FILES = 8
@@ -130,6 +133,9 @@ class ParseCache:
             data = self._path(key).read_bytes()
         except OSError:
             return None
+        # Only an entry this machine's key tagged is ever unpickled (its bytes may be anyone's).
+        if not data.startswith(_MAGIC) or not cache_auth.verify("parse", key, data, len(_MAGIC)):
+            return None
         return _split(data, key)
 
     def load(self, key: str) -> Result | None:
@@ -163,17 +169,21 @@ class ParseCache:
 
 
 def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
-    """Return a result's module sources and its entry bytes (header with key and sources, then the result)."""
+    """Return a result's module sources and its entry bytes: the magic, the tag, then a header
+    (key and sources) and the result."""
     calls = _module_sources(result[0])
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
-    return calls, _MAGIC + len(header).to_bytes(4, "big") + header + _dumps(result)
+    payload = len(header).to_bytes(4, "big") + header + _dumps(result)
+    return calls, _MAGIC + cache_auth.seal("parse", key, payload)
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
+    """Return the sources, bytes and result offset of an entry whose tag was verified (``_read``),
+    or that this process or one it started made (prefetch)."""
     try:
         if not data.startswith(_MAGIC):
             return None
-        at = len(_MAGIC)
+        at = len(_MAGIC) + cache_auth.TAG_SIZE
         size = int.from_bytes(data[at : at + 4], "big")
         stored, calls = pickle.loads(data[at + 4 : at + 4 + size])
         if stored != key:
@@ -262,7 +272,8 @@ def finish() -> None:
 def default_cache() -> ParseCache | None:
     """Return the cache the environment names, or None when it is turned off."""
     if "cache" not in _CACHE:
-        if os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in ("0", "off", "no", "false"):
+        off = os.environ.get("FLATTEN_PARSE_CACHE", "").lower() in ("0", "off", "no", "false")
+        if off or cache_auth.key() is None:  # without a key, entries could be neither tagged nor trusted
             _CACHE["cache"] = None
         else:
             _CACHE["cache"] = ParseCache(cache_root() / "parse")
@@ -412,6 +423,8 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
     def take() -> None:
         with received:
             data = received.read()
+        # A pickle, but from our own fork through a pipe only the two processes hold: trusted
+        # (what the child read from the cache it verified first; the rest it computed).
         if data:  # else the child failed: the build computes what it needs
             with contextlib.suppress(Exception):
                 build_cache.import_prefetched(data)
@@ -463,7 +476,7 @@ def _prefetch(
                         jobs.append((key, text, name, entry.syntax, options.dialect))
                         owner[key] = directory
                     else:
-                        _MEMO[key] = found[1]  # the build decodes it from memory, without reading again
+                        _MEMO[key] = found[1]  # verified by _read: the build decodes it from memory
                         sources.append((directory, found[0]))
             if jobs:
                 size = sum(len(j[1]) for j in jobs)
@@ -488,6 +501,7 @@ def _prefetch(
                             results.append((key, _module_sources(result[0])))
                     for future in futures:
                         if not future.cancelled():
+                            # From our own worker processes (through the pool's pipes): trusted.
                             for key, calls, data in future.result():
                                 _MEMO[key] = data
                                 writer.put(key, data)
@@ -747,7 +761,8 @@ def _worker_init(parent: int) -> None:
 # A stage that starts reading files outside module directories (or hidden ones) must add them to
 # the snapshot (``_snapshot_inputs``); a command-line option this file does not know disables records.
 
-_RECORD_MAGIC = "flatten-build-2"
+_RECORD_MAGIC = "flatten-build-3"
+_RECORD_HEAD = b"flatten-build-3\n"
 # GITHUB_ACTIONS adds workflow annotations to the text diagnostics a replay prints again.
 _ENV_PREFIXES = ("TF_", "FLATTEN_", "XDG_", "TOFU_", "NO_COLOR", "TERM", "COLUMNS", "HOME", "GITHUB_ACTIONS")
 _MTIME_MARGIN_NS = 2_000_000_000
@@ -828,7 +843,10 @@ def _plain_build(argv: list[str]) -> tuple[Path, Path, Options, bool] | None:
 
 def _record_key(argv: list[str], root: Path, out: Path) -> str:
     h = hashlib.blake2b(digest_size=20)
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    # The cache key is a secret (records are tagged with it instead): never in a file name.
+    env = sorted(
+        (k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) and k != "FLATTEN_CACHE_KEY"
+    )
     isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
     h.update(repr((_RECORD_MAGIC, _build_version(), argv, str(root), str(out), env, isatty)).encode())
     return h.hexdigest()
@@ -976,7 +994,14 @@ def _stats(inputs: dict[str, object]) -> dict[str, tuple[int, int]]:
 def _replay(path: Path, root: Path, out: Path) -> bool:
     try:
         data = path.read_bytes()
-        magic, tops, inputs, stats, outputs, stderr = pickle.loads(data)
+        # Only a record this machine's key tagged is unpickled (the file may be anyone's).
+        if not data.startswith(_RECORD_HEAD) or not cache_auth.verify(
+            "build", path.name, data, len(_RECORD_HEAD)
+        ):
+            return False
+        magic, tops, inputs, stats, outputs, stderr = pickle.loads(
+            memoryview(data)[len(_RECORD_HEAD) + cache_auth.TAG_SIZE :]
+        )
         if magic != _RECORD_MAGIC or not tops:
             return False
         # A file whose size or mtime differs has changed (or was touched): build, without hashing
@@ -1052,7 +1077,8 @@ def _save_record(record: Path, root: Path, out: Path, stderr: str, started_ns: i
             return
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
-        data = pickle.dumps((_RECORD_MAGIC, tops, inputs, _stats(inputs), _snapshot_output(out), stderr))
+        payload = pickle.dumps((_RECORD_MAGIC, tops, inputs, _stats(inputs), _snapshot_output(out), stderr))
+        data = _RECORD_HEAD + cache_auth.seal("build", record.name, payload)
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.parent / f".{record.name}.{os.getpid()}.tmp"
         tmp.write_bytes(data)

@@ -23,6 +23,23 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every test away from the user's real caches and cache key (~/.cache/flatten,
+    ~/.local/state/flatten): each test gets its own, which subprocesses inherit. A test may set
+    its own afterwards."""
+    from flatten import build_cache, parse_cache
+
+    base = tmp_path_factory.mktemp("flatten-cache")
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(base / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(base / "xdg-state"))
+    monkeypatch.delenv("FLATTEN_CACHE_KEY", raising=False)
+    # The caches remember their directory once found: forget it, as a new process would.
+    monkeypatch.setattr(parse_cache, "_CACHE", {})
+    monkeypatch.setattr(build_cache, "_STATE", {})
+
+
 @pytest.fixture
 def tree(tmp_path: Path):
     """Return a function that writes a file tree into a fresh directory."""

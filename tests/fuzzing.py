@@ -11,6 +11,8 @@ import json
 import os
 import posixpath
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -987,3 +989,131 @@ def check_registry_cli(case: RegistryCase, srv: object, work: Path) -> int:
 
 
 registry_strategy = st.builds(registry_case, _randoms)
+
+
+# -- cache entries damaged between builds ----------------------------------------------------------
+# Parse, module and emit cache entries and build records are read back by the next build: whatever
+# happens to them (bits flipped, truncated, emptied, swapped for another entry, removed, the key
+# lost), the build's result must stay exactly that of a build without any cache.
+
+CACHE_KINDS = ("parse", "modules", "emit", "builds")
+_OLD_MTIME = 1_000_000_000  # inputs older than any build: whole-build records are written too
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    code: int
+    output: dict[str, bytes]  # the output tree's files, by relative path
+    stderr: str
+
+
+def run_build(root: Path, out: Path, env: dict[str, str]) -> BuildResult:
+    """Build ``root`` into ``out`` with the command line; raise AssertionError on a crash or exit 3.
+
+    Not ``--offline``: only a plain build uses every cache (prefetch, emit cache, build records).
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 1), f"exit {proc.returncode}: {proc.stderr[-2000:]}"
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-2000:]
+    files = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    return BuildResult(proc.returncode, files, proc.stderr)
+
+
+def cache_env(base: Path, *, cache: bool = True, module_cache: bool = True) -> dict[str, str]:
+    """The environment of a build whose cache and key live under ``base`` (never the user's)."""
+    env = {
+        **os.environ,
+        "FLATTEN_CACHE_DIR": str(base / "cache"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "FLATTEN_PARSE_CACHE": "on" if cache else "off",
+        "FLATTEN_MODULE_CACHE": "on" if module_cache else "off",
+        # Remote sources (random trees have some) fail at once, the same way in every build.
+        **dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"), "http://127.0.0.1:9"),
+    }
+    for name in ("FLATTEN_CACHE_KEY", "FLATTEN_TRACEBACK", "NO_PROXY", "no_proxy"):
+        env.pop(name, None)
+    return env
+
+
+def damage_entry(data: bytes, rnd: random.Random, others: list[bytes]) -> tuple[str, bytes | None]:
+    """Return what was done to a cache entry and its new bytes (None: removed)."""
+    k = rnd.randrange(8)
+    if k == 0 and data:
+        pos = rnd.randrange(len(data))
+        flipped = bytes([data[pos] ^ (1 << rnd.randrange(8))])
+        return f"bit flipped at {pos}", data[:pos] + flipped + data[pos + 1 :]
+    if k == 1:
+        size = rnd.randint(0, len(data))
+        return f"truncated to {size}", data[:size]
+    if k == 2:
+        return "emptied", b""
+    if k == 3:
+        return "garbage", bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 200)))
+    if k == 4:
+        return "junk appended", data + bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 50)))
+    if k == 5 and others:
+        return "swapped for another entry", rnd.choice(others)
+    if k == 6 and len(data) > 60:
+        pos = rnd.randrange(16, 60)  # within the magic, tag or header: the bytes checked first
+        return f"byte {pos} changed", data[:pos] + bytes([(data[pos] + 1) % 256]) + data[pos + 1 :]
+    return "removed", None
+
+
+def damage_cache(cache: Path, state: Path, rnd: random.Random) -> list[str]:
+    """Damage some entries of one kind in ``cache`` (and, rarely, lose the key); return what was done.
+
+    Unless the build records are the kind damaged, they are removed, so that the next build
+    reads the damaged entries instead of replaying.
+    """
+    done = []
+    kinds = [k for k in CACHE_KINDS if any(p.is_file() for p in (cache / k).rglob("*"))]
+    kind = rnd.choice(kinds) if kinds else "builds"
+    entries = sorted(p for p in (cache / kind).rglob("*") if p.is_file())
+    if entries:
+        contents = [p.read_bytes() for p in entries]
+        for path in rnd.sample(entries, rnd.randint(1, len(entries))):
+            what, new = damage_entry(path.read_bytes(), rnd, contents)
+            if new is None:
+                path.unlink()
+            else:
+                path.write_bytes(new)
+            done.append(f"{path.relative_to(cache)}: {what}")
+    if kind != "builds":
+        for path in (cache / "builds").rglob("*"):
+            if path.is_file():
+                path.unlink()
+    if rnd.random() < 0.05:
+        key = state / "flatten" / "cache-key"
+        if key.exists():
+            key.unlink()
+            done.append("key file removed")
+    return done
+
+
+def check_cache_damage(spec: TreeSpec, rnd: random.Random, tmp: Path, rounds: int = 3) -> BuildResult:
+    """Build ``spec`` without a cache, then with caches damaged between builds (``rounds`` times):
+    every result (exit code, output bytes) must equal the one without a cache, which is returned."""
+    root = write_spec(tmp / "src", spec)
+    for current, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(current, name), ns=(_OLD_MTIME, _OLD_MTIME), follow_symlinks=False)
+    clean = run_build(root, tmp / "clean", cache_env(tmp, cache=False))
+    out = tmp / "out"
+    module_cache = rnd.random() < 0.7  # else the per-file parse cache is what the builds read
+    env = cache_env(tmp, module_cache=module_cache)
+    for _ in range(2):  # fill the caches, then replay or take everything from them
+        first = run_build(root, out, env)
+        assert (first.code, first.output) == (clean.code, clean.output), "a cached build differs"
+    for n in range(rounds):
+        done = damage_cache(tmp / "cache", tmp / "state", rnd)
+        got = run_build(root, out, env)
+        assert (got.code, got.output) == (clean.code, clean.output), (
+            f"round {n}: the build differs from one without a cache after: {'; '.join(done)}"
+        )
+    return clean

@@ -19,6 +19,7 @@ from fuzzing import (
     RegistryCase,
     TreeSpec,
     base_registry,
+    check_cache_damage,
     check_diagnostics,
     check_registry,
     check_registry_cli,
@@ -138,6 +139,18 @@ def test_random_trees_through_the_command_line(tmp_path: Path) -> None:
             assert not (tmp_path / f"t{i}" / "out").exists()
         codes.append(proc.returncode)
     assert codes[0] == 0, "a valid tree builds"
+
+
+CACHE_TREES = int(os.environ.get("FLATTEN_FUZZ_CACHE_TREES", "4"))
+
+
+def test_damaged_cache_entries_never_change_a_build(tmp_path: Path) -> None:
+    """Cache entries damaged between builds (scripts/fuzz --kinds cache for the long run): every
+    build's exit code and output bytes equal those of a build without a cache."""
+    rnd = random.Random(19)
+    for i in range(CACHE_TREES):
+        spec = valid_tree(rnd) if i % 2 == 0 else random_tree(rnd)
+        check_cache_damage(spec, rnd, tmp_path / f"t{i}")
 
 
 def test_the_checker_can_fail() -> None:

@@ -402,6 +402,7 @@ def test_nothing_is_written_outside_out_and_the_cache(tmp_path: Path) -> None:
         "FLATTEN_CACHE_DIR": str(tmp_path / "cache"),
         "TMPDIR": str(tmp_path / "tmp"),
         "FLATTEN_PARSE_CACHE": "on",  # the cache is allowed, and only there
+        "XDG_STATE_HOME": "",  # the cache key: ~/.local/state/flatten/cache-key (flatten/cache_auth.py)
     }
     before = snapshot(tmp_path)
     for _ in range(2):  # the second build may replay a record from the cache
@@ -409,8 +410,17 @@ def test_nothing_is_written_outside_out_and_the_cache(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     after = snapshot(tmp_path)
     changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
-    outside = sorted(p for p in changed if not p.startswith(("out/", "cache/")) and p not in ("out", "cache"))
+    key = (
+        "home/.local",
+        "home/.local/state",
+        "home/.local/state/flatten",
+        "home/.local/state/flatten/cache-key",
+    )
+    outside = sorted(
+        p for p in changed if not p.startswith(("out/", "cache/")) and p not in ("out", "cache", *key)
+    )
     assert outside == [], f"written outside --out and the cache: {outside}"
+    assert key[-1] in after  # the one file beside them: the key the cache entries are tagged with
     assert any(p.startswith("out/") for p in changed)
 
 

@@ -12,22 +12,30 @@ An *identity* is a string that pins content: ``registry <package> <version>``, `
 <commit>``, ``http <url> …``. The rule the file follows: an entry becomes visible only by an
 atomic ``rename`` of a complete directory, made while holding the entry's lock, so two builds
 (threads or processes) never see a half-written package and never download the same one twice.
+
+An entry is used only when it is still what was made: ``meta.json`` carries a tag made with this
+machine's key (flatten.cache_auth; a cache restored from elsewhere is all misses), ``files`` is a
+real directory, and the digest of its tree equals the recorded one. Anything else (content
+tampered with, emptied, a file or ``files`` replaced by a symlink) is a miss: the package is
+downloaded again into a fresh entry, never vendored as found.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import hmac
 import json
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from flatten import cache_auth
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -52,6 +60,9 @@ def tree_digest(root: Path) -> str:
         st = path.lstat()
         if stat.S_ISLNK(st.st_mode):
             h.update(f"L {rel}\0{os.readlink(path)}\0".encode())
+            continue
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never opened (reading one may never end)
+            h.update(f"O {rel}\0{stat.S_IFMT(st.st_mode)}\0".encode())
             continue
         h.update(f"F {rel}\0{'x' if st.st_mode & 0o111 else '-'}\0".encode())
         fh = hashlib.sha256()
@@ -87,19 +98,31 @@ class PackageCache:
         return self.root / "packages" / self.key(identity)
 
     def lookup(self, identity: str) -> CachedPackage | None:
-        """Return the cached package for ``identity``, or None when there is none (or it is damaged)."""
+        """Return the cached package for ``identity``, or None when there is none, or it is damaged
+        or not what was made (see the module docstring)."""
         entry = self._entry(identity)
         try:
             meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(meta, dict) or meta.get("identity") != identity or not (entry / "files").is_dir():
+        if not isinstance(meta, dict) or meta.get("identity") != identity:
+            return None
+        mac = meta.pop("mac", None)
+        if not isinstance(mac, str) or not _verify_meta(self.key(identity), meta, mac):
+            return None
+        digest = meta.get("digest")
+        try:
+            if not isinstance(digest, str) or not stat.S_ISDIR(os.lstat(entry / "files").st_mode):
+                return None
+            if tree_digest(entry / "files") != digest:
+                return None
+        except (OSError, ValueError):
             return None
         commit = meta.get("commit")
         return CachedPackage(
             entry / "files",
             identity,
-            str(meta.get("digest", "")),
+            digest,
             commit if isinstance(commit, str) else None,
             str(meta.get("subdir", "")),
         )
@@ -138,10 +161,13 @@ class PackageCache:
                     commit, subdir = fill(work / "files")
                     digest = tree_digest(work / "files")
                     meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
+                    meta["mac"] = _meta_mac(self.key(identity), meta)
                     (work / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
                     entry = self._entry(identity)
                     entry.parent.mkdir(parents=True, exist_ok=True)
-                    if entry.exists():  # a damaged entry (no meta.json): replace it
+                    if entry.is_symlink():
+                        entry.unlink()
+                    elif entry.exists():  # a damaged or untrusted entry: replace it
                         shutil.rmtree(entry)
                     os.rename(work, entry)
                 finally:
@@ -149,7 +175,21 @@ class PackageCache:
                         shutil.rmtree(work, ignore_errors=True)
         except OSError as exc:
             raise FetchError(f"could not write to the module cache at {self.root.parent}: {exc}") from None
-        made = self.lookup(identity)
-        if made is None:
+        # Not read back through lookup: without a key (flatten.cache_auth) nothing is trusted, and
+        # this build made the entry a moment ago.
+        files = self._entry(identity) / "files"
+        if not files.is_dir():
             raise FetchError(f"the module cache entry at {self._entry(identity)} could not be read back")
-        return made, True
+        return CachedPackage(files, identity, digest, commit, subdir), True
+
+
+def _meta_mac(name: str, meta: Mapping[str, object]) -> str:
+    """Return the tag of a ``meta.json`` (every field but ``mac``), as stored in its ``mac`` field."""
+    payload = json.dumps({k: v for k, v in meta.items() if k != "mac"}, sort_keys=True).encode()
+    return cache_auth.tag("package", name, payload).hex()
+
+
+def _verify_meta(name: str, meta: dict[str, object], mac: str) -> bool:
+    if cache_auth.key() is None:
+        return False
+    return hmac.compare_digest(_meta_mac(name, meta).encode(), mac.encode("utf-8", "surrogatepass"))

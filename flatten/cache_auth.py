@@ -1,0 +1,171 @@
+"""Authenticated cache entries: each carries an HMAC-SHA256 tag made with a key kept on this machine.
+
+Later builds read back what earlier ones stored: parse, module and emit cache entries and build
+records (pickles, which run code when crafted) and the records of downloaded packages. CI systems
+restore caches that other branches, and on some platforms pull requests from forks, wrote. So
+every entry carries a tag over (kind, name, payload) made with a secret key that never lives in
+the cache directory; an entry whose tag does not verify is a miss, and its bytes are never
+unpickled nor used. A cache restored from another machine is therefore all misses.
+
+The key is ``FLATTEN_CACHE_KEY`` when set (any secret string: CI jobs that share a cache on
+purpose give every trusted job the same secret), else the file ``cache-key`` in
+``$XDG_STATE_HOME/flatten`` or ``~/.local/state/flatten``: 32 random bytes, mode 0600, created
+atomically (written to a temporary file, then linked into place). A key file that is a symlink,
+not a regular file, not owned by this user, open to group or others, or not 32 bytes is not
+trusted and is replaced by a new one (existing entries become misses). A state directory not
+owned by this user gives no key; one of this user's that others may enter is made private
+(0700). Without a key, the caches are off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import stat
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["TAG_SIZE", "key", "key_file", "seal", "tag", "verify"]
+
+TAG_SIZE = 32  # bytes of an HMAC-SHA256 tag
+_KEY_SIZE = 32
+_ENV = "FLATTEN_CACHE_KEY"
+
+# Keys found, by what decides them (the environment may change between in-process builds).
+_KEYS: dict[tuple[str | None, str | None, str | None], bytes | None] = {}
+_LOCK = threading.Lock()
+
+
+class _Untrusted(Exception):
+    pass
+
+
+def key_file(environ: Mapping[str, str] | None = None) -> Path:
+    """Return where the machine's key lives (``$XDG_STATE_HOME/flatten`` or ``~/.local/state/flatten``)."""
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME")
+    base = Path(state) if state else Path.home() / ".local" / "state"
+    return base / "flatten" / "cache-key"
+
+
+def key() -> bytes | None:
+    """Return the key entries are tagged with, or None when there is none (the caches are then off)."""
+    env = os.environ
+    # Called for every entry: a dict look-up by what decides the key, no path built.
+    where = (env.get(_ENV) or None, env.get("XDG_STATE_HOME"), env.get("HOME"))
+    found = _KEYS.get(where, b"")
+    if found != b"":
+        return found
+    with _LOCK:
+        if where not in _KEYS:
+            _KEYS[where] = _find(where[0])
+        return _KEYS[where]
+
+
+def _find(secret: str | None) -> bytes | None:
+    if secret:
+        # Derived, so that the key is always 32 bytes, whatever the secret's length.
+        return hashlib.sha256(b"flatten-cache-key\0" + secret.encode("utf-8", "surrogatepass")).digest()
+    try:
+        path = key_file()
+    except RuntimeError:  # no home directory
+        return None
+    return _load(path)
+
+
+def _load(path: Path) -> bytes | None:
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(path.parent)
+        # Whoever else could write the directory could swap the key file after we checked it:
+        # one of another user's is refused, one of ours made private (e.g. made with umask 002).
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        if st.st_mode & 0o077:
+            os.chmod(path.parent, 0o700)
+        try:
+            found = _read(path)
+        except _Untrusted:
+            return _create(path, replace=True)
+        if found is not None:
+            return found
+        try:
+            return _create(path, replace=False)
+        except FileExistsError:  # another build made it first: use theirs
+            return _read(path)
+    except (OSError, _Untrusted):
+        return None
+
+
+def _read(path: Path) -> bytes | None:
+    """Return the key in ``path``, None when there is no such file; raise _Untrusted when it is not safe."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:  # a symlink (ELOOP), unreadable, ...
+        raise _Untrusted(str(path)) from None
+    try:
+        st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != os.geteuid()
+            or st.st_mode & 0o077
+            or st.st_size != _KEY_SIZE
+        ):
+            raise _Untrusted(str(path))
+        data = os.read(fd, _KEY_SIZE + 1)
+    finally:
+        os.close(fd)
+    if len(data) != _KEY_SIZE:
+        raise _Untrusted(str(path))
+    return data
+
+
+def _create(path: Path, *, replace: bool) -> bytes:
+    """Write a new key to ``path``: complete before it appears. Raise FileExistsError when one
+    appeared meanwhile and ``replace`` is false."""
+    data = os.urandom(_KEY_SIZE)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    try:
+        if replace:
+            os.replace(tmp, path)  # replaces a symlink itself, never what it points to
+        else:
+            os.link(tmp, path)  # atomic create-if-absent: FileExistsError when another build won
+    finally:
+        tmp.unlink(missing_ok=True)
+    return data
+
+
+def tag(kind: str, name: str, payload: bytes | memoryview) -> bytes:
+    """Return the tag of ``payload`` stored as ``kind`` entry ``name`` (zeros when there is no key,
+    which nothing verifies)."""
+    secret = key()
+    if secret is None:
+        return bytes(TAG_SIZE)
+    h = hmac.new(secret, f"{kind}\0{name}\0".encode("utf-8", "surrogatepass"), "sha256")
+    h.update(payload)
+    return h.digest()
+
+
+def seal(kind: str, name: str, payload: bytes) -> bytes:
+    """Return ``tag + payload``: what ``verify`` accepts for the same kind and name."""
+    return tag(kind, name, payload) + payload
+
+
+def verify(kind: str, name: str, data: bytes, start: int = 0) -> bool:
+    """Return whether ``data[start:]`` is a tag followed by the payload it authenticates."""
+    secret = key()
+    if secret is None or len(data) < start + TAG_SIZE:
+        return False
+    view = memoryview(data)
+    expected = tag(kind, name, view[start + TAG_SIZE :])
+    return hmac.compare_digest(expected, view[start : start + TAG_SIZE])
