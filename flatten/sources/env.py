@@ -175,7 +175,7 @@ def read_cli_credentials(path: Path) -> dict[str, Secret]:
     if path.name.endswith(".json"):
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deep for json
             return {}
         creds = doc.get("credentials") if isinstance(doc, dict) else None
         if isinstance(creds, dict):

@@ -76,7 +76,7 @@ def read_lock(manifest: bytes | str | None) -> dict[str, LockedModule]:
         return {}
     try:
         doc = json.loads(manifest)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep for json
         return {}
     out: dict[str, LockedModule] = {}
     modules = doc.get("modules") if isinstance(doc, dict) else None

@@ -45,7 +45,9 @@ class RegistryClient:
     def _json(self, resp: Response, what: str) -> object:
         try:
             return json.loads(resp.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            # RecursionError: json nests with the C stack; a document deeper than it can take
+            # is as invalid as a malformed one.
             raise FetchError(
                 f"The registry returned an invalid {what} document: {exc}.", summary=_INVALID
             ) from None
