@@ -11,6 +11,7 @@ import json
 import os
 import posixpath
 import random
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -664,3 +665,102 @@ _randoms = st.randoms(use_true_random=False)
 files_strategy = st.builds(lambda r: next(inputs(r.randrange(2**32), 1)), _randoms)
 trees_strategy = st.builds(random_tree, _randoms)
 fixtures_strategy = st.builds(mutated_fixture, _randoms)
+
+
+# -- archives: hostile headers and member names --------------------------------------------------
+# Raw tar and zip writers, so a header can say anything (sizes, name lengths, typeflags, pax
+# records, link targets, bytes that are not UTF-8), and a generator mutating them. Used by
+# tests/test_archive.py, tests/test_fuzz.py and scripts/fuzz (kind "archive").
+
+
+def tar_header(
+    name: bytes, size: int, typeflag: bytes = b"0", linkname: bytes = b"", mode: int = 0o644
+) -> bytes:
+    """One 512-byte GNU tar header, with its checksum; the size field in octal (12 digits at most)."""
+    h = bytearray(512)
+    h[0:100] = name[:100].ljust(100, b"\0")
+    h[100:108] = b"%07o\0" % (mode & 0o7777777)
+    h[108:124] = b"0000000\x000000000\0"
+    h[124:136] = (b"%011o\0" % size)[-12:] if size < 8**11 else b"\x80" + size.to_bytes(11, "big")
+    h[136:148] = b"00000000000\0"
+    h[156:157] = typeflag[:1] or b"\0"
+    h[157:257] = linkname[:100].ljust(100, b"\0")
+    h[257:265] = b"ustar  \0"
+    h[148:156] = b"        "
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h)
+
+
+def tar_member(name: bytes, data: bytes = b"", typeflag: bytes = b"0", linkname: bytes = b"") -> bytes:
+    """A header and its data, padded to the 512-byte block."""
+    return tar_header(name, len(data), typeflag, linkname) + data + b"\0" * (-len(data) % 512)
+
+
+def pax_record(key: bytes, value: bytes) -> bytes:
+    """One pax record, ``"<length> <key>=<value>\\n"``, whose length counts itself."""
+    body = b" " + key + b"=" + value + b"\n"
+    n = len(body) + 1
+    while len(str(n)) + len(body) != n:
+        n += 1
+    return b"%d" % n + body
+
+
+def pax_member(records: bytes, typeflag: bytes = b"x") -> bytes:
+    return tar_member(b"././@PaxHeader", records, typeflag)
+
+
+TAR_END = b"\0" * 1024
+
+
+@dataclass(frozen=True)
+class ZipMember:
+    """One zip entry, stored (not compressed). ``utf8`` sets general-purpose flag bit 11."""
+
+    name: bytes
+    data: bytes = b""
+    mode: int = 0o100644
+    utf8: bool = True
+    extra: bytes = b""
+
+
+def zip_bytes(members: list[ZipMember], *, count: int | None = None, cd_size: int | None = None) -> bytes:
+    """A zip archive; ``count`` and ``cd_size`` override what the end record claims."""
+    import zlib
+
+    out = bytearray()
+    central = bytearray()
+    for m in members:
+        crc = zlib.crc32(m.data)
+        flags = 0x800 if m.utf8 else 0
+        offset = len(out)
+        out += struct.pack(
+            "<4s5H3L2H", b"PK\x03\x04", 20, flags, 0, 0, 0, crc, len(m.data), len(m.data), len(m.name), 0
+        )
+        out += m.name + m.data
+        central += struct.pack(
+            "<4s6H3L5H2L",
+            b"PK\x01\x02",
+            0x0314,  # made by Unix, so the mode in the external attributes counts
+            20,
+            flags,
+            0,
+            0,
+            0,
+            crc,
+            len(m.data),
+            len(m.data),
+            len(m.name),
+            len(m.extra),
+            0,
+            0,
+            0,
+            (m.mode & 0xFFFF) << 16,
+            offset,
+        )
+        central += m.name + m.extra
+    start = len(out)
+    out += central
+    n = len(members) if count is None else count
+    size = len(central) if cd_size is None else cd_size
+    out += struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n & 0xFFFF, n & 0xFFFF, size & 0xFFFFFFFF, start, 0)
+    return bytes(out)

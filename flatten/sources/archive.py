@@ -388,8 +388,8 @@ def _check_central_directory(fp: BinaryIO, limits: ExtractLimits) -> None:
         if name_len > MAX_NAME:
             name = fp.read(_SHOWN).decode("utf-8", "replace")
             raise FetchError(
-                f"archive member {shown(name + '...')} has a name of {name_len} bytes, more than {MAX_NAME}; "
-                "refusing it"
+                f"archive member {shown(name + '...')} has a name that is longer than {MAX_NAME} bytes "
+                f"({name_len}); refusing it"
             )
         fp.seek(name_len + extra_len + comment_len, os.SEEK_CUR)
         read += _CENTRAL_ENTRY.size + name_len + extra_len + comment_len
