@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import write_tree
 from test_sources_fetch import call, run, source_env, summaries
-from test_sources_servers import Registry, Reply, serving
+from test_sources_servers import HTTPServer, Registry, Reply, serving
 
 from flatten.options import Options
 from flatten.versions import (
@@ -157,3 +157,133 @@ def test_a_constraint_with_thousands_of_digits_through_the_cli(tmp_path: Path) -
         env={"FLATTEN_CACHE_DIR": str(tmp_path / "c")},
     )
     assert_diagnosed(proc)
+
+
+# -- package file names and depth --------------------------------------------------------------------
+
+DEEP = 1000  # directories: past Python's recursion limit for os.walk, shutil.rmtree, Path.rglob
+
+
+def _build_remote(tmp_path: Path, source: str) -> subprocess.CompletedProcess[str]:
+    root = write_tree(tmp_path / "root", {"main.tf": call("pkg", source)})
+    return flatten_cli(
+        "build", str(root), "--out", str(tmp_path / "out"), env={"FLATTEN_CACHE_DIR": str(tmp_path / "c")}
+    )
+
+
+def _assert_refused_cleanly(tmp_path: Path, proc: subprocess.CompletedProcess[str], words: str) -> None:
+    assert_diagnosed(proc)
+    assert words in proc.stderr, proc.stderr[-2000:]
+    assert len(proc.stderr) < 5000, "names are cut in messages"
+    assert not (tmp_path / "out").exists()
+    assert not list((tmp_path / "c").glob("v1/tmp/*")), "no temporary directory is left in the cache"
+    assert not list((tmp_path / "c").glob("v1/packages/*"))
+
+
+def _tar_gz(members: dict[bytes, bytes]) -> bytes:
+    from fuzzing import TAR_END, pax_member, pax_record, tar_member
+
+    out = b""
+    for name, data in members.items():
+        out += pax_member(pax_record(b"path", name)) + tar_member(b"placeholder", data)
+    import gzip
+
+    return gzip.compress(out + TAR_END)
+
+
+def _zip(members: dict[bytes, bytes]) -> bytes:
+    from fuzzing import ZipMember, zip_bytes
+
+    return zip_bytes([ZipMember(name, data, utf8=False) for name, data in members.items()])
+
+
+def _git_repo(base: Path, members: dict[bytes, bytes]) -> Path:
+    from test_sources_servers import git
+
+    work = base / "work"
+    work.mkdir(parents=True)
+    git("init", "--quiet", "--initial-branch=main", cwd=work)
+    for name, data in members.items():
+        parent = os.fsencode(work)
+        for part in name.split(b"/")[:-1]:  # os.makedirs recurses once per level
+            parent = os.path.join(parent, part)
+            if not os.path.isdir(parent):
+                os.mkdir(parent)
+        with open(os.path.join(os.fsencode(work), name), "wb") as f:
+            f.write(data)
+    git("add", "-A", cwd=work)
+    git("commit", "--quiet", "-m", "c", cwd=work)
+    git("clone", "--quiet", "--bare", str(work), str(base / "pkg.git"), cwd=base)
+    _remove_deep(work)
+    return base / "pkg.git"
+
+
+def _remove_deep(top: Path) -> None:
+    """shutil.rmtree (and pytest's clean-up) recurse once per level: remove a deep tree here."""
+    for current, dirs, files in _walk_iteratively(top):
+        for name in files:
+            os.unlink(os.path.join(current, name))
+        os.rmdir(current)
+        del dirs
+
+
+def _walk_iteratively(top: Path) -> list[tuple[bytes, list[bytes], list[bytes]]]:
+    """Every directory under ``top``, children before parents, without recursion."""
+    order: list[tuple[bytes, list[bytes], list[bytes]]] = []
+    stack = [os.fsencode(top)]
+    while stack:
+        current = stack.pop()
+        dirs, files = [], []
+        for entry in os.scandir(current):
+            (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+        order.append((current, dirs, files))
+        stack.extend(os.path.join(current, d) for d in dirs)
+    return order[::-1]
+
+
+PACKAGES = {
+    "deep": ({b"main.tf": b"", b"d/" * DEEP + b"f.txt": b"x"}, "directories deep"),
+    "not-utf8": ({b"main.tf": b"", b"caf\xe9.txt": b"x"}, "not valid UTF-8"),
+    "newline": ({b"main.tf": b"", b"new\nline.txt": b"x"}, "control character"),
+}
+
+
+@pytest.mark.parametrize("fmt", ["tar.gz", "zip", "git"])
+@pytest.mark.parametrize("case", sorted(PACKAGES))
+def test_packages_with_names_or_depth_flatten_cannot_write_are_refused(
+    tmp_path: Path, fmt: str, case: str
+) -> None:
+    members, words = PACKAGES[case]
+    if fmt == "git":
+        from test_sources_servers import GIT, git_daemon
+
+        if GIT is None:
+            pytest.skip("git is not installed")
+        _git_repo(tmp_path / "repos", members)
+        with git_daemon(tmp_path / "repos") as url:
+            proc = _build_remote(tmp_path, f"git::{url}/pkg.git")
+    else:
+        with serving(HTTPServer()) as srv:
+            srv.routes[f"/pkg.{fmt}"] = Reply(200, _tar_gz(members) if fmt == "tar.gz" else _zip(members))
+            proc = _build_remote(tmp_path, f"{srv.url}/pkg.{fmt}")
+    _assert_refused_cleanly(tmp_path, proc, words)
+
+
+# -- module chains ------------------------------------------------------------------------------------
+
+
+def test_a_1000_deep_module_chain_is_a_diagnostic_at_the_call_past_the_limit(tmp_path: Path) -> None:
+    from flatten.graph import MAX_MODULE_DEPTH
+
+    link = 'module "c" {\n  source = "./c"\n}\n'
+    files = {"/".join(["c"] * i + ["main.tf"]): link for i in range(1000)}
+    root = write_tree(tmp_path / "root", files)
+    proc = flatten_cli(
+        "build", str(root), "--out", str(tmp_path / "out"), env={"FLATTEN_CACHE_DIR": str(tmp_path / "c")}
+    )
+    assert_diagnosed(proc)
+    assert "Error: Module tree too deep" in proc.stderr
+    where = "/".join(["c"] * MAX_MODULE_DEPTH + ["main.tf"])
+    assert f"on {where} line 2" in proc.stderr, proc.stderr[-1500:]
+    assert proc.stderr.count("Error: ") == 1
+    assert not (tmp_path / "out").exists()

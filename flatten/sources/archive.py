@@ -32,7 +32,7 @@ from typing import IO, Any, BinaryIO, Self
 from flatten.sources.env import ExtractLimits
 from flatten.sources.package import FetchError
 
-__all__ = ["ARCHIVE_EXTENSIONS", "archive_format", "copy_tree", "extract_archive"]
+__all__ = ["ARCHIVE_EXTENSIONS", "archive_format", "check_package_tree", "copy_tree", "extract_archive"]
 
 #: Archive formats by file-name extension, in go-getter's order of preference (longest first).
 ARCHIVE_EXTENSIONS = (
@@ -54,6 +54,9 @@ MAX_HEADER = 1 << 20
 MAX_HEADER_CHAIN = 8
 #: A member name or link target may hold at most this many bytes (Linux's PATH_MAX).
 MAX_NAME = 4096
+#: A package's files may be at most this many directories deep. Python's os.walk and
+#: shutil.rmtree (3.11) recurse once per level under a recursion limit of 1,000.
+MAX_DEPTH = 256
 #: The central directory of a zip archive may hold at most this many bytes (50,000 entries with
 #: names of 1,000 bytes need 52 MB).
 MAX_CENTRAL_DIRECTORY = 64 << 20
@@ -136,6 +139,10 @@ class _State:
             )
         if not parts:
             return "", self.dest
+        if len(parts) > MAX_DEPTH:
+            raise FetchError(
+                f"archive member {shown(name)} is more than {MAX_DEPTH} directories deep; refusing it"
+            )
         clean = "/".join(parts)
         path = self.dest.joinpath(*parts)
         parent = path.parent.resolve()
@@ -467,6 +474,52 @@ def _check_symlinks(dest: Path) -> None:
                     raise FetchError(
                         f"archive member {shown(rel)} is a symbolic link leading outside the destination"
                     )
+
+
+def check_package_tree(dest: Path) -> None:
+    """Refuse a package written by another tool (git) whose names or depth flatten cannot handle.
+
+    The same rules as for archive members: every name UTF-8 without control characters, at most
+    :data:`MAX_DEPTH` directories deep. The walk is iterative; a refused tree is removed here,
+    bottom-up, because ``shutil.rmtree`` would recurse past Python's limit on a deep one.
+    """
+    stack = [(dest, 0)]
+    try:
+        while stack:
+            current, depth = stack.pop()
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    rel = Path(entry.path).relative_to(dest).as_posix()
+                    if entry.name == ".git" and depth == 0:
+                        continue
+                    _check_text(entry.name, f"package file {shown(rel)} has a name that")
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth + 1 >= MAX_DEPTH:
+                            raise FetchError(
+                                f"package directory {shown(rel)} is more than {MAX_DEPTH} directories deep; "
+                                "refusing the package"
+                            )
+                        stack.append((Path(entry.path), depth + 1))
+    except FetchError:
+        _remove_tree(dest)
+        raise
+
+
+def _remove_tree(top: Path) -> None:
+    """Remove a directory tree of any depth without recursion (files first, then directories)."""
+    dirs: list[Path] = []
+    stack = [top]
+    while stack:
+        current = stack.pop()
+        dirs.append(current)
+        with os.scandir(current) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                else:
+                    os.unlink(entry.path)
+    for directory in reversed(dirs):
+        os.rmdir(directory)
 
 
 def copy_tree(src: Path, dest: Path) -> None:

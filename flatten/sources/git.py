@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from flatten.redact import redact_url
+from flatten.sources.archive import check_package_tree
 from flatten.sources.package import FetchError
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
@@ -99,6 +100,7 @@ def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0) -> s
     if (dest / ".gitmodules").is_file():
         _run(git, ["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
     commit = _run(git, ["rev-parse", "HEAD"], cwd=dest).strip()
+    check_package_tree(dest)  # names and depth, as archive members are checked (before rglob recurses)
     for gitdir in [dest / ".git", *dest.rglob(".git")]:
         if gitdir.is_dir() and not gitdir.is_symlink():
             shutil.rmtree(gitdir, ignore_errors=True)
