@@ -394,3 +394,27 @@ def test_symlink_loops_inside_the_package_are_kept_not_an_exception(tmp_path: Pa
     )
     dest = extract(tmp_path, data, "tar.gz")
     assert {p.name for p in (dest / "d").iterdir()} == {"self", "a", "b"}
+
+
+@pytest.mark.parametrize("case", ["zip-unknown-method", "zip-encrypted", "xz-corrupt"])
+def test_damaged_or_unsupported_archives_are_download_errors(tmp_path: Path, case: str) -> None:
+    # Found by scripts/fuzz (archive kind): each raised past the handler, an internal error.
+    if case.startswith("zip"):
+        data = bytearray(make_zip({"main.tf": "x"}))
+        central = data.find(b"PK\x01\x02")
+        if case == "zip-unknown-method":
+            data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+        else:
+            data[central + 8] |= 1  # general-purpose flag bit 0: encrypted
+        with pytest.raises(FetchError, match="error decompressing zip archive"):
+            extract(tmp_path, bytes(data), "zip")
+    else:
+        import lzma
+        import random
+
+        content = random.Random(1).randbytes(200_000).hex()  # not compressible: the stream is long
+        good = lzma.compress(make_tar({"main.tf": "", "data.txt": content}, mode="w"))
+        middle = len(good) // 2
+        broken = good[:middle] + bytes(b ^ 0xFF for b in good[middle : middle + 64]) + good[middle + 64 :]
+        with pytest.raises(FetchError, match=r"error decompressing tar\.xz archive"):
+            extract(tmp_path, broken, "tar.xz")

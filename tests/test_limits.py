@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,17 @@ from flatten.versions import (
     parse_version,
     select_module_version,
 )
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_tree_left(tmp_path: Path) -> Iterator[None]:
+    """Remove each test's directory here: pytest's clean-up of old ones recurses once per level, and
+    a 1,000-deep tree left behind (a chain, or a package the code under test failed to remove)
+    would crash a later session."""
+    yield
+    if tmp_path.exists():
+        _remove_deep(tmp_path)
+
 
 DEEP_JSON = b"[" * 100_000 + b"]" * 100_000  # far past the C stack json.loads nests on
 DIGITS = "1" * 5000  # Python refuses int() of more than 4,300 digits
@@ -220,11 +232,10 @@ def _git_repo(base: Path, members: dict[bytes, bytes]) -> Path:
 
 def _remove_deep(top: Path) -> None:
     """shutil.rmtree (and pytest's clean-up) recurse once per level: remove a deep tree here."""
-    for current, dirs, files in _walk_iteratively(top):
+    for current, _dirs, files in _walk_iteratively(top):
         for name in files:
             os.unlink(os.path.join(current, name))
         os.rmdir(current)
-        del dirs
 
 
 def _walk_iteratively(top: Path) -> list[tuple[bytes, list[bytes], list[bytes]]]:

@@ -18,6 +18,7 @@ in a message is cut to 200 characters.
 
 from __future__ import annotations
 
+import lzma
 import os
 import posixpath
 import re
@@ -26,6 +27,7 @@ import stat
 import struct
 import tarfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Self
 
@@ -86,6 +88,25 @@ def archive_format(name: str) -> str | None:
     return None
 
 
+# What the decompressors and parsers raise on a damaged or unsupported archive. Found by scripts/fuzz:
+# zipfile's NotImplementedError (an unknown compression method) and RuntimeError (an encrypted
+# member), lzma's LZMAError on a corrupt xz stream.
+_CORRUPT = (
+    OSError,
+    EOFError,
+    tarfile.TarError,
+    zipfile.BadZipFile,
+    KeyError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+    OverflowError,
+    struct.error,
+    lzma.LZMAError,
+    zlib.error,
+)
+
+
 def extract_archive(archive: Path, fmt: str, dest: Path, *, limits: ExtractLimits) -> None:
     """Extract ``archive`` (format ``fmt``, see :func:`archive_format`) into the empty directory ``dest``.
 
@@ -104,7 +125,7 @@ def extract_archive(archive: Path, fmt: str, dest: Path, *, limits: ExtractLimit
         _check_symlinks(state.dest)
     except FetchError:
         raise
-    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except _CORRUPT as exc:
         # The text of an OSError holds the path, which a hostile archive can make long.
         text = str(exc)
         text = text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "..."
