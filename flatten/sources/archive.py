@@ -56,7 +56,7 @@ MAX_HEADER = 1 << 20
 MAX_HEADER_CHAIN = 8
 #: A member name or link target may hold at most this many bytes (Linux's PATH_MAX).
 MAX_NAME = 4096
-#: A package's files may be at most this many directories deep. Python's os.walk and
+#: A path in a package may have at most this many levels, the file name included. os.walk and
 #: shutil.rmtree (3.11) recurse once per level under a recursion limit of 1,000.
 MAX_DEPTH = 256
 #: The central directory of a zip archive may hold at most this many bytes (50,000 entries with
