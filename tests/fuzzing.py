@@ -734,7 +734,18 @@ def zip_bytes(members: list[ZipMember], *, count: int | None = None, cd_size: in
         flags = 0x800 if m.utf8 else 0
         offset = len(out)
         out += struct.pack(
-            "<4s5H3L2H", b"PK\x03\x04", 20, flags, 0, 0, 0, crc, len(m.data), len(m.data), len(m.name), 0
+            "<4s5H3L2H",
+            b"PK\x03\x04",
+            20,
+            flags,
+            0,
+            0,
+            0,
+            crc,
+            len(m.data),
+            len(m.data),
+            len(m.name) & 0xFFFF,
+            0,
         )
         out += m.name + m.data
         central += struct.pack(
@@ -749,8 +760,8 @@ def zip_bytes(members: list[ZipMember], *, count: int | None = None, cd_size: in
             crc,
             len(m.data),
             len(m.data),
-            len(m.name),
-            len(m.extra),
+            len(m.name) & 0xFFFF,  # a name over 64 KiB: the field lies
+            len(m.extra) & 0xFFFF,
             0,
             0,
             0,
