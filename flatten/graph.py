@@ -78,6 +78,12 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
 _IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
+#: How deep a chain of module calls may go (the root is depth 0). Terraform has no limit, but
+#: later stages walk the tree recursively, one Python frame or more per level, under Python's
+#: recursion limit of 1,000 (docs/reliability.md, "Limits").
+MAX_MODULE_DEPTH = 500
+
+
 def module_address(path: Sequence[str]) -> str:
     """Return the module address for a path of call names: ``module.a.module.b`` ("" for the root)."""
     return ".".join(f"module.{name}" for name in path)
@@ -512,6 +518,9 @@ def build_graph(
             fetcher.prefetch(parent.calls, parent=parent)
         for call in parent.calls:
             path = (*parent.path, call.name)
+            if len(path) > MAX_MODULE_DEPTH:
+                diags.append(_too_deep(call, parent))
+                continue
             address = module_address(path)
             directory, package, fetch_diags = _resolve(
                 call, parent, root=root, real_root=real_root, fetcher=fetcher
@@ -567,6 +576,18 @@ def build_graph(
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
     return ModuleGraph(graph), diags
+
+
+def _too_deep(call: ModuleCall, parent: ModuleNode) -> Diagnostic:
+    return Diagnostic.error(
+        "Module tree too deep",
+        f'Module "{call.name}" (source {call.source}) would be module number {MAX_MODULE_DEPTH + 1} in a '
+        f"chain of module calls; flatten loads chains of at most {MAX_MODULE_DEPTH} calls. Terraform sets "
+        "no limit, but a chain this deep is almost always a module that calls itself through a source "
+        "that changes each time; make the chain shorter.",
+        call.range,
+        module=parent.address,
+    )
 
 
 def _is_dir(path: Path) -> bool:

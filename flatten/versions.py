@@ -66,6 +66,25 @@ _WS = r"[\t\n\f\r ]*"  # Go's \s: ASCII only, no \v
 _OPS = (">=", "<=", "!=", "~>", ">", "<", "=", "")
 _CONSTRAINT_RE = re.compile(f"^{_WS}({'|'.join(re.escape(op) for op in _OPS)}){_WS}({_VERSION_RAW}){_WS}\\Z")
 _INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+# Python refuses int() of a string of more than 4,300 digits (sys.get_int_max_str_digits), and
+# no caller needs more than "out of range": 21 significant digits already exceed any 64-bit value.
+_OUT_OF_RANGE = 10**20
+
+
+def _int(digits: str) -> int:
+    """Return the value of a run of ASCII digits, or a value past 64 bits when it has more than 20.
+
+    >>> _int("007"), _int("9" * 5000) > _UINT64_MAX
+    (7, True)
+    """
+    significant = digits.lstrip("0") or "0"
+    return int(significant) if len(significant) <= 20 else _OUT_OF_RANGE
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """Return ``text`` cut to ``limit`` characters with an ellipsis, for messages."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class InvalidVersion(ValueError):
@@ -185,14 +204,14 @@ def parse_version(text: str) -> Version:
     """
     m = _VERSION_RE.match(text)
     if m is None:
-        raise InvalidVersion(f"malformed version: {text}")
+        raise InvalidVersion(f"malformed version: {_shown(text)}")
     parts = m[1].split(".")
     segments = []
     for part in parts:
-        value = int(part)
+        value = _int(part)
         if value > _INT64_MAX:
             raise InvalidVersion(
-                f'error parsing version: strconv.ParseInt: parsing "{part}": value out of range'
+                f'error parsing version: strconv.ParseInt: parsing "{_shown(part)}": value out of range'
             )
         segments.append(value)
     segments += [0] * (3 - len(segments))
@@ -203,7 +222,7 @@ def _go_parse_int(s: str) -> tuple[int, bool]:
     """Return strconv.ParseInt(s, 10, 64) as (value, ok); out-of-range values clamp like Go's."""
     if not re.fullmatch(r"[+-]?[0-9]+", s):
         return 0, False
-    value = int(s)
+    value = -_int(s[1:]) if s[0] == "-" else _int(s.lstrip("+"))
     if value > _INT64_MAX:
         return _INT64_MAX, False
     if value < -_INT64_MAX - 1:
@@ -332,7 +351,7 @@ def parse_constraints(text: str) -> Constraints:
     for single in text.split(","):
         m = _CONSTRAINT_RE.match(single)
         if m is None:
-            raise InvalidConstraint(f"Malformed constraint: {single}")
+            raise InvalidConstraint(f"Malformed constraint: {_shown(single)}")
         try:
             version = parse_version(m[2])
         except InvalidVersion as exc:
@@ -485,7 +504,7 @@ def _canon_exact(text: str) -> _SemVer | None:
     )
     if m is None:
         return None
-    nums = [int(m[i] or 0) for i in (1, 2, 3)]
+    nums = [_int(m[i] or "0") for i in (1, 2, 3)]
     if any(n >= 2**64 for n in nums):
         return None
     return nums[0], nums[1], nums[2], m[4] or "", m[5] or ""
@@ -548,6 +567,8 @@ def _canon_selection(text: str) -> tuple[str, list[str], str, str, str]:
             wild = given[i] in ("*", "x", "X")
             if not wild and "*" in nums:
                 raise _CanonError("can't use an exact segment after a wildcard")
+            if not wild and _int(given[i]) > _UINT64_MAX:  # go-versions: strconv.ParseUint(s, 10, 64)
+                raise _CanonError(f"version number {_shown(given[i])} is out of range")
             nums.append("*" if wild else given[i])
         else:
             nums.append("*" if "*" in nums else "0")

@@ -11,6 +11,7 @@ import json
 import os
 import posixpath
 import random
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -1117,3 +1118,365 @@ def check_cache_damage(spec: TreeSpec, rnd: random.Random, tmp: Path, rounds: in
             f"round {n}: the build differs from one without a cache after: {'; '.join(done)}"
         )
     return clean
+
+
+# -- archives: hostile headers and member names --------------------------------------------------
+# Raw tar and zip writers, so a header can say anything (sizes, name lengths, typeflags, pax
+# records, link targets, bytes that are not UTF-8), and a generator mutating them. Used by
+# tests/test_archive.py, tests/test_fuzz.py and scripts/fuzz (kind "archive").
+
+
+def tar_header(
+    name: bytes, size: int, typeflag: bytes = b"0", linkname: bytes = b"", mode: int = 0o644
+) -> bytes:
+    """One 512-byte GNU tar header, with its checksum; the size field in octal (12 digits at most)."""
+    h = bytearray(512)
+    h[0:100] = name[:100].ljust(100, b"\0")
+    h[100:108] = b"%07o\0" % (mode & 0o7777777)
+    h[108:124] = b"0000000\x000000000\0"
+    h[124:136] = (b"%011o\0" % size)[-12:] if size < 8**11 else b"\x80" + size.to_bytes(11, "big")
+    h[136:148] = b"00000000000\0"
+    h[156:157] = typeflag[:1] or b"\0"
+    h[157:257] = linkname[:100].ljust(100, b"\0")
+    h[257:265] = b"ustar  \0"
+    h[148:156] = b"        "
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h)
+
+
+def tar_member(name: bytes, data: bytes = b"", typeflag: bytes = b"0", linkname: bytes = b"") -> bytes:
+    """A header and its data, padded to the 512-byte block."""
+    return tar_header(name, len(data), typeflag, linkname) + data + b"\0" * (-len(data) % 512)
+
+
+def pax_record(key: bytes, value: bytes) -> bytes:
+    """One pax record, ``"<length> <key>=<value>\\n"``, whose length counts itself."""
+    body = b" " + key + b"=" + value + b"\n"
+    n = len(body) + 1
+    while len(str(n)) + len(body) != n:
+        n += 1
+    return b"%d" % n + body
+
+
+def pax_member(records: bytes, typeflag: bytes = b"x") -> bytes:
+    return tar_member(b"././@PaxHeader", records, typeflag)
+
+
+TAR_END = b"\0" * 1024
+
+
+@dataclass(frozen=True)
+class ZipMember:
+    """One zip entry, stored (not compressed). ``utf8`` sets general-purpose flag bit 11."""
+
+    name: bytes
+    data: bytes = b""
+    mode: int = 0o100644
+    utf8: bool = True
+    extra: bytes = b""
+
+
+def zip_bytes(members: list[ZipMember], *, count: int | None = None, cd_size: int | None = None) -> bytes:
+    """A zip archive; ``count`` and ``cd_size`` override what the end record claims."""
+    import zlib
+
+    out = bytearray()
+    central = bytearray()
+    for m in members:
+        crc = zlib.crc32(m.data)
+        flags = 0x800 if m.utf8 else 0
+        offset = len(out)
+        out += struct.pack(
+            "<4s5H3L2H",
+            b"PK\x03\x04",
+            20,
+            flags,
+            0,
+            0,
+            0,
+            crc,
+            len(m.data),
+            len(m.data),
+            len(m.name) & 0xFFFF,
+            0,
+        )
+        out += m.name + m.data
+        central += struct.pack(
+            "<4s6H3L5H2L",
+            b"PK\x01\x02",
+            0x0314,  # made by Unix, so the mode in the external attributes counts
+            20,
+            flags,
+            0,
+            0,
+            0,
+            crc,
+            len(m.data),
+            len(m.data),
+            len(m.name) & 0xFFFF,  # a name over 64 KiB: the field lies
+            len(m.extra) & 0xFFFF,
+            0,
+            0,
+            0,
+            (m.mode & 0xFFFF) << 16,
+            offset,
+        )
+        central += m.name + m.extra
+    start = len(out)
+    out += central
+    n = len(members) if count is None else count
+    size = len(central) if cd_size is None else cd_size
+    out += struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, n & 0xFFFF, n & 0xFFFF, size & 0xFFFFFFFF, start, 0)
+    return bytes(out)
+
+
+ARCHIVE_FORMATS = ("tar", "tar.gz", "tar.bz2", "tar.xz", "zip")
+PACKAGE_FILES = {
+    b"main.tf": b'variable "name" {\n  default = "x"\n}\n\noutput "id" {\n  value = var.name\n}\n',
+    b"modules/sub/main.tf": b'output "o" {\n  value = 1\n}\n',
+    b"files/run.sh": b"#!/bin/sh\necho hi\n",
+}
+_BAD_NAMES = [
+    b"caf\xe9.tf",  # Latin-1, not UTF-8
+    b"\xff\xfe",
+    b"\xed\xa0\x80.tf",  # an encoded surrogate
+    b"new\nline.tf",
+    b"tab\t.txt",
+    b"nul\x00.tf",
+    b"esc\x1b[0m",
+    b"del\x7f",
+    b"../escape.tf",
+    b"a/../../escape.tf",
+    b"/abs.tf",
+    b"C:/win.tf",
+    b"back\\..\\slash.tf",
+    b"",
+    b".",
+    b"./",
+    b"main.tf/",
+    "é/ü.tf".encode(),
+]
+
+
+def _random_name(rnd: random.Random) -> bytes:
+    k = rnd.random()
+    if k < 0.45:
+        return rnd.choice(_BAD_NAMES)
+    if k < 0.6:
+        return b"n" * rnd.choice([99, 100, 101, 255, 256, 4095, 4096, 4097, rnd.randint(1, 70_000)])
+    if k < 0.75:
+        return b"d/" * rnd.choice([1, 100, 255, 256, 257, rnd.randint(1, 1100)]) + b"f.txt"
+    if k < 0.85:
+        return rnd.choice(list(PACKAGE_FILES))
+    return bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 40)))
+
+
+def _random_number(rnd: random.Random) -> int:
+    return rnd.choice(
+        [0, 1, 511, 512, 513, 1 << 20, (1 << 20) + 1, 1 << 30, 8**11 - 1, 1 << 40, rnd.randrange(1 << 16)]
+    )
+
+
+_PAX_KEYS = [
+    b"path",
+    b"linkpath",
+    b"size",
+    b"mtime",
+    b"uid",
+    b"uname",
+    b"hdrcharset",
+    b"comment",
+    b"GNU.sparse.map",
+    b"GNU.sparse.size",
+    b"GNU.sparse.major",
+    b"GNU.sparse.minor",
+    b"GNU.sparse.name",
+    b"GNU.sparse.realsize",
+    b"GNU.sparse.offset",
+    b"GNU.sparse.numbytes",
+]
+
+
+def _pax_records(rnd: random.Random) -> bytes:
+    out = b""
+    for _ in range(rnd.randint(1, 4)):
+        key = rnd.choice(_PAX_KEYS)
+        if key in (b"path", b"linkpath", b"GNU.sparse.name"):
+            value = _random_name(rnd)
+        elif key == b"hdrcharset":
+            value = rnd.choice([b"BINARY", b"ISO-IR 10646 2000 UTF-8", b"x"])
+        else:
+            value = rnd.choice([b"%d" % _random_number(rnd), b"-1", b"1.5", b"x", b"9" * 5000, b"0,1,2", b""])
+        rec = pax_record(key, value)
+        if rnd.random() < 0.1:  # a record whose length is wrong
+            rec = b"%d" % rnd.choice([0, 1, 5, len(rec) + 7, 1 << 30]) + rec[rec.index(b" ") :]
+        out += rec
+    return out
+
+
+def _big(rnd: random.Random) -> bytes:
+    """Occasionally a field of many MiB (it compresses to little): headers must be bounded first."""
+    return b"a" * rnd.choice([(1 << 20) + 1, 4 << 20, 16 << 20])
+
+
+def _tar_member_mutation(rnd: random.Random, compressed: bool) -> bytes:
+    k = rnd.randrange(10)
+    name = _random_name(rnd)
+    if k == 0:  # a GNU long name or long link, maybe lying about its size
+        body = _big(rnd) if compressed and rnd.random() < 0.1 else name + b"\0"
+        flag = rnd.choice([b"L", b"K"])
+        member = tar_member(b"././@LongLink", body, flag)
+        if rnd.random() < 0.3:
+            member = tar_header(b"././@LongLink", _random_number(rnd), flag) + body[:512]
+        return member + tar_member(b"placeholder", b"x", linkname=b"main.tf" if flag == b"K" else b"")
+    if k == 1:  # pax, local or global
+        flag = rnd.choice([b"x", b"g", b"X"])
+        body = pax_record(b"comment", _big(rnd)) if compressed and rnd.random() < 0.1 else _pax_records(rnd)
+        return pax_member(body, flag) + tar_member(b"pax-target.txt", b"x")
+    if k == 2:  # a chain of extended headers
+        return b"".join(pax_member(_pax_records(rnd)) for _ in range(rnd.randint(2, 12))) + tar_member(
+            b"c", b"x"
+        )
+    if k == 3:  # a link with a hostile target
+        return tar_member(name[:100] or b"link", b"", rnd.choice([b"1", b"2"]), _random_name(rnd)[:100])
+    if k == 4:  # any typeflag
+        return tar_member(b"t.txt", b"x" * rnd.randint(0, 600), bytes([rnd.randrange(256)]))
+    if k == 5:  # a size field that lies
+        return tar_header(b"s.txt", _random_number(rnd)) + b"x" * rnd.choice([0, 1, 512, 1024])
+    if k == 6:  # a header with random bytes, checksum made right (or not)
+        h = bytearray(tar_header(name[:100], 1))
+        for _ in range(rnd.randint(1, 8)):
+            h[rnd.randrange(512)] = rnd.randrange(256)
+        if rnd.random() < 0.7:
+            h[148:156] = b"        "
+            h[148:156] = b"%06o\0 " % sum(h)
+        return bytes(h) + b"x".ljust(512, b"\0")
+    if k == 7:  # a name too long for the header: as pax path
+        return pax_member(pax_record(b"path", name)) + tar_member(b"placeholder", b"x")
+    if k == 8:  # a sparse member
+        return tar_member(b"sparse.bin", b"x" * 512, b"S")
+    return tar_member(name[:100], b"data")
+
+
+def random_tar(rnd: random.Random, compressed: bool) -> bytes:
+    """A package as a tar stream with one to four hostile members among good ones."""
+    members = [tar_member(name, data) for name, data in PACKAGE_FILES.items()]
+    for _ in range(rnd.randint(1, 4)):
+        members.insert(rnd.randint(0, len(members)), _tar_member_mutation(rnd, compressed))
+    data = b"".join(members) + (TAR_END if rnd.random() < 0.9 else b"")
+    return data
+
+
+def random_zip(rnd: random.Random) -> bytes:
+    """A package as a zip with hostile names, link targets, modes, extra fields or end record."""
+    members = [ZipMember(name, data) for name, data in PACKAGE_FILES.items()]
+    count: int | None = None
+    cd_size: int | None = None
+    for _ in range(rnd.randint(1, 4)):
+        k = rnd.randrange(6)
+        if k == 0:
+            members.append(ZipMember(_random_name(rnd), b"x", utf8=rnd.random() < 0.5))
+        elif k == 1:  # a symbolic link: the target is the content
+            target = _big(rnd)[: rnd.choice([4097, 1 << 20])] if rnd.random() < 0.2 else _random_name(rnd)
+            members.append(ZipMember(b"link%d" % len(members), target, mode=0o120777))
+        elif k == 2:  # another file type in the mode bits
+            mode = rnd.choice([0o020644, 0o060644, 0o010644, 0o140644, 0o040755, rnd.randrange(1 << 16)])
+            members.append(ZipMember(b"special%d" % len(members), b"x", mode=mode))
+        elif k == 3:  # an extra field: random, or a zip64 record with bogus sizes
+            extra = bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 40)))
+            if rnd.random() < 0.5:
+                extra = struct.pack("<HHQQ", 1, 16, _random_number(rnd), _random_number(rnd))
+            members.append(ZipMember(b"extra.txt", b"x", extra=extra))
+        elif k == 4:
+            count = rnd.choice([0, 1, 65535, rnd.randrange(1 << 16)])
+        else:
+            cd_size = rnd.choice([0, 1, 45, 1 << 20, (1 << 32) - 1, rnd.randrange(1 << 32)])
+    data = bytearray(zip_bytes(members, count=count, cd_size=cd_size))
+    if rnd.random() < 0.2:  # a byte of the central directory changed (name lengths, offsets, sizes)
+        start = data.find(b"PK\x01\x02")
+        if start >= 0:
+            pos = rnd.randrange(start, len(data))
+            data[pos] = rnd.randrange(256)
+    return bytes(data)
+
+
+def random_archive(rnd: random.Random) -> tuple[str, bytes]:
+    """Return ``(format, bytes)``: a hostile package archive (tar in any compression, or zip)."""
+    import bz2
+    import gzip
+    import lzma
+
+    fmt = rnd.choice(ARCHIVE_FORMATS)
+    if fmt == "zip":
+        data = random_zip(rnd)
+    else:
+        raw = random_tar(rnd, compressed=fmt == "tar.gz")  # big fields only where compressing is fast
+        compress = {"tar": bytes, "tar.gz": gzip.compress, "tar.bz2": bz2.compress, "tar.xz": lzma.compress}
+        data = compress[fmt](raw)
+    if rnd.random() < 0.05:
+        data = damage(data, rnd)
+    return fmt, data
+
+
+#: Peak memory an archive may add (VmHWM, the process's high-water mark): headers claiming up to
+#: 16 MiB are generated, and the 1 MiB header limit keeps their cost far below this.
+ARCHIVE_MEMORY = 256 << 20
+ARCHIVE_LIMITS_FILES = 2000
+
+
+def peak_rss() -> int:
+    """This process's peak resident set (VmHWM) in bytes; 0 where /proc is missing."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def check_archive(fmt: str, data: bytes, work: Path) -> str:
+    """Extract one archive from a local path; raise AssertionError when the invariant breaks.
+
+    Returns "extracted" or "refused". The invariant: only :class:`FetchError` (a diagnostic),
+    with a message of bounded size; what is extracted stays inside the destination and has
+    names that are UTF-8 without control characters; peak memory grows by less than
+    :data:`ARCHIVE_MEMORY`.
+    """
+    import re
+    import shutil
+
+    from flatten.sources.archive import extract_archive
+    from flatten.sources.env import ExtractLimits
+    from flatten.sources.package import FetchError
+
+    box = work / "box"
+    box.mkdir(parents=True)
+    archive = work / f"package.{fmt}"
+    archive.write_bytes(data)
+    before = peak_rss()
+    try:
+        try:
+            limits = ExtractLimits(max_bytes=64 << 20, max_files=ARCHIVE_LIMITS_FILES)
+            extract_archive(archive, fmt, box / "dest", limits=limits)
+            outcome = "extracted"
+        except FetchError as exc:
+            assert len(str(exc)) < 2000, f"message of {len(str(exc))} characters"
+            outcome = "refused"
+        grown = peak_rss() - before
+        assert grown < ARCHIVE_MEMORY, f"peak memory grew by {grown >> 20} MiB"
+        if outcome == "extracted":
+            assert sorted(os.listdir(box)) == ["dest"], os.listdir(box)
+            for current, dirs, files in os.walk(box / "dest"):
+                for name in dirs + files:
+                    name.encode("utf-8")  # raises on a name that is not UTF-8
+                    assert not re.search(r"[\x00-\x1f\x7f]", name), f"control character in {name!r}"
+                    path = Path(current) / name
+                    if path.is_symlink():
+                        real = Path(os.path.realpath(path))  # a loop is allowed; Path.resolve raises
+                        assert real == (box / "dest").resolve() or (box / "dest").resolve() in real.parents
+    finally:
+        shutil.rmtree(box, ignore_errors=True)
+        archive.unlink()
+    return outcome

@@ -183,3 +183,238 @@ def test_refused_archive_through_the_fetcher_is_a_download_diagnostic(tmp_path: 
     assert "'../../evil.tf'" in diags[0].detail and "refusing" in diags[0].detail
     assert not list((tmp_path / "cache").glob("v1/packages/*"))
     assert not list((tmp_path / "cache").glob("v1/tmp/*"))
+
+
+# -- headers and names bounded before they are read (docs/reliability.md, "Limits") ------------------
+
+from fuzzing import TAR_END, ZipMember, pax_member, pax_record, tar_header, tar_member, zip_bytes  # noqa: E402
+
+from flatten.sources.archive import MAX_HEADER, MAX_NAME  # noqa: E402
+
+MIB = 1 << 20
+
+
+def gz(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, compresslevel=1)
+
+
+def refused(tmp_path: Path, data: bytes, fmt: str, match: str) -> str:
+    with pytest.raises(FetchError, match=match) as exc:
+        extract(tmp_path, data, fmt)
+    assert len(str(exc.value)) < 600, "a name in a message is cut"
+    return str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "typeflag", [b"L", b"K", b"x", b"g"], ids=["longname", "longlink", "pax", "pax-global"]
+)
+def test_an_extended_header_over_1_mib_is_refused_before_it_is_read(tmp_path: Path, typeflag: bytes) -> None:
+    size = MAX_HEADER + 1
+    body = pax_record(b"path", b"a" * (size - 20)) if typeflag in b"xg" else b"a" * size
+    data = (
+        tar_member(b"././@LongLink", body[:size].ljust(size, b"\n"), typeflag)
+        + tar_member(b"x", b"x")
+        + TAR_END
+    )
+    refused(tmp_path, gz(data), "tar.gz", f"more than {MAX_HEADER}; refusing")
+
+
+def test_a_chain_of_extended_headers_is_refused(tmp_path: Path) -> None:
+    chain = b"".join(pax_member(pax_record(b"comment", b"%d" % i)) for i in range(10))
+    refused(tmp_path, gz(chain + tar_member(b"x", b"x") + TAR_END), "tar.gz", "extended headers in a row")
+    # a pax header and a long name, as GNU tar and Go write them, are fine
+    ok = pax_member(pax_record(b"mtime", b"1.5")) + tar_member(
+        b"././@LongLink", b"d/" + b"n" * 150 + b"\0", b"L"
+    )
+    dest = extract(tmp_path / "ok", gz(ok + tar_member(b"ignored", b"x") + TAR_END), "tar.gz")
+    assert (dest / "d" / ("n" * 150)).read_bytes() == b"x"
+
+
+def test_pax_global_headers_together_over_1_mib_are_refused(tmp_path: Path) -> None:
+    glob = b"".join(
+        pax_member(pax_record(b"comment%d" % i, b"c" * (MAX_HEADER // 2)), b"g")
+        + tar_member(b"f%d" % i, b"x")
+        for i in range(3)
+    )
+    refused(tmp_path, gz(glob + TAR_END), "tar.gz", "pax global headers of more than")
+
+
+@pytest.mark.parametrize("form", ["gnu-S", "pax-0.1", "pax-1.0"])
+def test_sparse_members_are_refused(tmp_path: Path, form: str) -> None:
+    if form == "gnu-S":
+        data = tar_member(b"sparse.bin", b"x" * 512, b"S")
+    elif form == "pax-0.1":
+        records = pax_record(b"GNU.sparse.map", b"0,1") + pax_record(b"GNU.sparse.size", b"1")
+        data = pax_member(records) + tar_member(b"sparse.bin", b"x")
+    else:
+        records = pax_record(b"GNU.sparse.major", b"1") + pax_record(b"GNU.sparse.minor", b"0")
+        data = pax_member(records) + tar_member(b"sparse.bin", b"99999999999\n" + b"\0" * 500)
+    refused(tmp_path, gz(data + TAR_END), "tar.gz", "sparse file; refusing it")
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [
+        (b"bad\xff\xfe.tf", "not valid UTF-8"),
+        (b"new\nline.tf", "control character"),
+        (b"tab\t.tf", "control character"),
+        (b"esc\x1b[31m.tf", "control character"),
+        (b"d/" * (MAX_NAME // 2) + b"x.tf", f"longer than {MAX_NAME} bytes"),
+    ],
+    ids=["not-utf8", "newline", "tab", "escape", "long"],
+)
+def test_member_names_that_could_not_be_written_as_they_are_are_refused(
+    tmp_path: Path, name: bytes, match: str
+) -> None:
+    member = (
+        pax_member(pax_record(b"path", name)) + tar_member(b"placeholder", b"x") if len(name) > 99 else b""
+    )
+    tar = member or tar_member(name, b"x")
+    refused(tmp_path / "t", gz(tar + TAR_END), "tar.gz", match)
+    refused(tmp_path / "z", zip_bytes([ZipMember(name, b"x", utf8=b"\xff" not in name)]), "zip", match)
+    link = tar_member(b"link", b"", b"2", name) if len(name) < 100 else None
+    if link is not None:
+        refused(tmp_path / "l", gz(link + TAR_END), "tar.gz", match)
+
+
+def test_zip_names_are_their_bytes_as_utf8_with_or_without_the_flag(tmp_path: Path) -> None:
+    name = "modules/é/main.tf".encode()
+    dest = extract(tmp_path / "a", zip_bytes([ZipMember(name, b"x", utf8=False)]), "zip")
+    assert (dest / "modules" / "é" / "main.tf").read_bytes() == b"x"  # not cp437 'Ã©'
+    refused(tmp_path / "b", zip_bytes([ZipMember(b"caf\xe9.tf", b"x", utf8=False)]), "zip", "not valid UTF-8")
+
+
+def test_a_long_name_is_cut_in_the_message(tmp_path: Path) -> None:
+    name = b"../" + b"a" * 500_000
+    msg = refused(
+        tmp_path, gz(pax_member(pax_record(b"path", name)) + tar_member(b"x", b"x") + TAR_END), "tar.gz", ""
+    )
+    assert "aaaa..." in msg and len(msg) < 600
+
+
+def test_zip_central_directory_is_checked_before_zipfile_reads_it(tmp_path: Path) -> None:
+    many = zip_bytes([ZipMember(b"f%d" % i) for i in range(LIMITS.max_files + 1)], count=1)  # a lying count
+    refused(tmp_path / "a", many, "zip", f"more than {LIMITS.max_files} members")
+    claims = zip_bytes([ZipMember(b"f")], count=LIMITS.max_files + 1)
+    refused(tmp_path / "b", claims, "zip", f"more than {LIMITS.max_files} members")
+    long_name = zip_bytes([ZipMember(b"n" * (MAX_NAME + 1), b"x")])
+    refused(tmp_path / "c", long_name, "zip", f"longer than {MAX_NAME} bytes")
+    huge_directory = zip_bytes([ZipMember(b"f")], cd_size=0xFFFFFFF0)
+    refused(tmp_path / "d", huge_directory, "zip", "central directory of")
+
+
+def test_zip_symlink_target_is_bounded_before_it_is_read(tmp_path: Path) -> None:
+    member = ZipMember(b"link", b"a" * (MAX_NAME + 1), mode=0o120777)
+    refused(tmp_path / "a", zip_bytes([member]), "zip", f"target is longer than {MAX_NAME} bytes")
+    bad = ZipMember(b"link", b"\xff", mode=0o120777)
+    refused(tmp_path / "b", zip_bytes([bad]), "zip", "target is not valid UTF-8")
+    ok = extract(
+        tmp_path / "c", zip_bytes([ZipMember(b"f", b"x"), ZipMember(b"link", b"f", mode=0o120777)]), "zip"
+    )
+    assert (ok / "link").read_bytes() == b"x"
+
+
+MEMORY_CHILD = r"""
+import sys, tempfile
+from pathlib import Path
+from flatten.sources.archive import extract_archive
+from flatten.sources.env import ExtractLimits
+from flatten.sources.package import FetchError
+path, fmt = Path(sys.argv[1]), sys.argv[2]
+try:
+    extract_archive(path, fmt, Path(tempfile.mkdtemp()) / "d", limits=ExtractLimits())
+    print("extracted")
+except FetchError as exc:
+    print("refused", len(str(exc)))
+# VmHWM, not ru_maxrss: Linux keeps ru_maxrss across exec, so it would count the parent's pages.
+hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
+print(int(hwm.split()[1]) // 1024)
+"""
+
+
+def _huge_archives(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Small files whose headers claim 64 MiB (gzip and deflate make them small)."""
+    import gzip
+    import zipfile
+
+    big = 64 * MIB
+    out: dict[str, tuple[Path, str]] = {}
+    for kind, typeflag in (("longname", b"L"), ("pax", b"x")):
+        path = tmp_path / f"{kind}.tar.gz"
+        with gzip.open(path, "wb", compresslevel=1) as f:
+            f.write(tar_header(b"././@LongLink", big, typeflag))
+            prefix = pax_record(b"path", b"a" * (big - 20))[:20] if typeflag == b"x" else b""
+            f.write(prefix)
+            for _ in range((big - len(prefix)) // MIB):
+                f.write(b"a" * MIB)
+            f.write(b"a" * ((big - len(prefix)) % MIB))
+            f.write(tar_member(b"x", b"x") + TAR_END)
+        out[kind] = (path, "tar.gz")
+    path = tmp_path / "symlink.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zi = zipfile.ZipInfo("link")
+        zi.external_attr = 0o120777 << 16
+        zi.compress_type = zipfile.ZIP_DEFLATED
+        with zf.open(zi, "w", force_zip64=True) as w:
+            for _ in range(big // MIB):
+                w.write(b"a" * MIB)
+    out["symlink"] = (path, "zip")
+    path = tmp_path / "entries.zip"
+    path.write_bytes(zip_bytes([ZipMember(b"a")] * 1_000_000, count=1))
+    out["million-entries"] = (path, "zip")
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc")
+def test_hostile_headers_are_refused_in_bounded_memory(tmp_path: Path) -> None:
+    """Each archive would take hundreds of MiB if its header were read before it was checked."""
+    import subprocess
+    import sys
+
+    for kind, (path, fmt) in _huge_archives(tmp_path).items():
+        proc = subprocess.run(
+            [sys.executable, "-c", MEMORY_CHILD, str(path), fmt], capture_output=True, text=True, check=True
+        )
+        outcome, peak = proc.stdout.split("\n")[:2]
+        assert outcome.startswith("refused"), (kind, outcome)
+        assert int(outcome.split()[1]) < 600, (kind, "the message is short")
+        assert int(peak) < 100, f"{kind}: peak RSS {peak} MiB"
+
+
+def test_symlink_loops_inside_the_package_are_kept_not_an_exception(tmp_path: Path) -> None:
+    # Found by scripts/fuzz (archive kind): Path.resolve raised RuntimeError on a loop. A loop
+    # cannot lead outside; go-getter keeps it, and the layout leaves it out with a warning.
+    data = tar_with(
+        (info("main.tf"), b""),
+        (info("d/self", tarfile.SYMTYPE, "self"), None),
+        (info("d/a", tarfile.SYMTYPE, "b"), None),
+        (info("d/b", tarfile.SYMTYPE, "a"), None),
+    )
+    dest = extract(tmp_path, data, "tar.gz")
+    assert {p.name for p in (dest / "d").iterdir()} == {"self", "a", "b"}
+
+
+@pytest.mark.parametrize("case", ["zip-unknown-method", "zip-encrypted", "xz-corrupt"])
+def test_damaged_or_unsupported_archives_are_download_errors(tmp_path: Path, case: str) -> None:
+    # Found by scripts/fuzz (archive kind): each raised past the handler, an internal error.
+    if case.startswith("zip"):
+        data = bytearray(make_zip({"main.tf": "x"}))
+        central = data.find(b"PK\x01\x02")
+        if case == "zip-unknown-method":
+            data[central + 10 : central + 12] = (99).to_bytes(2, "little")
+        else:
+            data[central + 8] |= 1  # general-purpose flag bit 0: encrypted
+        with pytest.raises(FetchError, match="error decompressing zip archive"):
+            extract(tmp_path, bytes(data), "zip")
+    else:
+        import lzma
+        import random
+
+        content = random.Random(1).randbytes(200_000).hex()  # not compressible: the stream is long
+        good = lzma.compress(make_tar({"main.tf": "", "data.txt": content}, mode="w"))
+        middle = len(good) // 2
+        broken = good[:middle] + bytes(b ^ 0xFF for b in good[middle : middle + 64]) + good[middle + 64 :]
+        with pytest.raises(FetchError, match=r"error decompressing tar\.xz archive"):
+            extract(tmp_path, broken, "tar.xz")

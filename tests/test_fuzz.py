@@ -18,7 +18,9 @@ from fuzzing import (
     FUZZ_TOKEN,
     RegistryCase,
     TreeSpec,
+    ZipMember,
     base_registry,
+    check_archive,
     check_cache_damage,
     check_diagnostics,
     check_registry,
@@ -27,12 +29,14 @@ from fuzzing import (
     check_tree,
     fixtures_strategy,
     inputs,
+    random_archive,
     random_tree,
     registry_case,
     registry_strategy,
     trees_strategy,
     valid_tree,
     write_spec,
+    zip_bytes,
 )
 from hypothesis import HealthCheck, given, settings
 from test_sources_servers import HTTPServer, serving
@@ -249,3 +253,62 @@ def test_a_versions_field_that_is_not_an_array_is_a_diagnostic(
     case["/v1/modules/acme/m/aws/versions"].body = json.dumps({"modules": [{"versions": versions}]}).encode()
     diags = check_registry(case, fuzz_server, tmp_path)
     assert "Invalid response from remote module registry" in {d.summary for d in diags}
+
+
+# -- package archives with hostile headers and member names ---------------------------------------------
+
+ARCHIVES = int(os.environ.get("FLATTEN_FUZZ_ARCHIVES", "150"))
+
+
+def test_hostile_archives_are_refused_or_extracted_cleanly(tmp_path: Path) -> None:
+    outcomes = [check_archive(*random_archive(random.Random(seed)), tmp_path) for seed in range(ARCHIVES)]
+    assert "refused" in outcomes and "extracted" in outcomes
+
+
+def test_hostile_archives_through_the_command_line(tmp_path: Path) -> None:
+    from test_sources_servers import HTTPServer, Reply, serving
+
+    rnd = random.Random(77)
+    with serving(HTTPServer()) as srv:
+        for i in range(4):
+            fmt, data = random_archive(rnd)
+            srv.routes[f"/p{i}.{fmt}"] = Reply(200, data)
+            root = write_spec(
+                tmp_path / f"t{i}" / "src",
+                {"main.tf": f'module "p" {{\n  source = "{srv.url}/p{i}.{fmt}"\n}}\n'.encode()},
+            )
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "flatten",
+                    "build",
+                    str(root),
+                    "--out",
+                    str(tmp_path / f"t{i}" / "out"),
+                ],
+                capture_output=True,
+                text=True,
+                env={
+                    **os.environ,
+                    "FLATTEN_PARSE_CACHE": "off",
+                    "FLATTEN_CACHE_DIR": str(tmp_path / "cache"),
+                },
+                timeout=300,
+            )
+            assert proc.returncode in (0, 1), proc.stderr[-3000:]
+            assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr[-3000:]
+            assert len(proc.stderr) < 10_000
+
+
+def test_the_archive_checker_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the name check, a name with a newline is extracted, and check_archive says so."""
+    import re
+
+    from flatten.sources import archive
+
+    data = zip_bytes([ZipMember(b"new\nline.tf", b"x")])
+    assert check_archive("zip", data, tmp_path) == "refused"
+    monkeypatch.setattr(archive, "_CONTROL", re.compile(r"(?!)"))
+    with pytest.raises(AssertionError, match="control character"):
+        check_archive("zip", data, tmp_path)

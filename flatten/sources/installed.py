@@ -46,7 +46,7 @@ def read_installed(root: Path, data_dir: str) -> dict[str, InstalledModule]:
     modules_dir = base / "modules"
     try:
         doc = json.loads((modules_dir / "modules.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep for json
         return {}
     records = doc.get("Modules") if isinstance(doc, dict) else None
     out: dict[str, InstalledModule] = {}
