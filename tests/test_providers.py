@@ -296,10 +296,10 @@ def test_type_mismatch_suggests_the_childs_name_for_the_type(tree) -> None:  # t
     assert got == _expected(root)
     (diag,) = diags
     assert diag.detail.startswith(
-        "The assigned configuration is for provider 'hashicorp/foo', but local name 'foo' in the root "
-        "module represents 'acme/foo'."
+        'The assigned configuration is for provider "hashicorp/foo", but local name "foo" in the root '
+        'module represents "acme/foo".'
     )
-    assert diag.detail.endswith("use the local name 'hfoo' instead.")
+    assert diag.detail.endswith('use the local name "hfoo" instead.')
     assert diag.range is not None and diag.range.start.column == 5  # the child-side key
 
 
@@ -317,7 +317,7 @@ def test_undefined_provider_with_a_non_default_type_is_an_error(tree) -> None:  
     got, diags = _marked(root)
     assert got == _expected(root)
     assert diags[0].severity is Severity.ERROR
-    assert "does not declare any provider requirement with the local name 'foo.extra'" in diags[0].detail
+    assert 'does not declare any provider requirement with the local name "foo.extra"' in diags[0].detail
 
 
 LEGACY_CHILD = 'provider "aws" {\n  region = "us-east-1"\n}\nresource "aws_vpc" "v" {}\n'
