@@ -158,7 +158,8 @@ def _check_module(
                     False,
                     "Duplicate required provider",
                     f"Provider {req.provider.for_display()} with the local name {_q(req.name)} was "
-                    f"previously required as {_q(prev)}. A provider can only be required once within required_providers.",
+                    f"previously required as {_q(prev)}. A provider can only be required once within "
+                    "required_providers.",
                     req.range,
                     path,
                 )
@@ -411,17 +412,19 @@ def _check_module(
                 # What is passed is the parent's type; the child's local name stands for its own type.
                 detail = (
                     f"The assigned configuration is for provider {_q(parent_ty.for_display())}, but local "
-                    f"name {_q(entry.child.name)} in {parent_text} represents {_q(provider.for_display())}.\n\nTo "
-                    f"pass this configuration to the child module, use the local name {_q(other)} instead."
+                    f"name {_q(entry.child.name)} in {parent_text} represents {_q(provider.for_display())}."
+                    "\n\nTo pass this configuration to the child module, use the local name "
+                    f"{_q(other)} instead."
                 )
                 rng = entry.child_range
             else:
                 detail = (
                     f"The local name {_q(entry.parent.compact)} in {parent_text} represents provider "
                     f"{_q(parent_ty.for_display())}, but {_q(entry.child.compact)} in {module_text} "
-                    f"represents {_q(provider.for_display())}.\n\nEach provider has its own distinct configuration "
-                    f"schema and provider types, so this module's {_q(entry.child.compact)} can be assigned "
-                    f"only a configuration for {provider.for_display()}, which is not required by "
+                    f"represents {_q(provider.for_display())}.\n\nEach provider has its own distinct "
+                    "configuration schema and provider types, so this module's "
+                    f"{_q(entry.child.compact)} can be assigned only a configuration for "
+                    f"{provider.for_display()}, which is not required by "
                     f"{module_text}."
                 )
                 rng = entry.parent_range
@@ -439,8 +442,8 @@ def _check_module(
             "for child modules to declare their need to be passed a provider configuration by their "
             "callers. That approach was ambiguous and is now deprecated.\n\nIf you control this module, "
             f"you can migrate to the new declaration syntax by removing all of the empty provider "
-            f"{_q(local)} blocks and then adding or updating an entry like the following to the required_providers "
-            f"block of {module_text}:",
+            f"{_q(local)} blocks and then adding or updating an entry like the following to the "
+            f"required_providers block of {module_text}:",
             f"    {local} = {{",
             f'      source = "{source.for_display()}"',
         ]
