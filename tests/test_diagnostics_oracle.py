@@ -28,6 +28,8 @@ _ALIAS_X = (
     "      configuration_aliases = [terraform.x]\n    }\n  }\n}\n"
 )
 _USES_X = 'resource "terraform_data" "a" {\n  provider = terraform.x\n}\n'
+_CALL_M = 'module "m" {\n  source = "./m"\n}\n'
+_VARIABLES = 'variable "x" {}\nvariable "y" {\n  type = string\n}\nvariable "z" {\n  default = null\n}\n'
 _PASS_Y = 'module "a" {\n  source = "./a"\n  providers = { terraform.x = terraform.y }\n}\n'
 
 CASES: dict[str, dict[str, str]] = {
@@ -63,6 +65,71 @@ CASES: dict[str, dict[str, str]] = {
         "main.tf": 'provider "terraform" {\n  alias = "y"\n}\n' + _PASS_Y,
         "a/main.tf": _USES_X,
     },
+    # Item 4: required inputs, checked against the call's block in its primary file only.
+    "missing-required-inputs": {"main.tf": _CALL_M, "m/main.tf": _VARIABLES},
+    "input-set-only-in-override": {
+        "main.tf": 'module "m" {\n  source = "./m"\n  y      = "a"\n}\n',
+        "main_override.tf": 'module "m" {\n  x = "a"\n}\n',
+        "m/main.tf": _VARIABLES,
+    },
+    "override-of-a-set-input": {
+        "main.tf": 'module "m" {\n  source = "./m"\n  x      = "a"\n  y      = "b"\n}\n',
+        "main_override.tf": 'module "m" {\n  x = "c"\n}\n',
+        # The input is set in both files, so it is not missing; the backend warning is there so
+        # that Terraform says something about the tree at all.
+        "m/main.tf": _VARIABLES + 'terraform {\n  backend "local" {}\n}\n',
+    },
+    "missing-input-json-call": {
+        "main.tf.json": '{"module": {"m": {"source": "./m",\n  "x": 1}}}\n',
+        "main_override.tf": 'module "m" {\n  y = 1\n}\n',
+        "m/main.tf": _VARIABLES,
+    },
+    # Terraform's graph builder stops at the missing input, before any provider error.
+    "missing-input-before-provider-errors": {
+        "main.tf": _CALL_M,
+        "m/main.tf": 'variable "x" {}\nresource "terraform_data" "a" {\n  provider = terraform.nowhere\n}\n',
+    },
+    # Item 4a: an aliased configuration that exists nowhere.
+    "configuration-not-present": {
+        "main.tf": _CALL_M
+        + 'ephemeral "terraform_data" "e" {\n  provider = terraform.eph\n}\n'
+        + 'resource "terraform_data" "r" {\n  provider = terraform.nowhere\n}\n',
+        "m/main.tf": 'data "terraform_remote_state" "b" {\n  provider = terraform.gone\n'
+        '  backend  = "local"\n}\n',
+    },
+    # Item 5: a module passes on a configuration it only inherited.
+    "pass-on-inherited-declared": {
+        "main.tf": _CALL_M,
+        "m/main.tf": _BUILTIN
+        + 'module "k" {\n  source = "./k"\n  providers = { terraform.x = terraform }\n}\n',
+        "m/k/main.tf": _ALIAS_X + _USES_X,
+    },
+    "pass-on-inherited-undeclared": {
+        "main.tf": _CALL_M,
+        "m/main.tf": 'module "k" {\n  source = "./k"\n  providers = { terraform.x = terraform }\n}\n',
+        "m/k/main.tf": _USES_X,
+    },
+    "pass-on-inherited-default": {
+        "main.tf": _CALL_M,
+        "m/main.tf": 'module "k" {\n  source = "./k"\n  providers = { terraform = terraform }\n}\n',
+        "m/k/main.tf": 'resource "terraform_data" "a" {\n}\n',
+    },
+    "pass-on-missing-alias": {
+        "main.tf": _CALL_M,
+        "m/main.tf": _BUILTIN
+        + 'module "k" {\n  source = "./k"\n  providers = { terraform.x = terraform.y }\n}\n',
+        "m/k/main.tf": _ALIAS_X + _USES_X,
+    },
+    # Item 7: a load error in a child module leaves provider types unresolved, so an aliased pass
+    # into a module that requires the builtin provider is a type mismatch as well.
+    "load-error-then-type-mismatch": {
+        "main.tf": _BUILTIN
+        + 'provider "terraform" {\n  alias = "y"\n}\n'
+        + 'module "k" {\n  source = "./k"\n  providers = { terraform.x = terraform.y }\n}\n'
+        + 'module "bad" {\n  source = "./bad"\n}\n',
+        "k/main.tf": _ALIAS_X + _USES_X,
+        "bad/main.tf": 'variable "v" {}\nvariable "v" {}\n',
+    },
 }
 
 
@@ -81,6 +148,14 @@ def test_diagnostics_equal_terraform_validate(name: str, tmp_path: Path) -> None
         for d in verdict["diagnostics"]
     )
     assert theirs, "the case must make Terraform say something"
+    # Where Terraform gives no detail or no location ("missing provider ...", "Provider
+    # configuration not present"), flatten adds its own; only what Terraform gives is compared.
+    bare = {(sev, summ) for sev, summ, detail, _ in theirs if not detail}
+    unplaced = {(sev, summ) for sev, summ, _, where in theirs if not where}
+    ours = sorted(
+        (sev, summ, "" if (sev, summ) in bare else detail, "" if (sev, summ) in unplaced else where)
+        for sev, summ, detail, where in ours
+    )
     assert ours == theirs
 
 
