@@ -7,6 +7,7 @@ severity and detail) must equal Terraform's (issue 14).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,29 @@ def _where_json(rng: dict[str, Any] | None) -> str:
         return ""
     start, end = rng["start"], rng["end"]
     return f"{rng['filename']}:{start['line']},{start['column']}-{end['line']},{end['column']}"
+
+
+@pytest.mark.oracle
+def test_root_and_module_errors_are_reported_together_as_terraform_init_does(tmp_path: Path) -> None:
+    # Item 8: `terraform init` installs and loads every call even when the root module has
+    # errors, and reports both kinds; `terraform validate` would stop at the root's.
+    tf = terraform()
+    root = write_tree(
+        tmp_path / "root-and-module-errors",
+        {
+            "main.tf": 'variable "v" {}\nvariable "v" {}\n'
+            'module "gone" {\n  source = "./nowhere"\n}\nmodule "ok" {\n  source = "./ok"\n}\n',
+            "ok/main.tf": 'output "o" {\n  value = 1\n}\noutput "o" {\n  value = 2\n}\n',
+        },
+    )
+    _, diags = build(root, options=Options())
+    ours = {d.summary for d in diags.errors}
+    result = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root)
+    theirs = set(re.findall(r"^(?:│ )?Error: (.+?)\s*$", result.stdout + result.stderr, re.MULTILINE))
+    assert result.returncode == 1
+    assert theirs == {
+        "Duplicate variable declaration",
+        "Unreadable module directory",
+        "Duplicate output definition",
+    }
+    assert ours == theirs
