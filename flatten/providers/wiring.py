@@ -13,8 +13,8 @@ local name (spec §4.2, ``transform_provider.go``). In each module, in this orde
 
 A resource uses the configuration with its module path, FQN and alias; a default it cannot find
 becomes an implicit empty configuration in the root module, and the root gets one for every
-``required_providers`` entry without a block. Validation (``validate.py``) runs only when the
-graph loaded without errors.
+``required_providers`` entry without a block. When validation (``validate.py``) runs, and
+with which types, depends on what loading found (``checks.py``).
 """
 
 from __future__ import annotations
