@@ -19,6 +19,7 @@ from flatten.merge import merge_module
 from flatten.model import Module
 from flatten.options import Options
 from flatten.providers import ProviderWiring, wire_providers
+from flatten.providers.checks import check_wiring
 from flatten.providers.explicit import make_explicit
 
 if TYPE_CHECKING:
@@ -64,10 +65,8 @@ def build(
     """
     root = root.absolute()
     graph, diags = build_graph(root, options=options, fetcher=fetcher)
-    if diags.has_errors:
-        return BuildResult(graph=graph), diags
-    # Provider validation runs only when loading produced no error (conformance README point 5).
-    wiring, wiring_diags = wire_providers(graph, options=options)
+    # Which checks run after loading errors, and in what order: flatten/providers/checks.py.
+    wiring, wiring_diags = check_wiring(graph, diags, options=options)
     diags.extend(wiring_diags)
     if diags.has_errors:
         return BuildResult(graph=graph, wiring=wiring), diags

@@ -22,7 +22,7 @@ from flatten.graph import ModuleFetcher, ModuleGraph, build_graph
 from flatten.graph_render import GraphFormat, render_graph
 from flatten.options import Dialect, Options
 from flatten.providers.audit import audit_json, audit_text, explain
-from flatten.providers.wiring import wire_providers
+from flatten.providers.checks import check_wiring
 from flatten.reports import ReportFormat
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
@@ -374,8 +374,8 @@ def providers(
     fmt = _report_format(report_format, diagnostics_json)
     options = Options(dialect=dialect, offline=offline)
     module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
-    # Provider validation runs only when loading produced no error; the report is shown regardless.
-    wiring, wiring_diags = wire_providers(module_graph, options=options, validate=not diags.has_errors)
+    # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
+    wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
     diags.extend(wiring_diags)
     if explain_address is not None:
         report = explain(wiring, explain_address)

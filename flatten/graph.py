@@ -6,9 +6,11 @@ This is the only module that imports networkx; later stages walk the graph throu
 
 Loading follows the contract of ``tofu init`` plus the config builder (conformance README, spec
 §4.5 and §5): the root is loaded and its calls decoded first; if that produced an error nothing
-else is loaded. Otherwise calls are followed in name order, local sources are resolved against
-the calling module's directory (symlinks followed), and an error in one child does not stop its
-siblings. Recursion through local sources is reported as a cycle instead of being followed.
+else is loaded with the OpenTofu dialect, while the Terraform dialect, like ``terraform init``,
+still loads the calls and reports their errors too. Calls are followed in name order, local
+sources are resolved against the calling module's directory (symlinks followed), and an error
+in one child does not stop its siblings. Recursion through local sources is reported as a cycle
+instead of being followed.
 
 With the OpenTofu dialect a call's ``source`` and ``version`` are evaluated statically (spec
 §5.6): each module gets a ``_Scope`` whose variables come from its caller's arguments.
@@ -32,7 +34,7 @@ from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import list_config_files
 from flatten.load import display_path, load_dir
 from flatten.merge import merge_module
-from flatten.model import Attribute, Block, JsonValue, Module, Pos, Range
+from flatten.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
 from flatten.options import Dialect, Options
 from flatten.redact import redact_url
 from flatten.sources import (
@@ -115,6 +117,9 @@ class ModuleNode:
     call: ModuleCall | None  # None for the root
     calls: tuple[ModuleCall, ...] = ()  # this module's own decoded calls, in name order
     package: ModulePackage | None = None  # the remote package holding the module (None: the root's)
+    # For each of this module's calls that an override file changed: the arguments its block in
+    # the primary file sets. Terraform checks required inputs against that block alone.
+    base_arguments: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def address(self) -> str:
@@ -143,8 +148,11 @@ class PrefetchingFetcher(Protocol):
 class ModuleGraph:
     """A directed graph of module paths: an edge from each caller to each module it calls."""
 
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph, *, root_failed: bool = False) -> None:
         self._graph = graph
+        # The root module itself had errors: Terraform then loads no configuration tree, so no
+        # provider validation runs, while `terraform init` still installs and reports the calls.
+        self.root_failed = root_failed
 
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
@@ -397,9 +405,25 @@ def _display(directory: Path, root: Path, package: ModulePackage | None = None) 
     return display_path(directory, root)
 
 
+def _base_arguments(files: Sequence[ParsedFile], module: Module) -> dict[str, frozenset[str]]:
+    """The arguments each overridden module call sets in its primary file (see ``ModuleNode``)."""
+    overridden = {b.labels[0] for b in module.blocks_of("module") if b.origins and b.labels}
+    out: dict[str, frozenset[str]] = {}
+    if not overridden:
+        return out
+    for file in files:
+        if file.is_override:
+            continue
+        for block in file.body.blocks_of("module"):
+            name = block.labels[0] if block.labels else ""
+            if name in overridden and name not in out:
+                out[name] = frozenset(a.name for a in block.body.attributes)
+    return out
+
+
 def _load(
     directory: Path, *, root: Path, options: Options, address: str, package: ModulePackage | None = None
-) -> tuple[Module, Diagnostics]:
+) -> tuple[Module, Diagnostics, dict[str, frozenset[str]]]:
     # A module from a downloaded package (outside the root, in the cache) is named by its package:
     # file names become "<package address>//<path in the package>", never a machine's cache path.
     outside = package is not None and _outside(directory, root)
@@ -409,6 +433,7 @@ def _load(
     files, diags = load_dir(directory, root=base, options=options, boundary=boundary)
     module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
     diags.extend(merge_diags)
+    bases = _base_arguments(files, module)
     if outside and package is not None:
         prefix = redact_url(package.address.partition("?")[0])  # a file name is shown: no URL userinfo
         diags = Diagnostics(
@@ -417,7 +442,7 @@ def _load(
         )
     if address:
         diags = Diagnostics(replace(d, module=address) for d in diags)
-    return module, diags
+    return module, diags, bases
 
 
 def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
@@ -484,9 +509,10 @@ def build_graph(
 ) -> tuple[ModuleGraph, Diagnostics]:
     """Return the module graph rooted at ``root`` and every diagnostic of loading it.
 
-    The graph always has the root node. Children are loaded only when the root loaded without
-    errors; a child whose source cannot be resolved or read is left out, with a diagnostic at
-    the calling block's ``source``.
+    The graph always has the root node. With the OpenTofu dialect children are loaded only when
+    the root loaded without errors (``graph.root_failed`` says whether it had any); a child
+    whose source cannot be resolved or read is left out, with a diagnostic at the calling
+    block's ``source``.
 
     Registry and remote sources go to ``fetcher`` (``flatten.sources.fetcher.RemoteFetcher``).
     Without one, only modules that ``terraform init`` already installed (``.terraform/modules``)
@@ -498,15 +524,19 @@ def build_graph(
 
         fetcher = installed_only(root, options=options)
     graph: nx.DiGraph = nx.DiGraph()
-    module, diags = _load(root, root=root, options=options, address="")
+    module, diags, bases = _load(root, root=root, options=options, address="")
     # Each module's static evaluation context; a child's variables come from its caller's.
     scopes: dict[str, _Scope] = {"": _Scope(module)}
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
-    root_node = ModuleNode((), module, root, None, tuple(calls))
+    root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases)
     graph.add_node("", node=root_node)
-    if diags.has_errors:
-        return ModuleGraph(graph), diags
+    root_failed = diags.has_errors
+    if root_failed and options.dialect is Dialect.OPENTOFU:
+        # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
+        # installs every call anyway and reports both kinds of error, so the Terraform dialect
+        # goes on to the children.
+        return ModuleGraph(graph, root_failed=True), diags
 
     # Depth first, in call-name order, so diagnostics come out in a stable order.
     real_root = root.resolve()
@@ -562,20 +592,20 @@ def build_graph(
                         root,
                     )
                 )
-            module, load_diags = _load(
+            module, load_diags, bases = _load(
                 directory, root=root, options=options, address=address, package=package
             )
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            node = ModuleNode(path, module, directory, call, tuple(calls), package)
+            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
-    return ModuleGraph(graph), diags
+    return ModuleGraph(graph, root_failed=root_failed), diags
 
 
 def _too_deep(call: ModuleCall, parent: ModuleNode) -> Diagnostic:

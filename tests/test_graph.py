@@ -168,11 +168,32 @@ def test_missing_directory_and_empty_module(tree) -> None:
     assert all(d.range is not None and d.range.filename == "main.tf" for d in diags)
 
 
-def test_root_errors_stop_before_children(tree) -> None:
+def test_root_errors_stop_before_children_with_opentofu(tree) -> None:
     root = tree({"main.tf": call("a", "./a") + 'resource "x" {}\n', "a/main.tf": "bad {{{"})
-    graph, diags = build_graph(root, options=OPTS)
-    assert len(graph) == 1
+    graph, diags = build_graph(root, options=Options(dialect=Dialect.OPENTOFU))
+    assert len(graph) == 1 and graph.root_failed
     assert all(not d.module for d in diags)
+
+
+def test_root_errors_and_child_errors_are_both_reported_with_terraform(tree) -> None:
+    # Like `terraform init` (issue 14, item 8): the calls are still installed and loaded.
+    root = tree(
+        {
+            "main.tf": call("a", "./a") + call("gone", "./nowhere") + 'variable "v" {}\nvariable "v" {}\n',
+            "a/main.tf": 'variable "w" {}\nvariable "w" {}\n',
+        }
+    )
+    graph, diags = build_graph(root, options=OPTS)
+    assert graph.root_failed and "module.a" in graph
+    found = {(d.module, d.summary) for d in diags}
+    assert found == {
+        ("", "Duplicate variable declaration"),
+        ("", "Unreadable module directory"),
+        ("module.a", "Duplicate variable declaration"),
+    }
+    # No provider validation on a root with errors: Terraform builds no configuration tree.
+    _, all_diags = build(root, options=OPTS)
+    assert sorted((d.module, d.summary) for d in all_diags) == sorted(found)
 
 
 def test_child_errors_carry_the_module_path(tree) -> None:

@@ -302,10 +302,10 @@ def test_type_mismatch_suggests_the_childs_name_for_the_type(tree) -> None:  # t
     assert got == _expected(root)
     (diag,) = diags
     assert diag.detail.startswith(
-        "The assigned configuration is for provider 'hashicorp/foo', but local name 'foo' in the root "
-        "module represents 'acme/foo'."
+        'The assigned configuration is for provider "hashicorp/foo", but local name "foo" in the root '
+        'module represents "acme/foo".'
     )
-    assert diag.detail.endswith("use the local name 'hfoo' instead.")
+    assert diag.detail.endswith('use the local name "hfoo" instead.')
     assert diag.range is not None and diag.range.start.column == 5  # the child-side key
 
 
@@ -323,7 +323,7 @@ def test_undefined_provider_with_a_non_default_type_is_an_error(tree) -> None:  
     got, diags = _marked(root)
     assert got == _expected(root)
     assert diags[0].severity is Severity.ERROR
-    assert "does not declare any provider requirement with the local name 'foo.extra'" in diags[0].detail
+    assert 'does not declare any provider requirement with the local name "foo.extra"' in diags[0].detail
 
 
 LEGACY_CHILD = 'provider "aws" {\n  region = "us-east-1"\n}\nresource "aws_vpc" "v" {}\n'
@@ -390,3 +390,68 @@ def test_invalid_instance_key_variants(tree) -> None:  # type: ignore[no-untyped
     assert any("does not use for_each, so it has no instances" in d for d in details)
     assert any("requires an instance key" in d for d in details)
     assert any("not allowed on the left side" in d for d in details)
+
+
+# --- issue 14: what Terraform finds after validation (flatten/providers/checks.py) ---------------
+
+
+def test_providers_command_fails_on_a_configuration_that_exists_nowhere(tree) -> None:  # type: ignore[no-untyped-def]
+    root = tree({"main.tf": 'resource "terraform_data" "a" {\n  provider = terraform.nowhere\n}\n'})
+    result = CliRunner().invoke(app, ["providers", str(root)])
+    assert result.exit_code == 1
+    assert "MISSING" in result.stdout
+    assert "! Error: Provider configuration not present (main.tf:2)" in result.stdout
+    _, diags = build(root, options=Options())
+    (diag,) = diags
+    assert 'provider["terraform.io/builtin/terraform"].nowhere is required' in diag.detail
+
+
+def test_every_call_with_a_missing_input_is_reported(tree) -> None:  # type: ignore[no-untyped-def]
+    # Terraform stops at one call (chosen by Go's map order); flatten reports each, in tree order.
+    root = tree(
+        {
+            "main.tf": 'module "a" {\n  source = "./m"\n}\nmodule "b" {\n  source = "./m"\n  x = 1\n}\n',
+            "m/main.tf": 'variable "x" {}\nvariable "y" {}\nvariable "z" {\n  default = null\n}\n',
+        }
+    )
+    _, diags = build(root, options=Options())
+    got = [(d.summary, d.detail, str(d.range)) for d in diags]
+    assert got == [
+        (
+            "Missing required argument",
+            'The argument "x" is required, but no definition was found.',
+            "main.tf:1,12-13",
+        ),
+        (
+            "Missing required argument",
+            'The argument "y" is required, but no definition was found.',
+            "main.tf:1,12-13",
+        ),
+        (
+            "Missing required argument",
+            'The argument "y" is required, but no definition was found.',
+            "main.tf:4,12-13",
+        ),
+    ]
+
+
+def test_missing_provider_is_reported_for_every_module_that_passes_an_inherited_default(tree) -> None:  # type: ignore[no-untyped-def]
+    builtin = '    terraform = {\n      source = "terraform.io/builtin/terraform"\n'
+    aliases = "      configuration_aliases = [terraform.x]\n"
+    k = f"terraform {{\n  required_providers {{\n{builtin}{aliases}    }}\n  }}\n}}\n"
+    m = f"terraform {{\n  required_providers {{\n{builtin}    }}\n  }}\n}}\n"
+    root = tree(
+        {
+            "main.tf": 'module "m" {\n  source = "./m"\n}\nmodule "n" {\n  source = "./m"\n}\n',
+            "m/main.tf": m + 'module "k" {\n  source = "./k"\n  providers = { terraform.x = terraform }\n}\n',
+            "m/k/main.tf": k,
+        }
+    )
+    _, diags = build(root, options=Options())
+    errors = [(d.summary, d.module, str(d.range)) for d in diags.errors]
+    fqn = 'provider["terraform.io/builtin/terraform"]'
+    assert errors == [
+        (f"missing provider module.m.{fqn}", "module.m", "m/main.tf:10,17-40"),
+        (f"missing provider module.n.{fqn}", "module.n", "m/main.tf:10,17-40"),
+    ]
+    assert "only inherits its default configuration" in diags.errors[0].detail

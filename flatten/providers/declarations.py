@@ -301,9 +301,13 @@ def _key_range(lines: list[str], attr: Attribute, key: str, value: str) -> tuple
                 if (before in ' \t{,"' or quoted.startswith('"')) and after[:1] in ("=", ":"):
                     vcol = text.find(value, col + len(quoted))
                     vcol = vcol if vcol >= 0 else col
-                    key_r = _span(rng.filename, lineno, col, col + len(quoted))
-                    val_r = _span(rng.filename, lineno, vcol, vcol + len(value))
-                    end = len(text.rstrip().rstrip(","))
+                    # Terraform points at a reference's NameRange: the local name, not the alias.
+                    key_len = len(quoted) if quoted.startswith('"') else len(key.split(".", 1)[0])
+                    key_r = _span(rng.filename, lineno, col, col + key_len)
+                    val_r = _span(rng.filename, lineno, vcol, vcol + len(value.split(".", 1)[0]))
+                    # The item ends with its value (on one line with other items, or before " }").
+                    found = text.find(value, col + len(quoted)) >= 0 and bool(value)
+                    end = vcol + len(value) if found else len(text.rstrip().rstrip(","))
                     return _span(rng.filename, lineno, col, max(end, col + len(quoted))), key_r, val_r
                 col = text.find(quoted, col + 1)
     return fallback

@@ -10,6 +10,7 @@ points into. Maps that Go iterates in random order are iterated in declaration o
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,17 +32,51 @@ class _Context:
     naming: Naming
     tofu: bool
     dialect: Dialect
+    resolved: bool  # False: the tree had load errors, so provider types were never resolved
 
 
 def validate_provider_configs(
-    graph: ModuleGraph, decls: Mapping[tuple[str, ...], ModuleDecl], *, options: Options
+    graph: ModuleGraph,
+    decls: Mapping[tuple[str, ...], ModuleDecl],
+    *,
+    options: Options,
+    resolved: bool = True,
 ) -> Diagnostics:
     """Return every provider-validation diagnostic of the tree, children first.
 
-    Never raises; malformed declarations were already reported by the decoder and are skipped.
+    ``resolved=False`` is Terraform's validation of a tree whose child modules had load errors:
+    ``BuildConfig`` then skips ``resolveProviderTypes`` but still validates, so every passed
+    configuration is typed by its bare name (docs/providers.md, "Load errors and provider
+    types"). Never raises; malformed declarations were already reported by the decoder and are
+    skipped.
     """
-    ctx = _Context(Naming(options.dialect), options.dialect is Dialect.OPENTOFU, options.dialect)
-    return _validate(graph, graph.root, decls, None, None, ctx)
+    ctx = _Context(Naming(options.dialect), options.dialect is Dialect.OPENTOFU, options.dialect, resolved)
+    return _validate(graph, graph.root, decls, None, None, {}, ctx)
+
+
+def _known_types(decl: ModuleDecl) -> dict[str, Provider]:
+    """The ``providers`` map ``resolveProviderTypes`` builds for a module: its required_providers,
+    then ``NewDefaultProvider`` for each provider block name not listed there."""
+    known = {req.name: req.provider for req in decl.requirements}
+    for block in decl.blocks:
+        known.setdefault(block.name, decl.naming.default(block.name))
+    return known
+
+
+def _in_child_types(call_name: str, by_child: Mapping[str, Mapping[str, Provider]]) -> dict[str, Provider]:
+    """The type Terraform gives the child side of every ``providers`` item of one call.
+
+    ``resolveProviderTypes`` lets *every* child of a module write its types into *all* of that
+    module's calls ("fill in parent module calls too"), so a sibling that declares a local name
+    types the items of calls that are not its own. Go visits the children in random order; here
+    siblings go in call-name order and the called module last, so its own declaration wins.
+    """
+    out: dict[str, Provider] = {}
+    for name, known in sorted(by_child.items()):
+        if name != call_name:
+            out.update(known)
+    out.update(by_child.get(call_name, {}))
+    return out
 
 
 def _validate(
@@ -50,22 +85,33 @@ def _validate(
     decls: Mapping[tuple[str, ...], ModuleDecl],
     parent_call: CallDecl | None,
     no_config: tuple[Range, tuple[str, ...]] | None,
+    in_child: Mapping[str, Provider],
     ctx: _Context,
 ) -> Diagnostics:
     diags = Diagnostics()
     decl = decls[node.path]
-    for child in graph.children(node.address):
+    children = graph.children(node.address)
+    by_child = {c.path[-1]: _known_types(decls[c.path]) for c in children} if ctx.resolved else {}
+    for child in children:
         call = next((c for c in decl.calls if c.name == child.path[-1]), None)
         if call is None:
             continue
         child_no_config = no_config
         if call.no_config_range is not None:
             child_no_config = (call.no_config_range, node.path)
-        diags.extend(_validate(graph, child, decls, call, child_no_config, ctx))
+        types = _in_child_types(call.name, by_child) if ctx.resolved else {}
+        diags.extend(_validate(graph, child, decls, call, child_no_config, types, ctx))
     diags.extend(
-        _check_module(decl, decls.get(node.path[:-1]) if node.path else None, parent_call, no_config, ctx)
+        _check_module(
+            decl, decls.get(node.path[:-1]) if node.path else None, parent_call, no_config, in_child, ctx
+        )
     )
     return diags
+
+
+def _q(text: str) -> str:
+    """Go's ``%q``: a double-quoted string with Go escapes (JSON's agree for printable text)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _diag(error: bool, summary_: str, detail: str, rng: Range | None, module: tuple[str, ...]) -> Diagnostic:
@@ -78,6 +124,7 @@ def _check_module(
     parent: ModuleDecl | None,
     parent_call: CallDecl | None,
     no_config: tuple[Range, tuple[str, ...]] | None,
+    in_child: Mapping[str, Provider],
     ctx: _Context,
 ) -> Diagnostics:
     out = Diagnostics()
@@ -110,8 +157,9 @@ def _check_module(
                 _diag(
                     False,
                     "Duplicate required provider",
-                    f"Provider {req.provider.for_display()} with the local name {req.name!r} was previously "
-                    f"required as {prev!r}. A provider can only be required once within required_providers.",
+                    f"Provider {req.provider.for_display()} with the local name {_q(req.name)} was "
+                    f"previously required as {_q(prev)}. A provider can only be required once within "
+                    "required_providers.",
                     req.range,
                     path,
                 )
@@ -123,8 +171,8 @@ def _check_module(
                     _diag(
                         False,
                         "Duplicate required provider",
-                        f"Provider {req.provider.for_display()} with the local name {req.name!r} was "
-                        f"implicitly required via a configuration block as {implied!r}. The provider "
+                        f"Provider {req.provider.for_display()} with the local name {_q(req.name)} was "
+                        f"implicitly required via a configuration block as {_q(implied)}. The provider "
                         "configuration block name must match the name used in required_providers.",
                         req.range,
                         path,
@@ -147,7 +195,7 @@ def _check_module(
                 _diag(
                     True,
                     "Invalid provider local name",
-                    f"{local!r} is an invalid implied provider local name: {problem}",
+                    f"{_q(local)} is an invalid implied provider local name: {problem}",
                     res.range,
                     path,
                 )
@@ -162,10 +210,10 @@ def _check_module(
                     _diag(
                         False,
                         "Duplicate required provider",
-                        f"Provider {str(implied_fqn)!r} was implicitly required via resource "
-                        f"{res.address!r}, but listed in required_providers as {prev!r}. Either the local "
-                        "name in "
-                        f"required_providers must match the resource name, or the {prev!r} provider must "
+                        f"Provider {_q(str(implied_fqn))} was implicitly required via resource "
+                        f"{_q(res.address)}, but listed in required_providers as {_q(prev)}. Either the "
+                        "local name in "
+                        f"required_providers must match the resource name, or the {_q(prev)} provider must "
                         "be assigned within the resource block.",
                         res.range,
                         path,
@@ -233,12 +281,13 @@ def _check_module(
                     _diag(
                         False,
                         "Reference to undefined provider",
-                        f"There is no explicit declaration for local provider name {name!r} in "
+                        f"There is no explicit declaration for local provider name {_q(name)} in "
                         f"{module_text}, so {product} is assuming you mean to pass a configuration for "
                         "provider "
-                        f"{default!r}.\n\nTo clarify your intent and silence this warning, add to "
-                        f"{module_text} a required_providers entry named {name!r} with source = "
-                        f"{default!r}, or a different source address if appropriate.",
+                        f"{_q(default)}.\n\nTo clarify your intent and silence this warning, add to "
+                        # Terraform names the caller here, not the module it talks about.
+                        f"{parent_text} a required_providers entry named {_q(name)} with source = "
+                        f"{_q(default)}, or a different source address if appropriate.",
                         entry.parent_range,
                         path,
                     )
@@ -250,9 +299,9 @@ def _check_module(
                         False,
                         "Missing required provider configuration",
                         f"The configuration for {module_text} expects to inherit a configuration for "
-                        f"provider {default} with local name {name!r}, but {parent_text} doesn't pass a "
+                        f"provider {default} with local name {_q(name)}, but {parent_text} doesn't pass a "
                         f"configuration under that name.\n\nTo satisfy this requirement, add an entry for "
-                        f'{name!r} to the "providers" argument in the module {parent_call.name!r} block.',
+                        f'{_q(name)} to the "providers" argument in the module {_q(parent_call.name)} block.',
                         parent_call.range,
                         caller_path,
                     )
@@ -270,7 +319,7 @@ def _check_module(
                 summary("module_incompatible_meta", ctx.dialect),
                 f"The module at {module_text} is a legacy module which contains its own local provider "
                 f"configurations, and so calls to it may not use the {words} arguments.\n\nIf you also "
-                f"control the module {parent_call.source!r}, consider updating this module to instead "
+                f"control the module {_q(parent_call.source)}, consider updating this module to instead "
                 "expect provider configurations to be passed by its caller.",
                 no_config[0],
                 module_address(no_config[1]),
@@ -300,7 +349,7 @@ def _check_module(
                 True,
                 "Missing required provider configuration",
                 f"The child module requires an additional configuration for provider "
-                f"{provider.for_display()}, with the local name {name!r}.\n\nRefer to the module's "
+                f"{provider.for_display()}, with the local name {_q(name)}.\n\nRefer to the module's "
                 "documentation to understand the intended purpose of this additional provider "
                 f'configuration, and then add an entry for {name} in the "providers" meta-argument in '
                 "the module block to choose which provider configuration the module should use for that "
@@ -312,8 +361,8 @@ def _check_module(
 
     # 12: what is passed in must be declared and of the right type.
     for name, entry in passed_in.items():
-        child_ty = decl.declared_type(entry.child.name) or naming.default(entry.child.name)
-        provider = child_ty
+        # InChild.providerType, else NewOfficialProvider; the module's own declarations then win.
+        provider = in_child.get(entry.child.name) or naming.default(entry.child.name)
         is_local = name in local_names
         if is_local:
             provider = local_names[name]
@@ -327,11 +376,11 @@ def _check_module(
                     _diag(
                         False,
                         "Reference to undefined provider",
-                        f"There is no explicit declaration for local provider name {name!r} in "
+                        f"There is no explicit declaration for local provider name {_q(name)} in "
                         f"{module_text}, so {product} is assuming you mean to pass a configuration for "
-                        f"{provider.for_display()!r}.\n\nIf you also control the child module, add a "
-                        f"required_providers entry named {name!r} with the source address "
-                        f"{provider.for_display()!r}.",
+                        f"{_q(provider.for_display())}.\n\nIf you also control the child module, add a "
+                        f"required_providers entry named {_q(name)} with the source address "
+                        f"{_q(provider.for_display())}.",
                         entry.child_range,
                         caller_path,
                     )
@@ -342,15 +391,16 @@ def _check_module(
                         True,
                         "Reference to undefined provider",
                         f"The child module does not declare any provider requirement with the local name "
-                        f"{name!r}.\n\nIf you also control the child module, you can add a "
-                        f"required_providers entry named {name!r} with the source address "
-                        f"{provider.for_display()!r} to accept this provider configuration.",
+                        f"{_q(name)}.\n\nIf you also control the child module, you can add a "
+                        f"required_providers entry named {_q(name)} with the source address "
+                        f"{_q(provider.for_display())} to accept this provider configuration.",
                         entry.child_range,
                         caller_path,
                     )
                 )
+        # InParent.providerType (the caller's own types), else NewDefaultProvider.
         parent_ty = (
-            parent.declared_type(entry.parent.name) if parent is not None else None
+            _known_types(parent).get(entry.parent.name) if parent is not None and ctx.resolved else None
         ) or naming.default(entry.parent.name)
         if parent is not None:
             parent_req = parent.requirement(name)
@@ -361,18 +411,20 @@ def _check_module(
             if other:
                 # What is passed is the parent's type; the child's local name stands for its own type.
                 detail = (
-                    f"The assigned configuration is for provider {parent_ty.for_display()!r}, but local name "
-                    f"{entry.child.name!r} in {parent_text} represents {provider.for_display()!r}.\n\nTo "
-                    f"pass this configuration to the child module, use the local name {other!r} instead."
+                    f"The assigned configuration is for provider {_q(parent_ty.for_display())}, but local "
+                    f"name {_q(entry.child.name)} in {parent_text} represents {_q(provider.for_display())}."
+                    "\n\nTo pass this configuration to the child module, use the local name "
+                    f"{_q(other)} instead."
                 )
                 rng = entry.child_range
             else:
                 detail = (
-                    f"The local name {entry.parent.compact!r} in {parent_text} represents provider "
-                    f"{parent_ty.for_display()!r}, but {entry.child.compact!r} in {module_text} represents "
-                    f"{provider.for_display()!r}.\n\nEach provider has its own distinct configuration "
-                    f"schema and provider types, so this module's {entry.child.compact!r} can be assigned "
-                    f"only a configuration for {provider.for_display()}, which is not required by "
+                    f"The local name {_q(entry.parent.compact)} in {parent_text} represents provider "
+                    f"{_q(parent_ty.for_display())}, but {_q(entry.child.compact)} in {module_text} "
+                    f"represents {_q(provider.for_display())}.\n\nEach provider has its own distinct "
+                    "configuration schema and provider types, so this module's "
+                    f"{_q(entry.child.compact)} can be assigned only a configuration for "
+                    f"{provider.for_display()}, which is not required by "
                     f"{module_text}."
                 )
                 rng = entry.parent_range
@@ -389,9 +441,9 @@ def _check_module(
             f'Earlier versions of {product} used empty provider blocks ("proxy provider configurations") '
             "for child modules to declare their need to be passed a provider configuration by their "
             "callers. That approach was ambiguous and is now deprecated.\n\nIf you control this module, "
-            f"you can migrate to the new declaration syntax by removing all of the empty provider {local!r} "
-            f"blocks and then adding or updating an entry like the following to the required_providers "
-            f"block of {module_text}:",
+            f"you can migrate to the new declaration syntax by removing all of the empty provider "
+            f"{_q(local)} blocks and then adding or updating an entry like the following to the "
+            f"required_providers block of {module_text}:",
             f"    {local} = {{",
             f'      source = "{source.for_display()}"',
         ]
@@ -426,8 +478,8 @@ def _instance_validation(
         elif not instanced:
             if not has_config:
                 detail = (
-                    f"This module doesn't declare a provider {ref.name!r} block with alias = {ref.alias!r}, "
-                    "which is required for use with for_each".replace("'", '"')
+                    f"This module doesn't declare a provider {_q(ref.name)} block with alias = "
+                    f"{_q(ref.alias)}, which is required for use with for_each"
                 )
             else:
                 detail = (

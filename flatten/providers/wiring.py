@@ -13,8 +13,8 @@ local name (spec §4.2, ``transform_provider.go``). In each module, in this orde
 
 A resource uses the configuration with its module path, FQN and alias; a default it cannot find
 becomes an implicit empty configuration in the root module, and the root gets one for every
-``required_providers`` entry without a block. Validation (``validate.py``) runs only when the
-graph loaded without errors.
+``required_providers`` entry without a block. When validation (``validate.py``) runs, and
+with which types, depends on what loading found (``checks.py``).
 """
 
 from __future__ import annotations
@@ -259,13 +259,15 @@ def _strip_keys(address: str) -> str:
 
 
 def wire_providers(
-    graph: ModuleGraph, *, options: Options, validate: bool = True
+    graph: ModuleGraph, *, options: Options, validate: bool = True, resolved: bool = True
 ) -> tuple[ProviderWiring, Diagnostics]:
     """Return the provider wiring of every module and resource in ``graph``, and its diagnostics.
 
     The diagnostics are those of ``validateProviderConfigs`` (spec §4.7–§4.8), children first,
-    each with its module path; ``validate=False`` skips them (the audit of a tree with errors).
-    Resolution itself never fails: a missing configuration is a binding of None.
+    each with its module path; ``validate=False`` skips them (the audit of a tree with errors), and
+    ``resolved=False`` validates as Terraform does when child modules had load errors (see
+    ``validate_provider_configs``). Resolution itself never fails: a missing configuration is a
+    binding of None.
     """
     decls = declare_all(graph, options=options)
     avail: dict[tuple[str, ...], dict[tuple[Provider, str], Binding]] = {}
@@ -294,12 +296,16 @@ def wire_providers(
                 tuple(resources),
             )
         )
-    resolved = iter(_resolve_imports(all_resources))
+    wired = iter(_resolve_imports(all_resources))
     modules = [
         ModuleWiring(
-            m.path, m.directory, m.source, m.received, m.own, tuple(next(resolved) for _ in m.resources)
+            m.path, m.directory, m.source, m.received, m.own, tuple(next(wired) for _ in m.resources)
         )
         for m in modules
     ]
-    diags = validate_provider_configs(graph, decls, options=options) if validate else Diagnostics()
+    diags = (
+        validate_provider_configs(graph, decls, options=options, resolved=resolved)
+        if validate
+        else Diagnostics()
+    )
     return ProviderWiring(tuple(modules), decls), diags

@@ -1,0 +1,51 @@
+"""Which of Terraform's checks run after loading, in Terraform's order, given what loading found.
+
+Rule for the whole file: one function, ``check_wiring``, used by ``build`` and ``flatten
+providers`` alike (docs/providers.md, "Which checks run"):
+
+* root module errors: Terraform loads no configuration tree, so nothing is validated (the
+  Terraform dialect still loads the calls, as ``terraform init`` does; ``graph.py``);
+* errors only in child modules: Terraform's ``BuildConfig`` skips ``resolveProviderTypes`` but
+  still runs ``validateProviderConfigs`` (so "Provider type mismatch" can follow a load error);
+  the OpenTofu dialect keeps its contract and validates nothing (conformance README point 5);
+* no load errors: provider validation; when that finds no error, the checks Terraform makes
+  while building its graph, each stage only when the one before found no error: required module
+  inputs (``flatten.inputs``, both dialects), then missing provider configurations
+  (``runtime.py``, Terraform dialect only).
+"""
+
+from __future__ import annotations
+
+from flatten.diagnostics import Diagnostics
+from flatten.graph import ModuleGraph
+from flatten.inputs import check_module_inputs
+from flatten.options import Dialect, Options
+
+from .runtime import check_provider_graph
+from .wiring import ProviderWiring, wire_providers
+
+__all__ = ["check_wiring"]
+
+
+def check_wiring(
+    graph: ModuleGraph, load_diags: Diagnostics, *, options: Options
+) -> tuple[ProviderWiring, Diagnostics]:
+    """Return the wiring of ``graph`` and the diagnostics of every check that runs after loading.
+
+    ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
+    """
+    load_errors = load_diags.has_errors
+    if options.dialect is Dialect.OPENTOFU:
+        validate, resolved = not load_errors, True
+    else:
+        validate, resolved = not graph.root_failed, not load_errors
+    wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
+    if load_errors or diags.has_errors:
+        return wiring, diags
+    inputs = check_module_inputs(graph)
+    diags.extend(inputs)
+    # Only Terraform's provider transformers are reproduced: the OpenTofu conformance corpus
+    # accepts passing on an inherited default (provider-pass-inherited), so OpenTofu's differ.
+    if not inputs.has_errors and options.dialect is Dialect.TERRAFORM:
+        diags.extend(check_provider_graph(wiring))
+    return wiring, diags
