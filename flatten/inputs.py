@@ -13,9 +13,17 @@ from __future__ import annotations
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.graph import ModuleGraph
-from flatten.model import Block, Pos, Range
+from flatten.model import Block, Module, Pos, Range
 
-__all__ = ["check_module_inputs"]
+__all__ = ["MODULE_META_ARGUMENTS", "check_module_inputs", "declared_inputs"]
+
+#: A module call's own arguments; every other argument sets one of the called module's variables.
+MODULE_META_ARGUMENTS = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
+
+
+def declared_inputs(module: Module) -> frozenset[str]:
+    """The names a call of ``module`` may set: its variables."""
+    return frozenset(b.labels[0] for b in module.blocks_of("variable") if b.labels)
 
 
 def _missing_item(block: Block) -> Range:
@@ -46,6 +54,25 @@ def check_module_inputs(graph: ModuleGraph) -> Diagnostics:
         given = parent.base_arguments.get(call.name)
         if given is None:
             given = frozenset(a.name for a in block.body.attributes)
+        if call.name not in parent.base_arguments:
+            # Checked when the call has no override file: Terraform decodes an overridden call's
+            # merged body without reporting, or using, arguments the module does not declare
+            # (docs/overrides.md); layout drops those from the output's call.
+            declared = declared_inputs(node.module)
+            for attr in block.body.attributes:
+                if attr.name in MODULE_META_ARGUMENTS or attr.name in declared:
+                    continue
+                if attr.name_range.filename.endswith(".json"):
+                    summary, detail = (
+                        "Extraneous JSON object property",
+                        (f'No argument or block type is named "{attr.name}".'),
+                    )
+                else:
+                    summary, detail = (
+                        "Unsupported argument",
+                        f'An argument named "{attr.name}" is not expected here.',
+                    )
+                diags.append(Diagnostic.error(summary, detail, attr.name_range, parent.address))
         for variable in node.module.blocks_of("variable"):
             if not variable.labels or variable.body.attribute("default") is not None:
                 continue

@@ -32,6 +32,7 @@ from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import MANIFEST_NAME, dumps, module_json
 from flatten.files import is_ignored_name, split_extension
 from flatten.graph import ModuleGraph, ModuleNode
+from flatten.inputs import MODULE_META_ARGUMENTS, declared_inputs
 from flatten.load import display_path
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.options import Dialect, Options
@@ -156,9 +157,14 @@ def _rewrite_calls(
 ) -> Module:
     """Return the node's module with each call's source pointing at its vendored directory."""
     targets: dict[str, str] = {}
+    allowed: dict[str, frozenset[str]] = {}
     for child in graph.children(node.address):
         if child.directory is not None:
             targets[child.path[-1]] = _relative_source(here, outputs[real_path(child.directory)])
+        if child.path[-1] in node.base_arguments:
+            # An overridden call: Terraform ignores arguments its module does not declare, so the
+            # output leaves them out (it would reject them in a call without overrides).
+            allowed[child.path[-1]] = declared_inputs(child.module) | MODULE_META_ARGUMENTS
     blocks: list[Block] = []
     for block in node.module.blocks:
         name = block.labels[0] if block.type == "module" and block.labels else None
@@ -169,6 +175,8 @@ def _rewrite_calls(
         for item in block.body.items:
             if isinstance(item, Attribute) and item.name == "version":
                 continue  # the source is local now, and a local source takes no version
+            if isinstance(item, Attribute) and name in allowed and item.name not in allowed[name]:
+                continue
             if isinstance(item, Attribute) and item.name == "source":
                 item = replace(item, expr=Expr(targets[name], item.expr.range))
             items.append(item)

@@ -123,6 +123,15 @@ CASES: dict[str, dict[str, str]] = {
     },
     # Item 7: a load error in a child module leaves provider types unresolved, so an aliased pass
     # into a module that requires the builtin provider is a type mismatch as well.
+    # A call setting an argument its module does not declare (the differential tester's class C).
+    "unsupported-module-argument": {
+        "main.tf": 'module "m" {\n  source = "./m"\n  bogus  = 1\n}\n',
+        "m/main.tf": _VARIABLES,
+    },
+    "extraneous-module-argument-json": {
+        "main.tf.json": '{"module": {"m": {"source": "./m", "x": 1, "y": "a", "bogus": 1}}}\n',
+        "m/main.tf": _VARIABLES,
+    },
     "load-error-then-type-mismatch": {
         "main.tf": _BUILTIN
         + 'provider "terraform" {\n  alias = "y"\n}\n'

@@ -1,0 +1,4 @@
+module "c" {
+  v     = 2
+  extra = 3
+}
