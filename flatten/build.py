@@ -7,7 +7,8 @@ and returns no output when any error diagnostic exists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import posixpath
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,5 +98,8 @@ def build(
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     if inlined is not None and inlined.copies:
         # Files that inlined modules read through path.module now live beside their new caller.
-        tree = OutputTree(tree.files, {**inlined.copies, **tree.copies})
+        # Their paths are relative to the root module, which is not at the top of the output when
+        # a kept call's module sits outside the root (layout.py).
+        extra = {posixpath.join(tree.root, rel): path for rel, path in inlined.copies.items()}
+        tree = replace(tree, copies={**extra, **tree.copies})
     return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags
