@@ -7,8 +7,7 @@ and returns no output when any error diagnostic exists.
 
 from __future__ import annotations
 
-import posixpath
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -92,14 +91,11 @@ def build(
         diags.extend(explicit_diags)
         if diags.has_errors:
             return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
-    tree = layout_tree(emitted, root=root, options=options)
+    # Files that inlined modules read through path.module now live beside their new caller, at
+    # the path.module value they were given (relative to the root module).
+    beside_root = inlined.copies if inlined is not None else None
+    tree = layout_tree(emitted, root=root, options=options, beside_root=beside_root)
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
-    if inlined is not None and inlined.copies:
-        # Files that inlined modules read through path.module now live beside their new caller.
-        # Their paths are relative to the root module, which is not at the top of the output when
-        # a kept call's module sits outside the root (layout.py).
-        extra = {posixpath.join(tree.root, rel): path for rel, path in inlined.copies.items()}
-        tree = replace(tree, copies={**extra, **tree.copies})
     return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags

@@ -98,7 +98,15 @@ class OutputTree:
         return self.copies[rel].read_bytes()
 
 
-def _root_place(graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path]) -> tuple[str, Path]:
+def _climb(rel: str) -> int:
+    """Return how many directories ``rel`` (normalised, POSIX) climbs above its start."""
+    parts = rel.split("/")
+    return next((i for i, p in enumerate(parts) if p != ".."), len(parts))
+
+
+def _root_place(
+    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], climb: int = 0
+) -> tuple[str, Path]:
     """Return where the root module goes in the output ("" for the top) and the directory the
     output mirrors.
 
@@ -106,6 +114,7 @@ def _root_place(graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path
     a local module outside the root keeps that value, and the files it reads through it, only when
     the output keeps the two directories' relative places: the output then mirrors their nearest
     common directory. Remote packages are not counted; they are vendored beside the root.
+    ``climb``: how far above the root files placed relative to it reach (inlined modules' files).
     """
     real_root = real_path(root)
     outside = [
@@ -115,6 +124,8 @@ def _root_place(graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path
         and node.package is None
         and not _within(real := real_path(node.directory), real_root)
     ]
+    if climb:
+        outside.append(real_root.parents[min(climb, len(real_root.parents)) - 1])
     if not outside:
         return "", real_root
     anchor = Path(os.path.commonpath([real_root, *outside]))
@@ -149,11 +160,11 @@ def _package_slugs(graph: ModuleGraph, base_dir: str, real_path: Callable[[Path]
 
 
 def _assign_outputs(
-    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path]
+    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], climb: int = 0
 ) -> tuple[dict[Path, str], str]:
     """Return the output directory for every distinct module directory, and the root's ("" for
     the top of the output)."""
-    root_place, anchor = _root_place(graph, root, real_path)
+    root_place, anchor = _root_place(graph, root, real_path, climb)
     outputs: dict[Path, str] = {real_path(root): root_place}
     packages = _package_slugs(graph, root_place, real_path)
     taken = {root_place, *packages.values()}
@@ -349,11 +360,21 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
-def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTree:
-    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest."""
+def layout_tree(
+    graph: ModuleGraph, *, root: Path, options: Options, beside_root: Mapping[str, Path] | None = None
+) -> OutputTree:
+    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
+
+    ``beside_root``: more files to copy, by path relative to the root module (inlined modules'
+    files, read through their ``path.module``, which may climb out of the root: ``../shared/x``);
+    the layout keeps them at that place relative to the root, and the module directories' copies
+    win over them.
+    """
     root = root.absolute()
     real_path = _RealPaths()
-    outputs, root_place = _assign_outputs(graph, root, real_path)
+    extra = {posixpath.normpath(rel): path for rel, path in (beside_root or {}).items()}
+    climb = max((_climb(rel) for rel in extra), default=0)
+    outputs, root_place = _assign_outputs(graph, root, real_path, climb)
     files: dict[str, bytes] = {}
     copies: dict[str, Path] = {}
     digests: dict[str, str] = {}
@@ -448,6 +469,8 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
     }
     if root_place:  # only then, so a tree with every module inside the root keeps its bytes
         manifest["root"] = root_place
+    for rel, path in extra.items():
+        copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.
     for rel in files:
         copies.pop(rel, None)

@@ -78,6 +78,11 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
             base = "modules/_remote/" + node.package.name
             return posixpath.join(base, node.package.subdir) if node.package.subdir else base
         assert node.directory is not None
+        real = Path(os.path.relpath(node.directory.resolve(), root.resolve())).as_posix()
+        if real.startswith("../"):
+            # Outside the root: Terraform's own value (symlinks resolved, relative to the root);
+            # the layout keeps the module's files at that place relative to the root module.
+            return real
         rel = Path(os.path.relpath(node.directory, root)).as_posix()
         parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
         if len(parts) > 1 and parts[0] == "modules":
