@@ -306,6 +306,8 @@ def module_copies(
                     skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
                     continue
                 if not _within(real, boundary):
+                    if is_dir and _is_module_dir(path, dialect):
+                        continue  # a module (./linked -> ../shared): vendored on its own when called
                     skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:

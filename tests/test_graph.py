@@ -199,6 +199,7 @@ def test_a_symlinked_module_goes_to_its_real_place(tmp_path: Path) -> None:
     assert not diags.has_errors, diags
     assert result.tree.root == ""
     assert "modules/real/main.tf.json" in result.tree.paths()
+    assert not diags  # the link is the module itself, not a file left out
     assert json.loads(result.files["main.tf.json"])["module"]["l"]["source"] == "./modules/real"
 
 
@@ -464,3 +465,17 @@ def test_a_source_too_long_for_the_os_is_a_diagnostic(tree) -> None:
     root = tree({"main.tf": call("c", "./" + "x" * 300)})
     _, diags = build(root, options=OPTS)
     assert [d.summary for d in diags] == ["Unreadable module directory"]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_a_symlink_to_a_module_outside_the_root_is_the_module_not_a_lost_file(tmp_path: Path) -> None:
+    # ./linked -> ../real: Terraform's path.module is "../real", so the module goes to real/ beside
+    # the root's own directory; the link is not reported as a file left out of the copy.
+    repo = tmp_path / "repo"
+    write_files(repo, {"live/main.tf": call("l", "./linked"), "real/main.tf": "", "real/x.tpl": "x\n"})
+    (repo / "live" / "linked").symlink_to("../real", target_is_directory=True)
+    result, diags = build(repo / "live", options=OPTS)
+    assert not diags, diags
+    assert result.tree.root == "live"
+    assert result.tree.paths() == [MANIFEST_NAME, "live/main.tf.json", "real/main.tf.json", "real/x.tpl"]
+    assert json.loads(result.files["live/main.tf.json"])["module"]["l"]["source"] == "../real"
