@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from conftest import write_tree as write_files
 
 from flatten.build import build
