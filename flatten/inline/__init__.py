@@ -53,7 +53,8 @@ class InlineResult:
     """What inlining produced.
 
     ``graph`` is ready for ``layout_tree``; ``copies`` are extra files for the output tree (files
-    of inlined modules that read ``path.module``, by output path); ``moves`` are the ``(from, to)``
+    of inlined modules that read ``path.module``, by path relative to the root module: pass them
+    to ``layout_tree`` as ``beside_root``); ``moves`` are the ``(from, to)``
     address pairs of every ``moved`` block written, outermost module first; ``inlined`` and
     ``kept`` list original call addresses. ``renames`` adds the data and ephemeral resources,
     which are renamed but not moved (they have no state).
