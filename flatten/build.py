@@ -90,11 +90,11 @@ def build(
         diags.extend(explicit_diags)
         if diags.has_errors:
             return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
-    tree = layout_tree(emitted, root=root, options=options)
+    # Files that inlined modules read through path.module now live beside their new caller, at
+    # the path.module value they were given (relative to the root module).
+    beside_root = inlined.copies if inlined is not None else None
+    tree = layout_tree(emitted, root=root, options=options, beside_root=beside_root)
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
-    if inlined is not None and inlined.copies:
-        # Files that inlined modules read through path.module now live beside their new caller.
-        tree = OutputTree(tree.files, {**inlined.copies, **tree.copies})
     return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags

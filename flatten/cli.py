@@ -319,7 +319,10 @@ def build(
     except (OutputError, OSError) as exc:
         raise _usage_error(str(exc)) from None
     if fmt is ReportFormat.TEXT:
-        typer.echo(f"flatten: wrote {len(result.files)} files to {out}", err=True)
+        # With a module outside the root the root module is not at the top of OUT (layout.py),
+        # and Terraform must run where it is.
+        where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
+        typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
     raise typer.Exit(exit_code(diags))
 
 

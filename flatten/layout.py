@@ -3,18 +3,25 @@
 Rule for the whole file: the output is a function of the module graph alone, so the same
 configuration gives the same tree on every machine. Each distinct module directory (by resolved
 path, so a directory called from several places or through a symlink is written once) becomes
-``<path>/main.tf.json`` at its own place under the root, so relative paths between the root's
-directories keep working; a module outside the root goes to ``modules/_parent/<path>``. Every module
+``<path>/main.tf.json`` at its own place relative to the root, so relative paths between the
+configuration's directories keep working and ``path.module`` keeps the value Terraform gives it
+(the module's directory, symlinks resolved, relative to the root). When every local module sits
+inside the root, the root is written to ``main.tf.json`` at the top of the output. When some local
+module sits outside it (``../shared``), the output mirrors the nearest directory holding the root
+and all of them, and the root goes to its own place in it (``live/main.tf.json``), recorded as
+``root`` in the manifest: that is where ``terraform init`` and ``plan`` must run. Every module
 call's ``source`` is rewritten to the relative path of its vendored directory, and ``version`` is
 dropped once a registry source becomes local. Non-configuration files beside a module (templates,
 scripts, policies, nested folders read through ``path.module``) are copied so relative paths keep
 working.
 
 Modules from remote packages (registry, git, archives; spec §5.7) keep their package's structure:
-each package becomes ``modules/_remote/<name>/`` (``<name>`` readable, e.g. ``ns-vpc-aws-1.2.0``)
-and each of its modules that is used goes to the same relative place inside it, so ``../sibling``
-calls inside the package still work. The manifest records each remote module's package address,
-resolved version, commit and content digest (what ``--locked`` compares against).
+each package becomes ``modules/_remote/<name>/`` beside the root module (``<name>`` readable, e.g.
+``ns-vpc-aws-1.2.0``) and each of its modules that is used goes to the same relative place inside
+it, so ``../sibling`` calls inside the package still work. Their ``path.module`` changes from
+``.terraform/modules/<key>`` to that directory: ``.terraform`` belongs to ``terraform init``. The
+manifest records each remote module's package address, resolved version, commit and content
+digest (what ``--locked`` compares against).
 """
 
 from __future__ import annotations
@@ -79,6 +86,9 @@ class OutputTree:
     files: Mapping[str, bytes] = field(default_factory=dict)
     copies: Mapping[str, Path] = field(default_factory=dict)
     diagnostics: Diagnostics = field(default_factory=Diagnostics)  # warnings about files left out
+    # Where the root module is, relative to the output: "" (the top) unless a local module sits
+    # outside the root; Terraform must run there.
+    root: str = ""
 
     def paths(self) -> list[str]:
         return sorted({*self.files, *self.copies})
@@ -89,19 +99,50 @@ class OutputTree:
         return self.copies[rel].read_bytes()
 
 
-def _slug(directory: Path, root: Path) -> str:
-    # A module inside the root keeps its own relative path, so that `${path.module}/../x` and
-    # other paths between the root's directories still reach the same (copied) files. Only a
-    # module outside the root needs a new home: modules/_parent/...
-    rel = Path(os.path.relpath(directory, root)).as_posix()
-    parts = [p for p in rel.split("/") if p not in ("", ".")]
-    if parts and ".." not in parts:
-        return "/".join(parts)
-    return "modules/" + "/".join("_parent" if p == ".." else p for p in parts)
+def _climb(rel: str) -> int:
+    """Return how many directories ``rel`` (normalised, POSIX) climbs above its start."""
+    parts = rel.split("/")
+    return next((i for i, p in enumerate(parts) if p != ".."), len(parts))
 
 
-def _package_slugs(graph: ModuleGraph, real_path: Callable[[Path], Path]) -> dict[Path, str]:
-    """Return ``modules/_remote/<name>`` for each distinct package root, names made unique in walk order."""
+def _root_place(
+    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], climb: int = 0
+) -> tuple[str, Path]:
+    """Return where the root module goes in the output ("" for the top) and the directory the
+    output mirrors.
+
+    Terraform's ``path.module`` is the module's directory relative to the root (``../shared``), so
+    a local module outside the root keeps that value, and the files it reads through it, only when
+    the output keeps the two directories' relative places: the output then mirrors their nearest
+    common directory. Remote packages are not counted; they are vendored beside the root.
+    ``climb``: how far above the root files placed relative to it reach (inlined modules' files).
+    """
+    real_root = real_path(root)
+    outside = [
+        real
+        for node in graph.walk()
+        if node.directory is not None
+        and node.package is None
+        and not _within(real := real_path(node.directory), real_root)
+    ]
+    if climb:
+        outside.append(real_root.parents[min(climb, len(real_root.parents)) - 1])
+    if not outside:
+        return "", real_root
+    anchor = Path(os.path.commonpath([real_root, *outside]))
+    return Path(os.path.relpath(real_root, anchor)).as_posix(), anchor
+
+
+def _place(directory: Path, anchor: Path) -> str:
+    # Terraform resolves a local module's symlinks (its manifest records the real directory), so
+    # the module's place, and its path.module, follow the resolved path.
+    rel = Path(os.path.relpath(directory, anchor)).as_posix()
+    return "/".join(p for p in rel.split("/") if p not in ("", "."))
+
+
+def _package_slugs(graph: ModuleGraph, base_dir: str, real_path: Callable[[Path], Path]) -> dict[Path, str]:
+    """Return ``<base_dir>/modules/_remote/<name>`` for each distinct package root, names made
+    unique in walk order."""
     slugs: dict[Path, str] = {}
     taken: set[str] = set()
     for node in graph.walk():
@@ -110,7 +151,7 @@ def _package_slugs(graph: ModuleGraph, real_path: Callable[[Path], Path]) -> dic
         real = real_path(node.package.root)
         if real in slugs:
             continue
-        base = "modules/_remote/" + node.package.name
+        base = posixpath.join(base_dir, "modules/_remote", node.package.name)
         candidate, n = base, 2
         while candidate in taken:
             candidate, n = f"{base}-{n}", n + 1
@@ -119,11 +160,15 @@ def _package_slugs(graph: ModuleGraph, real_path: Callable[[Path], Path]) -> dic
     return slugs
 
 
-def _assign_outputs(graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path]) -> dict[Path, str]:
-    """Return the output directory for every distinct module directory, "" for the root."""
-    outputs: dict[Path, str] = {real_path(root): ""}
-    packages = _package_slugs(graph, real_path)
-    taken = {"", *packages.values()}
+def _assign_outputs(
+    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], climb: int = 0
+) -> tuple[dict[Path, str], str]:
+    """Return the output directory for every distinct module directory, and the root's ("" for
+    the top of the output)."""
+    root_place, anchor = _root_place(graph, root, real_path, climb)
+    outputs: dict[Path, str] = {real_path(root): root_place}
+    packages = _package_slugs(graph, root_place, real_path)
+    taken = {root_place, *packages.values()}
     for node in graph.walk():
         if node.directory is None:
             continue
@@ -134,18 +179,20 @@ def _assign_outputs(graph: ModuleGraph, root: Path, real_path: Callable[[Path], 
             base = packages[real_path(node.package.root)]
             outputs[real] = posixpath.join(base, node.package.subdir) if node.package.subdir else base
             continue
-        slug = _slug(node.directory, root)
+        slug = _place(real, anchor)
         candidate, n = slug, 2
         while candidate in taken or any(candidate.startswith(p + "/") for p in packages.values()):
             candidate, n = f"{slug}-{n}", n + 1
         outputs[real] = candidate
         taken.add(candidate)
-    return outputs
+    return outputs, root_place
 
 
 def _relative_source(from_dir: str, to_dir: str) -> str:
     rel = posixpath.relpath(to_dir or ".", from_dir or ".")
-    return rel if rel.startswith("../") or rel == ".." else "./" + rel
+    if rel == "..":
+        return "../"  # Terraform reads a bare ".." as a registry address, not a local path
+    return rel if rel.startswith("../") else "./" + rel
 
 
 def _rewrite_calls(
@@ -267,6 +314,8 @@ def module_copies(
                     skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
                     continue
                 if not _within(real, boundary):
+                    if is_dir and _is_module_dir(path, dialect):
+                        continue  # a module (./linked -> ../shared): vendored on its own when called
                     skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:
@@ -321,11 +370,21 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
-def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTree:
-    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest."""
+def layout_tree(
+    graph: ModuleGraph, *, root: Path, options: Options, beside_root: Mapping[str, Path] | None = None
+) -> OutputTree:
+    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
+
+    ``beside_root``: more files to copy, by path relative to the root module (inlined modules'
+    files, read through their ``path.module``, which may climb out of the root: ``../shared/x``);
+    the layout keeps them at that place relative to the root, and the module directories' copies
+    win over them.
+    """
     root = root.absolute()
     real_path = _RealPaths()
-    outputs = _assign_outputs(graph, root, real_path)
+    extra = {posixpath.normpath(rel): path for rel, path in (beside_root or {}).items()}
+    climb = max((_climb(rel) for rel in extra), default=0)
+    outputs, root_place = _assign_outputs(graph, root, real_path, climb)
     files: dict[str, bytes] = {}
     copies: dict[str, Path] = {}
     digests: dict[str, str] = {}
@@ -418,9 +477,13 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
         "dialect": options.dialect.value,
         "modules": manifest_modules,
     }
+    if root_place:  # only then, so a tree with every module inside the root keeps its bytes
+        manifest["root"] = root_place
+    for rel, path in extra.items():
+        copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.
     for rel in files:
         copies.pop(rel, None)
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
     copies.pop(MANIFEST_NAME, None)
-    return OutputTree(files=files, copies=copies, diagnostics=diags)
+    return OutputTree(files=files, copies=copies, diagnostics=diags, root=root_place)

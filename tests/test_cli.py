@@ -118,6 +118,31 @@ def test_check_reports_stale_output(tree, tmp_path: Path) -> None:
     assert json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]["a"]["input"] == "x"
 
 
+def test_build_says_where_the_root_module_went(tmp_path: Path) -> None:
+    # A module outside the root moves the root module below OUT (OUT/live): terraform must run
+    # there, so the CLI says so; --check and --locked read the same tree and manifest.
+    repo = tmp_path / "repo"
+    (repo / "live").mkdir(parents=True)
+    (repo / "shared").mkdir()
+    (repo / "live" / "main.tf").write_text('module "s" {\n  source = "../shared"\n}\n')
+    (repo / "shared" / "main.tf").write_text(MAIN)
+    out = tmp_path / "out"
+    proc = flatten("build", repo / "live", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == f"flatten: wrote 3 files to {out} (root module in {out / 'live'})"
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "flatten.manifest.json",
+        "live/main.tf.json",
+        "shared/main.tf.json",
+    ]
+    assert flatten("build", repo / "live", "--out", out, "--check").returncode == 0
+    assert flatten("build", repo / "live", "--out", out, "--locked").returncode == 0
+    (repo / "shared" / "main.tf").write_text(MAIN.replace('"x"', '"y"'))
+    proc = flatten("build", repo / "live", "--out", out, "--check")
+    assert proc.returncode == 1
+    assert "changed: shared/main.tf.json" in proc.stderr
+
+
 def test_dialect_opentofu_reads_tofu_files(tree, tmp_path: Path) -> None:
     root = tree({"main.tf": MAIN, "main.tofu": MAIN.replace('"a"', '"b"')})
     out = tmp_path / "out"

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import write_tree as write_files
 
 from flatten.build import build
 from flatten.emit import MANIFEST_NAME, write_tree
@@ -111,12 +112,94 @@ def test_paths_between_the_roots_directories_keep_working(tree) -> None:
     (root.parent / "outside" / "main.tf").write_text("locals {}\n")
     result, diags = build(root, options=OPTS)
     assert not diags.has_errors
-    assert {"net/main.tf.json", "shared/b.txt", "modules/_parent/outside/main.tf.json"} <= set(
-        result.tree.paths()
-    )
-    main = json.loads(result.files["main.tf.json"])
+    # A module outside the root: the output mirrors their common parent, the root in src/.
+    assert result.tree.root == "src"
+    assert {"src/net/main.tf.json", "src/shared/b.txt", "outside/main.tf.json"} <= set(result.tree.paths())
+    main = json.loads(result.files["src/main.tf.json"])
     assert main["module"]["net"]["source"] == "./net"
-    assert main["module"]["out"]["source"] == "./modules/_parent/outside"
+    assert main["module"]["out"]["source"] == "../outside"
+
+
+def test_a_tree_without_outside_modules_keeps_its_root_at_the_top(tree) -> None:
+    # The layout only moves the root when it must: otherwise the output (and its manifest, which
+    # gets no "root" key) stays what it always was.
+    root = tree({"main.tf": call("net", "./modules/net"), "modules/net/main.tf": "locals {}\n"})
+    result, diags = build(root, options=OPTS)
+    assert not diags.has_errors
+    assert result.tree.root == ""
+    assert result.tree.paths() == [MANIFEST_NAME, "main.tf.json", "modules/net/main.tf.json"]
+    assert "root" not in json.loads(result.files[MANIFEST_NAME])
+
+
+def test_outside_modules_keep_their_relative_place(tmp_path: Path) -> None:
+    # Terraform's path.module of a module at ../shared is "../shared" (and "../shared/nested" for
+    # its ./nested): the output keeps both places relative to the root, and the root's own files
+    # (lock file, tfvars) stay beside it, where terraform runs.
+    repo = tmp_path / "repo"
+    write_files(
+        repo,
+        {
+            "live/main.tf": call("shared", "../shared") + call("inner", "./modules/inner"),
+            "live/terraform.tfvars": "a = 1\n",
+            "live/.terraform.lock.hcl": "# lock\n",
+            "live/modules/inner/main.tf": call("up", "../../../shared"),
+            "shared/main.tf": call("nested", "./nested"),
+            "shared/x.tpl": "x\n",
+            "shared/nested/main.tf": "locals {}\n",
+        },
+    )
+    result, diags = build(repo / "live", options=OPTS)
+    assert not diags.has_errors, diags
+    assert result.tree.root == "live"
+    assert result.tree.paths() == [
+        MANIFEST_NAME,
+        "live/.terraform.lock.hcl",
+        "live/main.tf.json",
+        "live/modules/inner/main.tf.json",
+        "live/terraform.tfvars",
+        "shared/main.tf.json",
+        "shared/nested/main.tf.json",
+        "shared/x.tpl",
+    ]
+    main = json.loads(result.files["live/main.tf.json"])
+    assert main["module"]["shared"]["source"] == "../shared"
+    inner = json.loads(result.files["live/modules/inner/main.tf.json"])
+    assert inner["module"]["up"]["source"] == "../../../shared"
+    manifest = json.loads(result.files[MANIFEST_NAME])
+    assert manifest["root"] == "live"
+    assert {m["module"]: m["output"] for m in manifest["modules"]} == {
+        "": "live",
+        "module.inner": "live/modules/inner",
+        "module.inner.module.up": "shared",
+        "module.inner.module.up.module.nested": "shared/nested",
+        "module.shared": "shared",
+        "module.shared.module.nested": "shared/nested",
+    }
+
+
+def test_a_module_in_the_roots_parent_goes_to_the_top(tmp_path: Path) -> None:
+    # source = "../" is the common parent itself: it is written at the top, the root below it.
+    repo = tmp_path / "repo"
+    write_files(repo, {"live/main.tf": call("up", "../"), "main.tf": "locals {}\n", "notes.txt": "n\n"})
+    result, diags = build(repo / "live", options=OPTS)
+    assert not diags.has_errors, diags
+    assert result.tree.root == "live"
+    assert result.tree.paths() == [MANIFEST_NAME, "live/main.tf.json", "main.tf.json", "notes.txt"]
+    assert json.loads(result.files["live/main.tf.json"])["module"]["up"]["source"] == "../"
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_a_symlinked_module_goes_to_its_real_place(tmp_path: Path) -> None:
+    # Terraform resolves a local module's symlinks (path.module of ./linked -> modules/real is
+    # "modules/real"), so the output places the module at its resolved path.
+    root = write_files(tmp_path / "root", {"main.tf": call("l", "./linked"), "modules/real/main.tf": ""})
+    (root / "linked").symlink_to("modules/real", target_is_directory=True)
+    result, diags = build(root, options=OPTS)
+    assert not diags.has_errors, diags
+    assert result.tree.root == ""
+    assert "modules/real/main.tf.json" in result.tree.paths()
+    assert not diags  # the link is the module itself, not a file left out
+    assert json.loads(result.files["main.tf.json"])["module"]["l"]["source"] == "./modules/real"
 
 
 def test_root_files_copied_and_state_left_behind(tree) -> None:
@@ -402,3 +485,17 @@ def test_a_source_too_long_for_the_os_is_a_diagnostic(tree) -> None:
     root = tree({"main.tf": call("c", "./" + "x" * 300)})
     _, diags = build(root, options=OPTS)
     assert [d.summary for d in diags] == ["Unreadable module directory"]
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="needs symlinks")
+def test_a_symlink_to_a_module_outside_the_root_is_the_module_not_a_lost_file(tmp_path: Path) -> None:
+    # ./linked -> ../real: Terraform's path.module is "../real", so the module goes to real/ beside
+    # the root's own directory; the link is not reported as a file left out of the copy.
+    repo = tmp_path / "repo"
+    write_files(repo, {"live/main.tf": call("l", "./linked"), "real/main.tf": "", "real/x.tpl": "x\n"})
+    (repo / "live" / "linked").symlink_to("../real", target_is_directory=True)
+    result, diags = build(repo / "live", options=OPTS)
+    assert not diags, diags
+    assert result.tree.root == "live"
+    assert result.tree.paths() == [MANIFEST_NAME, "live/main.tf.json", "real/main.tf.json", "real/x.tpl"]
+    assert json.loads(result.files["live/main.tf.json"])["module"]["l"]["source"] == "../real"

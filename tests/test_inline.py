@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from oracle import terraform
 
+from flatten.build import build
 from flatten.diagnostics import Diagnostics
 from flatten.emit import write_tree
 from flatten.graph import build_graph
@@ -53,10 +54,8 @@ def inline_build(
     assert not diags.has_errors, diags
     result, inline_diags = inline_graph(graph, wiring, options=options, only=only)
     diags.extend(inline_diags)
-    tree = layout_tree(result.graph, root=root, options=options)
+    tree = layout_tree(result.graph, root=root, options=options, beside_root=result.copies)
     files = {rel: tree.content(rel) for rel in tree.paths()}
-    for rel, path in result.copies.items():
-        files.setdefault(rel, path.read_bytes())
     return result, files, diags
 
 
@@ -151,6 +150,55 @@ def test_oracle_same_plan(name: str, tmp_path: Path) -> None:
     mapped = {result.new_address(addr): values for addr, values in before_res.items()}
     assert mapped == after_res
     assert before_out == after_out
+
+
+_PATHS = """
+resource "terraform_data" "paths" {
+  input = {
+    module = path.module
+    root   = path.root
+    text   = templatefile("${path.module}/x.tpl", { who = "%s" })
+  }
+}
+"""
+
+
+@pytest.mark.oracle
+def test_oracle_modules_outside_the_root_keep_path_module(tmp_path: Path) -> None:
+    """Issue 14 (3b), inline mode: an inlined module from ../shared gets path.module "../shared",
+    Terraform's own value, and its template is found there; a kept call (count) to ../kept stays
+    a call at its relative place. The output plans the same values at the moved addresses."""
+    terraform()
+    repo = tmp_path / "repo"
+    files = {
+        "live/main.tf": _PATHS % "root"
+        + 'module "shared" {\n  source = "../shared"\n}\n'
+        + 'module "kept" {\n  source = "../kept"\n  count  = 1\n}\n',
+        "live/x.tpl": "root ${who}\n",
+        "shared/main.tf": _PATHS % "shared" + 'module "nested" {\n  source = "./nested"\n}\n',
+        "shared/x.tpl": "shared ${who}\n",
+        "shared/nested/main.tf": _PATHS % "nested",
+        "shared/nested/x.tpl": "nested ${who}\n",
+        "kept/main.tf": _PATHS % "kept",
+        "kept/x.tpl": "kept ${who}\n",
+    }
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    result, diags = build(repo / "live", options=Options(inline=True))
+    assert not diags.has_errors, diags
+    assert result.inlined is not None and result.tree.root == "live"
+    out = tmp_path / "inlined"
+    write_tree(out, result.tree.files, result.tree.copies)
+    assert (out / "shared" / "nested" / "x.tpl").is_file()
+    before_res, _ = _planned(_plan(repo / "live"))
+    after_res, _ = _planned(_plan(out / "live"))
+    assert (
+        before_res["module.shared.module.nested.terraform_data.paths"]["input"]["module"]
+        == "../shared/nested"
+    )
+    mapped = {result.inlined.new_address(addr): values for addr, values in before_res.items()}
+    assert mapped == after_res
 
 
 @pytest.mark.oracle

@@ -92,3 +92,80 @@ def test_building_the_output_again_reproduces_it(case: Path, tmp_path: Path) -> 
     differing = [name for name in others if got[name] != want[name]]
     remote = any(name.startswith("modules/_remote/") for name in want)
     assert differing == (["flatten.manifest.json"] if remote else [])
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+# Every module stores the path values Terraform gives it and reads a template through path.module.
+_PATHS = """
+resource "terraform_data" "paths" {
+  input = {
+    module = path.module
+    root   = path.root
+    text   = templatefile("${path.module}/x.tpl", { who = "%s" })
+  }
+}
+output "paths" {
+  value = terraform_data.paths.output
+}
+"""
+
+
+@pytest.mark.oracle
+def test_modules_outside_the_root_keep_path_module(tmp_path: Path) -> None:
+    """Issue 14 (3b): with the root in live/ and modules in ../shared (one nested, one reached
+    through a symlink), path.module and path.root keep their values and every template read
+    through path.module is found: the output plans exactly like the original."""
+    tf = terraform()
+    repo = tmp_path / "repo"
+    _write(
+        repo,
+        {
+            "live/main.tf": (
+                _PATHS % "root"
+                + 'module "shared" {\n  source = "../shared"\n}\n'
+                + 'module "linked" {\n  source = "./linked"\n}\n'
+                + 'module "inner" {\n  source = "./modules/inner"\n}\n'
+            ),
+            "live/x.tpl": "root ${who}\n",
+            "live/modules/inner/main.tf": _PATHS % "inner",
+            "live/modules/inner/x.tpl": "inner ${who}\n",
+            "shared/main.tf": _PATHS % "shared" + 'module "nested" {\n  source = "./nested"\n}\n',
+            "shared/x.tpl": "shared ${who}\n",
+            "shared/nested/main.tf": _PATHS % "nested",
+            "shared/nested/x.tpl": "nested ${who}\n",
+            "real/main.tf": _PATHS % "real",
+            "real/x.tpl": "real ${who}\n",
+        },
+    )
+    (repo / "live" / "linked").symlink_to("../real", target_is_directory=True)
+    result, diags = build(repo / "live", options=Options())
+    assert not diags.has_errors, diags
+    assert result.tree.root == "live"
+    out = tmp_path / "flat"
+    write_tree(out, result.tree.files, result.tree.copies)
+
+    # Building the output's root again gives the same layout and files (the manifest differs: it
+    # records the sources as written, and the symlink is gone from the output).
+    again, diags = build(out / result.tree.root, options=Options())
+    assert not diags.has_errors, diags
+    assert again.tree.root == "live"
+    assert {k: v for k, v in again.files.items() if k != "flatten.manifest.json"} == {
+        k: v for k, v in result.files.items() if k != "flatten.manifest.json"
+    }
+
+    want = _plan(tf, repo / "live")
+    inputs = {
+        r["address"]: r["change"]["after"]["input"]
+        for r in want["resource_changes"]
+        if r["type"] == "terraform_data"
+    }
+    # The values the fix is about, as Terraform gives them to the original.
+    assert inputs["module.shared.module.nested.terraform_data.paths"]["module"] == "../shared/nested"
+    assert inputs["module.linked.terraform_data.paths"]["module"] == "../real"
+    assert _plan(tf, out / result.tree.root) == want

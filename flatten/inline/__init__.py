@@ -53,7 +53,8 @@ class InlineResult:
     """What inlining produced.
 
     ``graph`` is ready for ``layout_tree``; ``copies`` are extra files for the output tree (files
-    of inlined modules that read ``path.module``, by output path); ``moves`` are the ``(from, to)``
+    of inlined modules that read ``path.module``, by path relative to the root module: pass them
+    to ``layout_tree`` as ``beside_root``); ``moves`` are the ``(from, to)``
     address pairs of every ``moved`` block written, outermost module first; ``inlined`` and
     ``kept`` list original call addresses. ``renames`` adds the data and ephemeral resources,
     which are renamed but not moved (they have no state).
@@ -78,6 +79,11 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
             base = "modules/_remote/" + node.package.name
             return posixpath.join(base, node.package.subdir) if node.package.subdir else base
         assert node.directory is not None
+        real = Path(os.path.relpath(node.directory.resolve(), root.resolve())).as_posix()
+        if real.startswith("../"):
+            # Outside the root: Terraform's own value (symlinks resolved, relative to the root);
+            # the layout keeps the module's files at that place relative to the root module.
+            return real
         rel = Path(os.path.relpath(node.directory, root)).as_posix()
         parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
         if len(parts) > 1 and parts[0] == "modules":
