@@ -41,25 +41,121 @@ class Pos:
     byte: int
 
 
-@dataclass(frozen=True, slots=True)
+# A range packs each position into one int (line, column and byte in 40 bits each) instead of
+# holding two ``Pos`` objects with three ints each: every attribute, expression, block and label
+# has a range, and the unpacked form was half of a parsed file's memory (136 instead of about 300
+# bytes a range; docs/reliability.md, "Memory"). A position that does not fit (a negative value,
+# or one of 2**40 or more) is kept as its ``Pos``. ``start`` and ``end`` build a ``Pos`` when read.
+_BITS = 40
+_MASK = (1 << _BITS) - 1
+
+
+def _pack(pos: Pos) -> int | Pos:
+    line, column, byte = pos.line, pos.column, pos.byte
+    if 0 <= line <= _MASK and 0 <= column <= _MASK and 0 <= byte <= _MASK:
+        return (((line << _BITS) | column) << _BITS) | byte
+    return pos
+
+
+def _unpack(packed: int | Pos) -> Pos:
+    if isinstance(packed, Pos):
+        return packed
+    return Pos(packed >> (2 * _BITS), (packed >> _BITS) & _MASK, packed & _MASK)
+
+
 class Range:
-    """A span of a source file. ``filename`` is relative to the root being built."""
+    """A span of a source file. ``filename`` is relative to the root being built.
+
+    Immutable, compared and hashed by value, as the frozen dataclass it replaces:
+    ``Range(filename, start, end)`` with ``start`` and ``end`` as ``Pos``.
+    """
+
+    __slots__ = ("_end", "_start", "filename")
 
     filename: str
-    start: Pos
-    end: Pos
+    _start: int | Pos
+    _end: int | Pos
+
+    def __init__(self, filename: str, start: Pos, end: Pos) -> None:
+        object.__setattr__(self, "filename", filename)
+        object.__setattr__(self, "_start", _pack(start))
+        object.__setattr__(self, "_end", _pack(end))
+
+    @property
+    def start(self) -> Pos:
+        return _unpack(self._start)
+
+    @property
+    def end(self) -> Pos:
+        return _unpack(self._end)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Range:
+            return NotImplemented
+        assert isinstance(other, Range)
+        return self._start == other._start and self._end == other._end and self.filename == other.filename
+
+    def __hash__(self) -> int:
+        return hash((self.filename, self._start, self._end))
+
+    def __repr__(self) -> str:
+        return f"Range(filename={self.filename!r}, start={self.start!r}, end={self.end!r})"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return Range, (self.filename, self.start, self.end)
+
+    def __copy__(self) -> Range:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Range:
+        return self
 
     def __str__(self) -> str:
         # HCL's form: file:L,C-C on one line, file:L,C-L,C across lines.
-        end = (
-            f"{self.end.column}" if self.end.line == self.start.line else f"{self.end.line},{self.end.column}"
-        )
-        return f"{self.filename}:{self.start.line},{self.start.column}-{end}"
+        start, end = self.start, self.end
+        end_text = f"{end.column}" if end.line == start.line else f"{end.line},{end.column}"
+        return f"{self.filename}:{start.line},{start.column}-{end_text}"
 
     @staticmethod
     def point(filename: str, line: int = 1, column: int = 1, byte: int = 0) -> Range:
         pos = Pos(line, column, byte)
         return Range(filename, pos, pos)
+
+    @staticmethod
+    def at(
+        filename: str, line: int, column: int, byte: int, end_line: int, end_column: int, end_byte: int
+    ) -> Range:
+        """Return ``Range(filename, Pos(line, column, byte), Pos(end_line, end_column, end_byte))``,
+        without building either ``Pos``: how readers and cache entries make ranges."""
+        r = _new_range(Range)
+        _set_filename(r, filename)
+        if (
+            0 <= line <= _MASK
+            and 0 <= column <= _MASK
+            and 0 <= byte <= _MASK
+            and 0 <= end_line <= _MASK
+            and 0 <= end_column <= _MASK
+            and 0 <= end_byte <= _MASK
+        ):
+            _set_start(r, (((line << _BITS) | column) << _BITS) | byte)
+            _set_end(r, (((end_line << _BITS) | end_column) << _BITS) | end_byte)
+        else:
+            _set_start(r, _pack(Pos(line, column, byte)))
+            _set_end(r, _pack(Pos(end_line, end_column, end_byte)))
+        return r
+
+
+# The slots' own setters: Range.__setattr__ refuses every assignment.
+_new_range = object.__new__
+_set_filename = Range.__dict__["filename"].__set__
+_set_start = Range.__dict__["_start"].__set__
+_set_end = Range.__dict__["_end"].__set__
 
 
 @dataclass(frozen=True, slots=True)
