@@ -41,25 +41,35 @@ class Pos:
     byte: int
 
 
-# A range packs each position into one int (line, column and byte in 40 bits each) instead of
+# A range packs both positions into one int (line, column and byte in 40 bits each) instead of
 # holding two ``Pos`` objects with three ints each: every attribute, expression, block and label
-# has a range, and the unpacked form was half of a parsed file's memory (136 instead of about 300
-# bytes a range; docs/reliability.md, "Memory"). A position that does not fit (a negative value,
-# or one of 2**40 or more) is kept as its ``Pos``. ``start`` and ``end`` build a ``Pos`` when read.
+# has a range, and the unpacked form was half of a parsed file's memory (104 instead of about 300
+# bytes a range; docs/reliability.md, "Memory"). A range with a position that does not fit (a
+# negative value, or one of 2**40 or more) keeps its two ``Pos``. ``start`` and ``end`` build a
+# ``Pos`` when read.
 _BITS = 40
 _MASK = (1 << _BITS) - 1
+_POS_BITS = 3 * _BITS
+_POS_MASK = (1 << _POS_BITS) - 1
 
 
-def _pack(pos: Pos) -> int | Pos:
-    line, column, byte = pos.line, pos.column, pos.byte
-    if 0 <= line <= _MASK and 0 <= column <= _MASK and 0 <= byte <= _MASK:
-        return (((line << _BITS) | column) << _BITS) | byte
-    return pos
+def _key(
+    line: int, column: int, byte: int, end_line: int, end_column: int, end_byte: int
+) -> int | tuple[Pos, Pos]:
+    if (
+        0 <= line <= _MASK
+        and 0 <= column <= _MASK
+        and 0 <= byte <= _MASK
+        and 0 <= end_line <= _MASK
+        and 0 <= end_column <= _MASK
+        and 0 <= end_byte <= _MASK
+    ):
+        start = (((line << _BITS) | column) << _BITS) | byte
+        return (start << _POS_BITS) | (((((end_line << _BITS) | end_column) << _BITS)) | end_byte)
+    return (Pos(line, column, byte), Pos(end_line, end_column, end_byte))
 
 
-def _unpack(packed: int | Pos) -> Pos:
-    if isinstance(packed, Pos):
-        return packed
+def _unpack(packed: int) -> Pos:
     return Pos(packed >> (2 * _BITS), (packed >> _BITS) & _MASK, packed & _MASK)
 
 
@@ -70,24 +80,28 @@ class Range:
     ``Range(filename, start, end)`` with ``start`` and ``end`` as ``Pos``.
     """
 
-    __slots__ = ("_end", "_start", "filename")
+    __slots__ = ("_key", "filename")
 
     filename: str
-    _start: int | Pos
-    _end: int | Pos
+    _key: int | tuple[Pos, Pos]
 
     def __init__(self, filename: str, start: Pos, end: Pos) -> None:
-        object.__setattr__(self, "filename", filename)
-        object.__setattr__(self, "_start", _pack(start))
-        object.__setattr__(self, "_end", _pack(end))
+        _set_filename(self, filename)
+        _set_key(self, _key(start.line, start.column, start.byte, end.line, end.column, end.byte))
 
     @property
     def start(self) -> Pos:
-        return _unpack(self._start)
+        key = self._key
+        if isinstance(key, tuple):
+            return key[0]
+        return _unpack(key >> _POS_BITS)
 
     @property
     def end(self) -> Pos:
-        return _unpack(self._end)
+        key = self._key
+        if isinstance(key, tuple):
+            return key[1]
+        return _unpack(key & _POS_MASK)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"cannot assign to field {name!r}")
@@ -99,10 +113,10 @@ class Range:
         if other.__class__ is not Range:
             return NotImplemented
         assert isinstance(other, Range)
-        return self._start == other._start and self._end == other._end and self.filename == other.filename
+        return self._key == other._key and self.filename == other.filename
 
     def __hash__(self) -> int:
-        return hash((self.filename, self._start, self._end))
+        return hash((self.filename, self._key))
 
     def __repr__(self) -> str:
         return f"Range(filename={self.filename!r}, start={self.start!r}, end={self.end!r})"
@@ -135,27 +149,14 @@ class Range:
         without building either ``Pos``: how readers and cache entries make ranges."""
         r = _new_range(Range)
         _set_filename(r, filename)
-        if (
-            0 <= line <= _MASK
-            and 0 <= column <= _MASK
-            and 0 <= byte <= _MASK
-            and 0 <= end_line <= _MASK
-            and 0 <= end_column <= _MASK
-            and 0 <= end_byte <= _MASK
-        ):
-            _set_start(r, (((line << _BITS) | column) << _BITS) | byte)
-            _set_end(r, (((end_line << _BITS) | end_column) << _BITS) | end_byte)
-        else:
-            _set_start(r, _pack(Pos(line, column, byte)))
-            _set_end(r, _pack(Pos(end_line, end_column, end_byte)))
+        _set_key(r, _key(line, column, byte, end_line, end_column, end_byte))
         return r
 
 
 # The slots' own setters: Range.__setattr__ refuses every assignment.
 _new_range = object.__new__
 _set_filename = Range.__dict__["filename"].__set__
-_set_start = Range.__dict__["_start"].__set__
-_set_end = Range.__dict__["_end"].__set__
+_set_key = Range.__dict__["_key"].__set__
 
 
 @dataclass(frozen=True, slots=True)
