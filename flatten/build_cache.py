@@ -36,7 +36,7 @@ from typing import Any
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.files import DirectoryListing
-from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range
+from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range, range_from_key
 from flatten.options import Options
 
 __all__ = [
@@ -275,10 +275,8 @@ def _fields(obj: object) -> tuple[object, ...]:
 # as parsing. Each class here is rebuilt by one call to a module-level function (pickled by name).
 DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Pos: lambda p: (make_pos, (p.line, p.column, p.byte)),
-    Range: lambda r: (
-        make_range_at,
-        (r.filename, r.start.line, r.start.column, r.start.byte, r.end.line, r.end.column, r.end.byte),
-    ),
+    # The range's own objects as arguments (the pickler's memo keeps every argument tuple).
+    Range: lambda r: (range_from_key, (r.filename, r._key)),
     Expr: lambda e: (make_expr, (e.value, e.range)),
     Attribute: lambda a: (make_attribute, (a.name, a.expr, a.name_range)),
     Block: lambda b: (make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),

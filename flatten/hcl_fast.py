@@ -894,7 +894,8 @@ class _Reader:
             parts = self.string_parts(node)
             if any(not isinstance(p, Literal) for p in parts):
                 raise _Unsure
-            return "".join(p.value for p in parts if isinstance(p, Literal))
+            value = "".join(p.value for p in parts if isinstance(p, Literal))
+            return self.share(value, value)
         if kind == _TUPLE:
             return [self.literal(n) for n in node[3]]  # type: ignore[attr-defined]
         if kind == _OBJECT:

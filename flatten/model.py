@@ -26,6 +26,7 @@ __all__ = [
     "ParsedFile",
     "Pos",
     "Range",
+    "range_from_key",
 ]
 
 # Numbers that are not integers are Decimals so that full precision survives (spec §7.1).
@@ -157,6 +158,18 @@ class Range:
 _new_range = object.__new__
 _set_filename = Range.__dict__["filename"].__set__
 _set_key = Range.__dict__["_key"].__set__
+
+
+def range_from_key(filename: str, key: int | tuple[Pos, Pos]) -> Range:
+    """Return the range whose ``filename`` and ``_key`` these are: how caches pickle a range.
+
+    Its arguments are the range's own objects, so the pickler's memo (which keeps every tuple of
+    arguments it saw until the end) holds one small tuple a range, not six new ints.
+    """
+    r = _new_range(Range)
+    _set_filename(r, filename)
+    _set_key(r, key)
+    return r
 
 
 @dataclass(frozen=True, slots=True)
