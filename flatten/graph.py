@@ -399,7 +399,9 @@ def _load(
     if outside and package is not None:
         prefix = package.address.partition("?")[0]
         diags = Diagnostics(
-            replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}")) if d.range else d
+            replace(d, range=Range(f"{prefix}//{d.range.filename}", d.range.start, d.range.end))
+            if d.range
+            else d
             for d in diags
         )
     if address:

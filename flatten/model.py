@@ -66,7 +66,7 @@ def _key(
         and 0 <= end_byte <= _MASK
     ):
         start = (((line << _BITS) | column) << _BITS) | byte
-        return (start << _POS_BITS) | (((((end_line << _BITS) | end_column) << _BITS)) | end_byte)
+        return (start << _POS_BITS) | ((((end_line << _BITS) | end_column) << _BITS) | end_byte)
     return (Pos(line, column, byte), Pos(end_line, end_column, end_byte))
 
 

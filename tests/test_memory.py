@@ -46,7 +46,10 @@ def _reachable(root: object) -> list[object]:
         if id(obj) in seen:
             continue
         seen[id(obj)] = obj
-        if isinstance(obj, (tuple, list, dict, Body, Block, Attribute, Range)) or type(obj).__module__ == "flatten.model":
+        if (
+            isinstance(obj, (tuple, list, dict, Body, Block, Attribute, Range))
+            or type(obj).__module__ == "flatten.model"
+        ):
             stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
     return list(seen.values())
 
@@ -65,7 +68,10 @@ def test_a_packed_range_behaves_as_the_dataclass_did() -> None:
     r = Range("m.tf", start, end)
     assert r == Range.at("m.tf", 3, 5, 40, 4, 1, 60) and hash(r) == hash(Range("m.tf", start, end))
     assert r != Range("n.tf", start, end) and r != Range("m.tf", start, Pos(4, 1, 61))
-    assert repr(r) == "Range(filename='m.tf', start=Pos(line=3, column=5, byte=40), end=Pos(line=4, column=1, byte=60))"
+    assert (
+        repr(r)
+        == "Range(filename='m.tf', start=Pos(line=3, column=5, byte=40), end=Pos(line=4, column=1, byte=60))"
+    )
     assert str(r) == "m.tf:3,5-4,1" and str(Range.point("m.tf", 2, 3)) == "m.tf:2,3-3"
     for clone in (pickle.loads(pickle.dumps(r)), pickle.loads(cache_dumps(r)), copy.deepcopy(r)):
         assert clone == r and clone.start == start and clone.end == end
