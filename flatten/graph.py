@@ -437,7 +437,9 @@ def _load(
     if outside and package is not None:
         prefix = redact_url(package.address.partition("?")[0])  # a file name is shown: no URL userinfo
         diags = Diagnostics(
-            replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}")) if d.range else d
+            replace(d, range=Range(f"{prefix}//{d.range.filename}", d.range.start, d.range.end))
+            if d.range
+            else d
             for d in diags
         )
     if address:

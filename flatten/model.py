@@ -26,6 +26,7 @@ __all__ = [
     "ParsedFile",
     "Pos",
     "Range",
+    "range_from_key",
 ]
 
 # Numbers that are not integers are Decimals so that full precision survives (spec §7.1).
@@ -41,25 +42,134 @@ class Pos:
     byte: int
 
 
-@dataclass(frozen=True, slots=True)
+# A range packs both positions into one int (line, column and byte in 40 bits each) instead of
+# holding two ``Pos`` objects with three ints each: every attribute, expression, block and label
+# has a range, and the unpacked form was half of a parsed file's memory (104 instead of about 300
+# bytes a range; docs/reliability.md, "Memory"). A range with a position that does not fit (a
+# negative value, or one of 2**40 or more) keeps its two ``Pos``. ``start`` and ``end`` build a
+# ``Pos`` when read.
+_BITS = 40
+_MASK = (1 << _BITS) - 1
+_POS_BITS = 3 * _BITS
+_POS_MASK = (1 << _POS_BITS) - 1
+
+
+def _key(
+    line: int, column: int, byte: int, end_line: int, end_column: int, end_byte: int
+) -> int | tuple[Pos, Pos]:
+    if (
+        0 <= line <= _MASK
+        and 0 <= column <= _MASK
+        and 0 <= byte <= _MASK
+        and 0 <= end_line <= _MASK
+        and 0 <= end_column <= _MASK
+        and 0 <= end_byte <= _MASK
+    ):
+        start = (((line << _BITS) | column) << _BITS) | byte
+        return (start << _POS_BITS) | ((((end_line << _BITS) | end_column) << _BITS) | end_byte)
+    return (Pos(line, column, byte), Pos(end_line, end_column, end_byte))
+
+
+def _unpack(packed: int) -> Pos:
+    return Pos(packed >> (2 * _BITS), (packed >> _BITS) & _MASK, packed & _MASK)
+
+
 class Range:
-    """A span of a source file. ``filename`` is relative to the root being built."""
+    """A span of a source file. ``filename`` is relative to the root being built.
+
+    Immutable, compared and hashed by value, as the frozen dataclass it replaces:
+    ``Range(filename, start, end)`` with ``start`` and ``end`` as ``Pos``.
+    """
+
+    __slots__ = ("_key", "filename")
 
     filename: str
-    start: Pos
-    end: Pos
+    _key: int | tuple[Pos, Pos]
+
+    def __init__(self, filename: str, start: Pos, end: Pos) -> None:
+        _set_filename(self, filename)
+        _set_key(self, _key(start.line, start.column, start.byte, end.line, end.column, end.byte))
+
+    @property
+    def start(self) -> Pos:
+        key = self._key
+        if isinstance(key, tuple):
+            return key[0]
+        return _unpack(key >> _POS_BITS)
+
+    @property
+    def end(self) -> Pos:
+        key = self._key
+        if isinstance(key, tuple):
+            return key[1]
+        return _unpack(key & _POS_MASK)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Range:
+            return NotImplemented
+        assert isinstance(other, Range)
+        return self._key == other._key and self.filename == other.filename
+
+    def __hash__(self) -> int:
+        return hash((self.filename, self._key))
+
+    def __repr__(self) -> str:
+        return f"Range(filename={self.filename!r}, start={self.start!r}, end={self.end!r})"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return Range, (self.filename, self.start, self.end)
+
+    def __copy__(self) -> Range:
+        return self
+
+    def __deepcopy__(self, memo: object) -> Range:
+        return self
 
     def __str__(self) -> str:
         # HCL's form: file:L,C-C on one line, file:L,C-L,C across lines.
-        end = (
-            f"{self.end.column}" if self.end.line == self.start.line else f"{self.end.line},{self.end.column}"
-        )
-        return f"{self.filename}:{self.start.line},{self.start.column}-{end}"
+        start, end = self.start, self.end
+        end_text = f"{end.column}" if end.line == start.line else f"{end.line},{end.column}"
+        return f"{self.filename}:{start.line},{start.column}-{end_text}"
 
     @staticmethod
     def point(filename: str, line: int = 1, column: int = 1, byte: int = 0) -> Range:
         pos = Pos(line, column, byte)
         return Range(filename, pos, pos)
+
+    @staticmethod
+    def at(
+        filename: str, line: int, column: int, byte: int, end_line: int, end_column: int, end_byte: int
+    ) -> Range:
+        """Return ``Range(filename, Pos(line, column, byte), Pos(end_line, end_column, end_byte))``,
+        without building either ``Pos``: how readers and cache entries make ranges."""
+        r = _new_range(Range)
+        _set_filename(r, filename)
+        _set_key(r, _key(line, column, byte, end_line, end_column, end_byte))
+        return r
+
+
+# The slots' own setters: Range.__setattr__ refuses every assignment.
+_new_range = object.__new__
+_set_filename = Range.__dict__["filename"].__set__
+_set_key = Range.__dict__["_key"].__set__
+
+
+def range_from_key(filename: str, key: int | tuple[Pos, Pos]) -> Range:
+    """Return the range whose ``filename`` and ``_key`` these are: how caches pickle a range.
+
+    Its arguments are the range's own objects, so the pickler's memo (which keeps every tuple of
+    arguments it saw until the end) holds one small tuple a range, not six new ints.
+    """
+    r = _new_range(Range)
+    _set_filename(r, filename)
+    _set_key(r, key)
+    return r
 
 
 @dataclass(frozen=True, slots=True)

@@ -713,11 +713,18 @@ def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]
     from flatten import build_cache
 
     out = []
-    for key, entry in computed:
+    while computed:
+        key, entry = computed.pop()
         assert isinstance(entry, build_cache.ModuleEntry)
-        build_cache.MEMO[key] = entry
-        build_cache.store(key, entry)
-        out.append((key, build_cache.module_sources(entry.module)))
+        # Encoded once, here, for both the writer and the build (which receives it as bytes from
+        # this forked child anyway): two encodings at once, one of them on the writer's thread,
+        # each with its pickler's memo, doubled the peak memory of a large module.
+        calls, data = build_cache.encode(key, entry)
+        del entry
+        build_cache.MEMO[key] = data
+        build_cache.store(key, data)
+        out.append((key, calls))
+    out.reverse()
     return out
 
 
