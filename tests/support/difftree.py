@@ -765,10 +765,21 @@ class Outcome:
 _TEXT_ERROR = re.compile(r"^[│ ]*Error: (.+?)\s*$", re.M)
 
 
+# Terraform's plan stops at the first provider it finds missing, and which one that is depends on
+# the order of its concurrent graph walk (the same tree names either module run to run).
+_MISSING_PROVIDER = re.compile(r"^missing provider \S+$")
+
+
+def _summary(text: str) -> str:
+    return "missing provider <address>" if _MISSING_PROVIDER.match(text) else text
+
+
 def _text_errors(text: str) -> frozenset[str]:
     # init wraps configuration errors in one more "Error:" that says only that.
     found = (m.group(1) for m in _TEXT_ERROR.finditer(text))
-    return frozenset(s for s in found if not s.startswith("Terraform encountered problems during init"))
+    return frozenset(
+        _summary(s) for s in found if not s.startswith("Terraform encountered problems during init")
+    )
 
 
 def _json_errors(stdout: str) -> frozenset[str]:
@@ -780,7 +791,7 @@ def _json_errors(stdout: str) -> frozenset[str]:
             continue
         diag = msg.get("diagnostic") if isinstance(msg, dict) else None
         if diag and diag.get("severity") == "error":
-            found.add(diag["summary"])
+            found.add(_summary(diag["summary"]))
     return frozenset(found)
 
 
