@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from oracle import terraform
@@ -35,12 +36,47 @@ from support.difftree import (
 SEEDS = [1, 4, 6, 11, 13, 15, 17, 28, 33, 34, 46, 58]
 
 
+# A valid tree whose root has resource r0 (one instance, default provider), output o0 and
+# a provider alias r0.
+TAMPERED = 162
+
+
 @pytest.mark.oracle
 @pytest.mark.parametrize("seed", SEEDS)
 def test_terraform_agrees_on_the_original_and_on_flattens_output(seed: int, tmp_path: Path) -> None:
     tf = terraform()
     outcome = run_case(generate(seed), tmp_path, tf)
     assert outcome.outcome != "disagree", f"{outcome.klass}: {outcome.detail}"
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize(
+    ("change", "klass"),
+    [
+        (lambda root: root["resource"]["terraform_data"]["r0"].update(input="changed"), "resource-values"),
+        (lambda root: root["output"]["o0"].update(value="changed"), "outputs"),
+        (lambda root: root["resource"]["terraform_data"].update(extra={"input": 1}), "planned-instances"),
+        (
+            lambda root: root["resource"]["terraform_data"]["r0"].update(provider="terraform.r0"),
+            "provider_config_key",
+        ),
+        (lambda root: root["output"]["o0"].update(value="${var.nope}"), "verdict, output invalid"),
+    ],
+    ids=["value", "output", "instance", "provider", "verdict"],
+)
+def test_a_changed_output_is_a_disagreement(change: Any, klass: str, tmp_path: Path) -> None:
+    """The comparison can fail: one edit to flatten's output of an agreeing tree is reported."""
+    tf = terraform()
+
+    def tamper(flat: Path) -> None:
+        path = flat / "main.tf.json"
+        root = json.loads(path.read_text())
+        change(root)
+        path.write_text(json.dumps(root))
+
+    outcome = run_case(generate(TAMPERED), tmp_path, tf, tamper=tamper)
+    assert outcome.outcome == "disagree"
+    assert outcome.klass.startswith(klass), outcome
 
 
 def test_the_short_run_covers_valid_and_invalid_trees() -> None:

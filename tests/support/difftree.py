@@ -876,8 +876,12 @@ def _delta(ours: frozenset[str], theirs: frozenset[str], ours_name: str, theirs_
     return "; ".join(parts)
 
 
-def run_case(case: Case, work: Path, tf: Runner) -> Outcome:
-    """Run ``case`` through flatten and Terraform in ``work`` (a fresh directory) and compare."""
+def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], None] | None = None) -> Outcome:
+    """Run ``case`` through flatten and Terraform in ``work`` (a fresh directory) and compare.
+
+    ``tamper`` edits flatten's output before Terraform reads it: the test that the comparison
+    notices a difference.
+    """
     original = work / "original"
     flat = work / "flat"
     write_case(case, original)
@@ -902,6 +906,8 @@ def run_case(case: Case, work: Path, tf: Runner) -> Outcome:
                 f"flatten: {_summaries(rejected)} / terraform ({ours.stage}): {_summaries(ours.errors)}",
             )
         return verdict("agree-invalid", "flatten rejects", _summaries(ours.errors))
+    if tamper is not None:
+        tamper(flat)
     theirs = terraform_plan(tf, flat, apply=False)
     if bool(ours.errors) != bool(theirs.errors):
         side = f"output invalid: {_summaries(theirs.errors)}" if theirs.errors else "output valid"
