@@ -457,7 +457,7 @@ def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
     prefix = redact_url(package.address).partition("?")[0]
     if d.range.filename.startswith(prefix + "//"):
         return d
-    return replace(d, range=replace(d.range, filename=f"{prefix}//{d.range.filename}"))
+    return replace(d, range=Range(f"{prefix}//{d.range.filename}", d.range.start, d.range.end))
 
 
 def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
