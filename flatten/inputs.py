@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.graph import ModuleGraph
-from flatten.model import Block, Module, Pos, Range
+from flatten.model import Block, Body, Module, Pos, Range
 
 __all__ = ["MODULE_META_ARGUMENTS", "check_module_inputs", "declared_inputs"]
 
@@ -38,8 +38,44 @@ def _missing_item(block: Block) -> Range:
     return Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
 
 
-def check_module_inputs(graph: ModuleGraph) -> Diagnostics:
+def _unsupported(body: Body, declared: frozenset[str], module: str, *, escaped: bool) -> list[Diagnostic]:
+    """HCL's errors for what a call's body holds beyond its meta-arguments and the module's variables.
+
+    Inside the ``_`` escaping block every name is a variable's, meta-argument names included.
+    """
+    found: list[Diagnostic] = []
+    for attr in body.attributes:
+        if attr.name in declared or (not escaped and attr.name in MODULE_META_ARGUMENTS):
+            continue
+        if attr.name_range.filename.endswith(".json"):
+            summary, detail = (
+                "Extraneous JSON object property",
+                f'No argument or block type is named "{attr.name}".',
+            )
+        else:
+            summary, detail = "Unsupported argument", f'An argument named "{attr.name}" is not expected here.'
+        found.append(Diagnostic.error(summary, detail, attr.name_range, module))
+    for block in body.blocks:
+        if block.type == "_" and not escaped:
+            found.extend(_unsupported(block.body, declared, module, escaped=True))
+            continue
+        found.append(
+            Diagnostic.error(
+                "Unsupported block type",
+                f'Blocks of type "{block.type}" are not expected here.',
+                block.range,
+                module,
+            )
+        )
+    return found
+
+
+def check_module_inputs(graph: ModuleGraph, *, unsupported: bool = True) -> Diagnostics:
     """Return a "Missing required argument" error for every required input a call leaves out.
+
+    With ``unsupported``, also HCL's errors for arguments and blocks the module does not declare
+    (Terraform's ``terraform validate``; the OpenTofu dialect follows its conformance corpus, taken
+    from OpenTofu's configuration loader, which accepts them).
 
     Terraform stops at the first call with a missing input, and which call that is depends on
     Go's map order; flatten reports every call, in tree order, each input in declaration order.
@@ -54,25 +90,13 @@ def check_module_inputs(graph: ModuleGraph) -> Diagnostics:
         given = parent.base_arguments.get(call.name)
         if given is None:
             given = frozenset(a.name for a in block.body.attributes)
-        if call.name not in parent.base_arguments:
+        if unsupported and call.name not in parent.base_arguments:
             # Checked when the call has no override file: Terraform decodes an overridden call's
             # merged body without reporting, or using, arguments the module does not declare
             # (docs/overrides.md); layout drops those from the output's call.
-            declared = declared_inputs(node.module)
-            for attr in block.body.attributes:
-                if attr.name in MODULE_META_ARGUMENTS or attr.name in declared:
-                    continue
-                if attr.name_range.filename.endswith(".json"):
-                    summary, detail = (
-                        "Extraneous JSON object property",
-                        (f'No argument or block type is named "{attr.name}".'),
-                    )
-                else:
-                    summary, detail = (
-                        "Unsupported argument",
-                        f'An argument named "{attr.name}" is not expected here.',
-                    )
-                diags.append(Diagnostic.error(summary, detail, attr.name_range, parent.address))
+            diags.extend(
+                _unsupported(block.body, declared_inputs(node.module), parent.address, escaped=False)
+            )
         for variable in node.module.blocks_of("variable"):
             if not variable.labels or variable.body.attribute("default") is not None:
                 continue

@@ -132,6 +132,12 @@ CASES: dict[str, dict[str, str]] = {
         "main.tf.json": '{"module": {"m": {"source": "./m", "x": 1, "y": "a", "bogus": 1}}}\n',
         "m/main.tf": _VARIABLES,
     },
+    # The "_" escaping block: its names are the module's variables, meta-argument names included.
+    "escaping-block-module-arguments": {
+        "main.tf": 'module "m" {\n  source = "./m"\n  count  = 1\n  x      = 1\n  y      = "a"\n'
+        "  blk {}\n  _ {\n    count = 2\n    other = 3\n    lifecycle {}\n  }\n}\n",
+        "m/main.tf": _VARIABLES + 'variable "count" {\n  default = 0\n}\n',
+    },
     "load-error-then-type-mismatch": {
         "main.tf": _BUILTIN
         + 'provider "terraform" {\n  alias = "y"\n}\n'

@@ -42,7 +42,7 @@ def check_wiring(
     wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
     if load_errors or diags.has_errors:
         return wiring, diags
-    inputs = check_module_inputs(graph)
+    inputs = check_module_inputs(graph, unsupported=options.dialect is Dialect.TERRAFORM)
     diags.extend(inputs)
     # Only Terraform's provider transformers are reproduced: the OpenTofu conformance corpus
     # accepts passing on an inherited default (provider-pass-inherited), so OpenTofu's differ.
