@@ -757,10 +757,14 @@ class TfRun:
 class Outcome:
     seed: int
     defect: str | None
-    outcome: str  # "agree-valid", "agree-invalid", or "disagree"
+    outcome: str  # "agree-valid", "agree-invalid", "refused" (documented, REFUSALS) or "disagree"
     klass: str = ""  # disagreements: what differed; invalid trees: "flatten rejects" or who found it
     detail: str = ""
 
+
+# flatten's documented refusals of valid trees: no flattened output could plan the same
+# (issue 14, item 3: an override's type that cannot carry the first type's optional defaults).
+REFUSALS = frozenset({"Unsupported variable type override"})
 
 _TEXT_ERROR = re.compile(r"^[│ ]*Error: (.+?)\s*$", re.M)
 
@@ -855,7 +859,7 @@ def _flatten(original: Path, out: Path) -> tuple[frozenset[str] | None, str]:
     from flatten.options import Options
 
     result, diags = build(original, options=Options())
-    errors = frozenset(d.summary for d in diags if d.severity.value == "error")
+    errors = frozenset(_summary(d.summary) for d in diags if d.severity.value == "error")
     if diags.has_errors:
         return errors, ""
     write_tree(out, result.tree.files, result.tree.copies)
@@ -898,6 +902,9 @@ def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], Non
     ours = terraform_plan(tf, original, apply=rejected is None)
     if rejected is not None:
         if not ours.errors:
+            if rejected <= REFUSALS:
+                # Inputs no output can reproduce, refused by design (docs/overrides.md).
+                return verdict("refused", _summaries(rejected))
             return verdict("disagree", f"flatten rejects a valid tree: {_summaries(rejected)}")
         if rejected != ours.errors:
             return verdict(
