@@ -38,6 +38,9 @@ class Diagnostic:
     """One problem found in the configuration.
 
     ``module`` is the module path (``module.a.module.b``) for anything outside the root.
+    ``refusal`` marks an error of flatten's own about an input Terraform accepts but no output
+    could reproduce (docs/overrides.md): the build fails, but later checks run as Terraform's
+    would, as if it were absent, so the user sees every error Terraform would report too.
     """
 
     severity: Severity
@@ -45,6 +48,7 @@ class Diagnostic:
     detail: str = ""
     range: Range | None = None
     module: str = ""
+    refusal: bool = False
 
     @classmethod
     def error(
@@ -65,6 +69,11 @@ class Diagnostics(list[Diagnostic]):
     @property
     def has_errors(self) -> bool:
         return any(d.severity is Severity.ERROR for d in self)
+
+    @property
+    def has_terraform_errors(self) -> bool:
+        """Whether an error is one Terraform reports too (not a refusal of flatten's own)."""
+        return any(d.severity is Severity.ERROR and not d.refusal for d in self)
 
     def error(self, summary: str, detail: str = "", range: Range | None = None) -> None:
         self.append(Diagnostic.error(summary, detail, range))

@@ -533,7 +533,7 @@ def build_graph(
     diags.extend(call_diags)
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases)
     graph.add_node("", node=root_node)
-    root_failed = diags.has_errors
+    root_failed = diags.has_terraform_errors
     if root_failed and options.dialect is Dialect.OPENTOFU:
         # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
         # installs every call anyway and reports both kinds of error, so the Terraform dialect

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from flatten import build_cache
-from flatten.diagnostics import Diagnostics, summary
+from flatten.diagnostics import Diagnostic, Diagnostics, Severity, summary
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
 from flatten.options import Dialect, Options
 from flatten.types import (
@@ -744,14 +744,18 @@ class _Merger:
         try:
             emitted = with_defaults_of(new, old)
         except DefaultsMismatch as exc:
-            self.diags.error(
-                "Unsupported variable type override",
-                f'An override file changes the type of variable "{name}", but Terraform keeps applying '
-                f"the optional attribute defaults of the variable's original type, and {exc}, so no "
-                "type in the flattened output would give the variable the same value. Write the new "
-                "type (and its optional defaults) in the variable's own declaration instead of an "
-                "override file.",
-                attr.expr.range,
+            self.diags.append(
+                Diagnostic(
+                    Severity.ERROR,
+                    "Unsupported variable type override",
+                    f'An override file changes the type of variable "{name}", but Terraform keeps applying '
+                    f"the optional attribute defaults of the variable's original type, and {exc}, so no "
+                    "type in the flattened output would give the variable the same value. Write the new "
+                    "type (and its optional defaults) in the variable's own declaration instead of an "
+                    "override file.",
+                    attr.expr.range,
+                    refusal=True,
+                )
             )
             return items
         if emitted == new:

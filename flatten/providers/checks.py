@@ -34,7 +34,7 @@ def check_wiring(
 
     ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
     """
-    load_errors = load_diags.has_errors
+    load_errors = load_diags.has_terraform_errors
     if options.dialect is Dialect.OPENTOFU:
         validate, resolved = not load_errors, True
     else:

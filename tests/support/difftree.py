@@ -901,6 +901,9 @@ def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], Non
         return verdict("disagree", "flatten-exception", traceback.format_exc(limit=-3))
     ours = terraform_plan(tf, original, apply=rejected is None)
     if rejected is not None:
+        if rejected & REFUSALS and rejected - REFUSALS == ours.errors and ours.errors:
+            # A refusal beside Terraform's own errors: flatten also reports every one of those.
+            return verdict("agree-invalid", "flatten rejects (and refuses)", _summaries(ours.errors))
         if not ours.errors:
             if rejected <= REFUSALS:
                 # Inputs no output can reproduce, refused by design (docs/overrides.md).
