@@ -31,12 +31,19 @@ from flatten.diagnostics import Diagnostic, Diagnostics, Severity, summary
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
 from flatten.options import Dialect, Options
 from flatten.types import (
+    AnyType,
     ConversionError,
     DefaultsMismatch,
+    ListType,
+    MapType,
+    ObjectType,
+    SetType,
+    TupleType,
     Type,
     TypeExprError,
     apply_defaults,
     convert,
+    has_collection,
     parse_type,
     type_expression,
     with_defaults_of,
@@ -75,6 +82,24 @@ def _attr(items: Iterable[Item], name: str) -> Attribute | None:
         if isinstance(item, Attribute) and item.name == name:
             found = item
     return found
+
+
+def _collection_under_any(old: Type | None, new: Type | None) -> bool:
+    """Whether ``old`` converts a value into a collection where ``new`` holds ``any``."""
+    if old is None or new is None:
+        return False
+    if isinstance(new, AnyType):
+        return isinstance(old, (ListType, SetType, MapType)) or (
+            isinstance(old, (ObjectType, TupleType)) and has_collection(old)
+        )
+    if isinstance(new, ObjectType) and isinstance(old, ObjectType):
+        olds = old.attribute_map
+        return any(_collection_under_any(olds.get(n), t) for n, t in new.attributes)
+    if isinstance(new, (ListType, SetType, MapType)) and isinstance(old, (ListType, SetType, MapType)):
+        return _collection_under_any(old.element, new.element)
+    if isinstance(new, TupleType) and isinstance(old, TupleType) and len(new.elements) == len(old.elements):
+        return any(_collection_under_any(o, n) for o, n in zip(old.elements, new.elements, strict=True))
+    return False
 
 
 def _blocks(items: Iterable[Item], type_: str) -> list[Block]:
@@ -666,6 +691,16 @@ class _Merger:
         ov_type = _attr(over.body.items, "type")
         ov_default = _attr(over.body.items, "default")
         if ov_type is not None:
+            if ov_default is None and state.default_set and _collection_under_any(state.type, ov.type):
+                # Terraform keeps the default as the earlier type converted it (a map, a list);
+                # under the new type's `any`, a default written in the output would be an
+                # object or a tuple instead: another value.
+                self._refuse_type_override(
+                    name,
+                    ov_type,
+                    "the earlier type made the default a collection (a map, list or set) where the "
+                    "new type says any",
+                )
             state.type = ov.type
             items = self._keep_type_defaults(name, items, ov_type, ov.type, state.defaults_type)
             merged = _with_items(base, items)
@@ -729,6 +764,21 @@ class _Merger:
             return False
         return _same_json(ours, theirs)
 
+    def _refuse_type_override(self, name: str, attr: Attribute, why: str) -> None:
+        self.diags.append(
+            Diagnostic(
+                Severity.ERROR,
+                "Unsupported variable type override",
+                f'An override file changes the type of variable "{name}", but Terraform keeps the '
+                f"original type's optional attribute defaults and its conversion of the default, and "
+                f"{why}, so no type in the flattened output would give the variable the same value. "
+                "Write the new type (and its optional defaults) in the variable's own declaration "
+                "instead of an override file.",
+                attr.expr.range,
+                refusal=True,
+            )
+        )
+
     def _keep_type_defaults(
         self, name: str, items: list[Attribute | Block], attr: Attribute, new: Type | None, old: Type | None
     ) -> list[Attribute | Block]:
@@ -744,19 +794,7 @@ class _Merger:
         try:
             emitted = with_defaults_of(new, old)
         except DefaultsMismatch as exc:
-            self.diags.append(
-                Diagnostic(
-                    Severity.ERROR,
-                    "Unsupported variable type override",
-                    f'An override file changes the type of variable "{name}", but Terraform keeps applying '
-                    f"the optional attribute defaults of the variable's original type, and {exc}, so no "
-                    "type in the flattened output would give the variable the same value. Write the new "
-                    "type (and its optional defaults) in the variable's own declaration instead of an "
-                    "override file.",
-                    attr.expr.range,
-                    refusal=True,
-                )
-            )
+            self._refuse_type_override(name, attr, str(exc))
             return items
         if emitted == new:
             return items

@@ -40,6 +40,7 @@ __all__ = [
     "TypeExprError",
     "apply_defaults",
     "convert",
+    "has_collection",
     "has_defaults",
     "parse_type",
     "type_expression",
@@ -192,6 +193,17 @@ def has_defaults(ty: Type) -> bool:
         return has_defaults(ty.element)
     if isinstance(ty, TupleType):
         return any(has_defaults(t) for t in ty.elements)
+    return False
+
+
+def has_collection(ty: Type) -> bool:
+    """Whether ``ty`` holds a list, set or map type anywhere."""
+    if isinstance(ty, (ListType, SetType, MapType)):
+        return True
+    if isinstance(ty, ObjectType):
+        return any(has_collection(t) for _, t in ty.attributes)
+    if isinstance(ty, TupleType):
+        return any(has_collection(t) for t in ty.elements)
     return False
 
 

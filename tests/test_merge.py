@@ -322,3 +322,23 @@ def test_override_type_that_cannot_keep_the_first_types_defaults_is_refused(tmp_
         ("Unsupported variable type override", "main_override.tf")
     ]
     assert 'variable "v"' in merge_diags[0].detail
+
+
+def test_override_to_any_of_a_default_an_earlier_type_made_a_map_is_refused(tmp_path: Path) -> None:
+    """Terraform keeps `{b = false}` as the map(bool) the base type made of it; under `any` the
+    output's default would be an object, and an output of it would change type (found by
+    scripts/difftest: a second plan against the original's state was not empty)."""
+    from conftest import write_tree
+
+    case = write_tree(
+        tmp_path / "case",
+        {
+            "main.tf": 'variable "v" {\n  type    = map(bool)\n  default = { b = false }\n}\n',
+            "main_override.tf": 'variable "v" {\n  type = any\n}\n',
+        },
+    )
+    options = Options()
+    files, load_diags = load_dir(case, root=case, options=options)
+    assert not load_diags
+    _, merge_diags = merge_module(files, directory=".", options=options)
+    assert [(d.summary, d.refusal) for d in merge_diags] == [("Unsupported variable type override", True)]

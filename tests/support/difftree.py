@@ -904,6 +904,10 @@ def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], Non
         if rejected & REFUSALS and rejected - REFUSALS == ours.errors and ours.errors:
             # A refusal beside Terraform's own errors: flatten also reports every one of those.
             return verdict("agree-invalid", "flatten rejects (and refuses)", _summaries(ours.errors))
+        if rejected <= REFUSALS and ours.errors:
+            # Both reject: Terraform for errors flatten leaves to it (plan-time ones), flatten
+            # because no output could reproduce the tree even without them.
+            return verdict("refused", _summaries(rejected) + " (terraform also rejects)")
         if not ours.errors:
             if rejected <= REFUSALS:
                 # Inputs no output can reproduce, refused by design (docs/overrides.md).
