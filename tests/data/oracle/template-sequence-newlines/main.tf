@@ -1,0 +1,39 @@
+# Issue 14 item 11: HCL ignores newlines and comments inside a quoted template's `${ }` and
+# `%{ }` sequences; python-hcl2 rejects a line break there outside brackets.
+locals {
+  names = ["a", "bb", "ccc"]
+  n     = 2
+
+  wrapped = "prefix-${
+    local.n
+  }-suffix"
+
+  commented = "${local.n # the count
+  }"
+
+  slashed = "x${upper(local.names[0]) // "a quote in a comment"
+  }y"
+
+  stripped = "[${~
+    local.n
+  ~} ]"
+
+  looped = "%{ for c in
+  local.names }<${c}>%{ endfor }"
+
+  chosen = "%{ if
+    local.n == 2 }two%{ else }other%{ endif
+  }"
+
+  nested = "${join("-", [for c in local.names : "${
+    upper(c)
+  }"])}"
+}
+
+resource "terraform_data" "r" {
+  input = local.wrapped
+}
+
+output "all" {
+  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested]
+}
