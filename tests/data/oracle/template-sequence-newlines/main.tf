@@ -25,6 +25,23 @@ locals {
     local.n == 2 }two%{ else }other%{ endif
   }"
 
+  # Terraform 0.11-era style found in public modules: an operator or `?`/`:` at a line start.
+  chained = "${
+    local.n == 1 ? "one" :
+    local.n == 2 ? "two" :
+    ""}"
+
+  flag = "${
+    local.n == 1 ||
+    local.n == 2
+    ? 1 : 0}"
+
+  picked = "${
+    local.n > 1
+    ? "big"
+    : "small"
+  }"
+
   nested = "${join("-", [for c in local.names : "${
     upper(c)
   }"])}"
@@ -35,5 +52,5 @@ resource "terraform_data" "r" {
 }
 
 output "all" {
-  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested]
+  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested, local.chained, local.flag, local.picked]
 }
