@@ -42,6 +42,27 @@ locals {
     : "small"
   }"
 
+  commented_choice = "${
+    local.n != 2
+      ? "no"
+      #a comment between the branches
+      : "yes"
+  }"
+
+  storage = "${
+    replace(
+      lower(
+        "${
+          local.names[0]
+          }-${
+          upper(local.names[1])
+        }"
+      ),
+      "/[^a-z]/",
+      ""
+    )
+  }"
+
   nested = "${join("-", [for c in local.names : "${
     upper(c)
   }"])}"
@@ -52,5 +73,5 @@ resource "terraform_data" "r" {
 }
 
 output "all" {
-  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested, local.chained, local.flag, local.picked]
+  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested, local.chained, local.flag, local.picked, local.commented_choice, local.storage]
 }
