@@ -173,10 +173,11 @@ def _prepare(text: str) -> tuple[str, frozenset[int]]:
 
 
 def _join_sequence_lines(text: str, put: Callable[[int, str], None]) -> None:
-    # HCL ignores newlines (and comments) inside a quoted template's ``${ }`` / ``%{ }``;
-    # python-hcl2 rejects one outside brackets. Each such line break becomes a space and each line
-    # comment there is blanked (neither is part of a value: the sequence is sliced from the source).
-    # A heredoc inside such a sequence needs its newlines: that sequence is left to the parser.
+    # HCL ignores newlines and comments inside a quoted template's ``${ }`` / ``%{ }``; python-hcl2
+    # rejects a newline there outside brackets, and a ``/* */`` comment anywhere. Each such line
+    # break becomes a space and each comment there is blanked (neither is part of a value: the
+    # sequence is sliced from the source). A heredoc inside such a sequence needs its newlines,
+    # and an unterminated string has no sequence to speak of: those are left to the parser.
     stack: list[list[int]] = []  # [0]: a quoted string; [1, brace depth]: a sequence in a string
     pending: list[tuple[int, str]] = []
     poisoned = False
@@ -193,7 +194,9 @@ def _join_sequence_lines(text: str, put: Callable[[int, str], None]) -> None:
             if tok in ("${", "%{"):
                 stack.append([1, 0])
             elif tok == '"' or tok == "\n":
-                stack.pop()  # end of the string (a newline: an invalid one, the parser reports it)
+                if tok == "\n":
+                    poisoned = True  # an invalid string: leave its verdict to the parser
+                stack.pop()
                 if not stack:
                     if not poisoned:
                         for i, s in pending:
@@ -214,6 +217,8 @@ def _join_sequence_lines(text: str, put: Callable[[int, str], None]) -> None:
         elif tok == "/*":
             close = text.find("*/", pos)
             pos = end if close < 0 else close + 2
+            if stack and close >= 0:
+                pending.append((m.start(), " " * (pos - m.start())))  # python-hcl2 rejects one here
         elif tok.startswith("<<"):
             opener = _HEREDOC_OPEN.match(text, m.start())
             if opener is None:

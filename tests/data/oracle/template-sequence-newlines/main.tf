@@ -11,6 +11,8 @@ locals {
   commented = "${local.n # the count
   }"
 
+  blocked = "${local.n /* a block comment */}"
+
   slashed = "x${upper(local.names[0]) // "a quote in a comment"
   }y"
 
@@ -73,5 +75,5 @@ resource "terraform_data" "r" {
 }
 
 output "all" {
-  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested, local.chained, local.flag, local.picked, local.commented_choice, local.storage]
+  value = [local.wrapped, local.commented, local.slashed, local.stripped, local.looped, local.chosen, local.nested, local.chained, local.flag, local.picked, local.commented_choice, local.storage, local.blocked]
 }
