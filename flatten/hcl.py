@@ -78,6 +78,7 @@ _NON_ASCII_WORD = re.compile(r"[^\x00-\x7f]")
 _NEWLINE_ARROW = re.compile(r"((?:\r?\n[ \t]*)+)=>")
 # Tokens that matter to find line breaks inside a quoted template's ``${ }``/``%{ }`` sequences.
 _TEMPLATE_TOKENS = re.compile(r'\\.|[$%]{2}\{|[$%]\{|["{}\n]|#|//|/\*|<<-?[A-Za-z]', re.S)
+_TOP_LEVEL_TOKENS = re.compile(r'"|#|//|/\*|<<-?[A-Za-z]')  # outside strings: what may hide a quote
 
 
 class _Source:
@@ -184,7 +185,7 @@ def _join_sequence_lines(text: str, put: Callable[[int, str], None]) -> None:
     pos = 0
     end = len(text)
     while pos < end:
-        m = _TEMPLATE_TOKENS.search(text, pos)
+        m = (_TEMPLATE_TOKENS if stack else _TOP_LEVEL_TOKENS).search(text, pos)
         if m is None:
             break
         tok = m.group()
