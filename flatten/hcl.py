@@ -76,6 +76,9 @@ _UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
 _HEREDOC_OPEN = re.compile(r"<<-?([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _NON_ASCII_WORD = re.compile(r"[^\x00-\x7f]")
 _NEWLINE_ARROW = re.compile(r"((?:\r?\n[ \t]*)+)=>")
+# Tokens that matter to find line breaks inside a quoted template's ``${ }``/``%{ }`` sequences.
+_TEMPLATE_TOKENS = re.compile(r'\\.|[$%]{2}\{|[$%]\{|["{}\n]|#|//|/\*|<<-?[A-Za-z]', re.S)
+_TOP_LEVEL_TOKENS = re.compile(r'"|#|//|/\*|<<-?[A-Za-z]')  # outside strings: what may hide a quote
 
 
 class _Source:
@@ -157,6 +160,8 @@ def _prepare(text: str) -> tuple[str, frozenset[int]]:
             if comment >= 0:  # a line comment would swallow the joined line: blank it (not a value)
                 put(line_start + comment, " " * (len(before) - comment))
             put(m.start(), re.sub(r"[\r\n]", " ", m.group(1)))
+    if "{" in text and '"' in text:
+        _join_sequence_lines(text, put)
     if "<<" in text:
         for m in _HEREDOC_OPEN.finditer(text):
             _blank_marker_trailing_space(text, m, put)
@@ -166,6 +171,88 @@ def _prepare(text: str) -> tuple[str, frozenset[int]]:
             if ch.isidentifier() or ch.isalnum():
                 put(m.start(), "a")  # Unicode identifiers; names are read from the source
     return ("".join(chars) if chars is not None else text), frozenset(blanked)
+
+
+def _join_sequence_lines(text: str, put: Callable[[int, str], None]) -> None:
+    # HCL ignores newlines and comments inside a quoted template's ``${ }`` / ``%{ }``; python-hcl2
+    # rejects a newline there outside brackets, and a ``/* */`` comment anywhere. Each such line
+    # break becomes a space and each comment there is blanked (neither is part of a value: the
+    # sequence is sliced from the source). A heredoc inside such a sequence needs its newlines,
+    # and an unterminated string has no sequence to speak of: those are left to the parser.
+    stack: list[list[int]] = []  # [0]: a quoted string; [1, brace depth]: a sequence in a string
+    pending: list[tuple[int, str]] = []
+    poisoned = False
+    pos = 0
+    end = len(text)
+    while pos < end:
+        m = (_TEMPLATE_TOKENS if stack else _TOP_LEVEL_TOKENS).search(text, pos)
+        if m is None:
+            break
+        tok = m.group()
+        pos = m.end()
+        in_string = bool(stack) and stack[-1][0] == 0
+        if in_string:
+            if tok in ("${", "%{"):
+                stack.append([1, 0])
+            elif tok == '"' or tok == "\n":
+                if tok == "\n":
+                    poisoned = True  # an invalid string: leave its verdict to the parser
+                stack.pop()
+                if not stack:
+                    if not poisoned:
+                        for i, s in pending:
+                            put(i, s)
+                    pending.clear()
+                    poisoned = False
+            continue
+        if tok[0] == "\\" or tok in ("$${", "%%{"):
+            pos = m.start() + 1  # outside a string: not an escape, look again from the next character
+            continue
+        if tok == '"':
+            stack.append([0])
+        elif tok in ("#", "//"):
+            nl = text.find("\n", m.start())
+            pos = end if nl < 0 else nl
+            if stack:
+                pending.append((m.start(), " " * (pos - m.start())))
+        elif tok == "/*":
+            close = text.find("*/", pos)
+            pos = end if close < 0 else close + 2
+            if stack and close >= 0:
+                pending.append((m.start(), " " * (pos - m.start())))  # python-hcl2 rejects one here
+        elif tok.startswith("<<"):
+            opener = _HEREDOC_OPEN.match(text, m.start())
+            if opener is None:
+                pos = m.start() + 2
+                continue
+            if stack:
+                poisoned = True
+            pos = _heredoc_end(text, opener)
+        elif not stack:
+            continue
+        elif tok == "\n":
+            cr = text[m.start() - 1 : m.start()] == "\r"
+            pending.append((m.start() - cr, " " * (1 + cr)))
+        elif tok in ("{", "${", "%{"):
+            stack[-1][1] += 1
+        elif tok == "}":
+            if stack[-1][1] == 0:
+                stack.pop()
+            else:
+                stack[-1][1] -= 1
+
+
+def _heredoc_end(text: str, opener: re.Match[str]) -> int:
+    """Return the offset just past a heredoc's closing-marker line (the end of text if none)."""
+    marker = opener.group(1)
+    pos = opener.end()
+    while pos < len(text):
+        nl = text.find("\n", pos)
+        line_end = len(text) if nl < 0 else nl
+        if text[pos:line_end].strip() == marker:
+            return line_end
+        pos = line_end + 1
+    return len(text)
 
 
 def _blank_marker_trailing_space(text: str, m: re.Match[str], put: Callable[[int, str], None]) -> None:

@@ -706,48 +706,51 @@ class _Reader:
             c = text[j]
             if c == '"':
                 return j + 1
-            if c == "$":  # an interpolation
+            if c == "$":  # an interpolation: HCL ignores newlines and comments inside it
                 k = j + 2
                 if text[k] == "~":
                     k += 1
-                _, e = self.expr(self.ws(k), False)
+                _, e = self.expr(self.gap(k), True)
                 if text[e - 1] == "\n":
                     raise _Unsure
-                k = self.ws(e)
+                k = self.gap(e)
                 if text[k] == "~":
                     k += 1
                 if text[k] != "}":
                     raise _Unsure
-                j = k + 1
+                k += 1
             elif c == "%":  # a directive
-                j = self.directive(j + 2)
+                k = self.directive(j + 2)
             else:
                 raise _Unsure
+            if "\n" in text[j:k] and "<<" in text[j:k]:
+                raise _Unsure  # hcl.py leaves line breaks around a heredoc to python-hcl2
+            j = k
 
     def directive(self, k: int) -> int:
         text = self.text
         if text[k] == "~":
             k += 1
-        k = self.ws(k)
+        k = self.gap(k)
         e = self.name_at(k)
         word = text[k:e]
         if word == "if":
-            _, e = self.expr(self.ws(e), False)
+            _, e = self.expr(self.gap(e), True)
         elif word == "for":
-            j = self.ws(e)
+            j = self.gap(e)
             e = self.name_at(j)
-            j = self.ws(e)
+            j = self.gap(e)
             if text[j] == ",":
-                e = self.name_at(self.ws(j + 1))
-                j = self.ws(e)
+                e = self.name_at(self.gap(j + 1))
+                j = self.gap(e)
             if not (text.startswith("in", j) and text[j + 2] in " \t"):
                 raise _Unsure
-            _, e = self.expr(self.ws(j + 2), False)
+            _, e = self.expr(self.gap(j + 2), True)
         elif word not in ("else", "endif", "endfor"):
             raise _Unsure
         if text[e - 1] == "\n":
             raise _Unsure
-        k = self.ws(e)
+        k = self.gap(e)
         if text[k] == "~":
             k += 1
         if text[k] != "}":
