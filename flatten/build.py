@@ -91,7 +91,9 @@ def build(
         diags.extend(explicit_diags)
         if diags.has_errors:
             return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
-    tree = layout_tree(emitted, root=root, options=options)
+    tree = layout_tree(
+        emitted, root=root, options=options, variants=inlined.variants if inlined is not None else None
+    )
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags

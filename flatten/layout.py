@@ -118,8 +118,19 @@ def _package_slugs(graph: ModuleGraph, real_path: Callable[[Path], Path]) -> dic
     return slugs
 
 
-def _assign_outputs(graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path]) -> dict[Path, str]:
-    """Return the output directory for every distinct module directory, "" for the root."""
+def _variant_key(real: Path, n: int) -> Path:
+    # A stand-in key for the n-th distinct copy of one directory (inline mode); never read.
+    return real.with_name(f"{real.name}__{n}")
+
+
+def _assign_outputs(
+    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], variants: Mapping[str, int]
+) -> dict[Path, str]:
+    """Return the output directory for every distinct module directory, "" for the root.
+
+    A node in ``variants`` (inline mode: a directory inlining changed differently between its
+    calls) is written as copy ``n`` of its directory, ``<dir>__<n>``.
+    """
     outputs: dict[Path, str] = {real_path(root): ""}
     packages = _package_slugs(graph, real_path)
     taken = {"", *packages.values()}
@@ -139,7 +150,26 @@ def _assign_outputs(graph: ModuleGraph, root: Path, real_path: Callable[[Path], 
             candidate, n = f"{slug}-{n}", n + 1
         outputs[real] = candidate
         taken.add(candidate)
+    for node in graph.walk():
+        n = variants.get(node.address)
+        if node.directory is None or n is None:
+            continue
+        real = real_path(node.directory)
+        key = _variant_key(real, n)
+        if key not in outputs:
+            candidate = f"{outputs[real]}__{n}"
+            while candidate in taken:
+                candidate += "_"
+            outputs[key] = candidate
+            taken.add(candidate)
     return outputs
+
+
+def _out_key(node: ModuleNode, real_path: Callable[[Path], Path], variants: Mapping[str, int]) -> Path:
+    assert node.directory is not None
+    real = real_path(node.directory)
+    n = variants.get(node.address)
+    return real if n is None else _variant_key(real, n)
 
 
 def _relative_source(from_dir: str, to_dir: str) -> str:
@@ -153,12 +183,13 @@ def _rewrite_calls(
     here: str,
     graph: ModuleGraph,
     real_path: Callable[[Path], Path],
+    variants: Mapping[str, int],
 ) -> Module:
     """Return the node's module with each call's source pointing at its vendored directory."""
     targets: dict[str, str] = {}
     for child in graph.children(node.address):
         if child.directory is not None:
-            targets[child.path[-1]] = _relative_source(here, outputs[real_path(child.directory)])
+            targets[child.path[-1]] = _relative_source(here, outputs[_out_key(child, real_path, variants)])
     blocks: list[Block] = []
     for block in node.module.blocks:
         name = block.labels[0] if block.type == "module" and block.labels else None
@@ -313,11 +344,18 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
-def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTree:
-    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest."""
+def layout_tree(
+    graph: ModuleGraph, *, root: Path, options: Options, variants: Mapping[str, int] | None = None
+) -> OutputTree:
+    """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
+
+    ``variants`` (inline mode) maps a module address to the copy of its directory it is written
+    as, when inlining made the calls of one directory differ.
+    """
+    variants = variants or {}
     root = root.absolute()
     real_path = _RealPaths()
-    outputs = _assign_outputs(graph, root, real_path)
+    outputs = _assign_outputs(graph, root, real_path, variants)
     files: dict[str, bytes] = {}
     copies: dict[str, Path] = {}
     digests: dict[str, str] = {}
@@ -327,11 +365,11 @@ def layout_tree(graph: ModuleGraph, *, root: Path, options: Options) -> OutputTr
     for node in graph.walk():
         if node.directory is None:
             continue
-        here = outputs[real_path(node.directory)]
+        here = outputs[_out_key(node, real_path, variants)]
         target = posixpath.join(here, "main.tf.json") if here else "main.tf.json"
         if here not in written:
             written.add(here)
-            module = _rewrite_calls(node, outputs, here, graph, real_path)
+            module = _rewrite_calls(node, outputs, here, graph, real_path, variants)
 
             def render(module: Module = module) -> bytes:
                 return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")

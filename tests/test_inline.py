@@ -53,7 +53,7 @@ def inline_build(
     assert not diags.has_errors, diags
     result, inline_diags = inline_graph(graph, wiring, options=options, only=only)
     diags.extend(inline_diags)
-    tree = layout_tree(result.graph, root=root, options=options)
+    tree = layout_tree(result.graph, root=root, options=options, variants=result.variants)
     files = {rel: tree.content(rel) for rel in tree.paths()}
     for rel, path in result.copies.items():
         files.setdefault(rel, path.read_bytes())

@@ -65,6 +65,7 @@ class InlineResult:
     moves: tuple[tuple[str, str], ...] = ()
     renames: tuple[tuple[str, str], ...] = ()
     copies: Mapping[str, Path] = field(default_factory=dict)
+    variants: Mapping[str, int] = field(default_factory=dict)  # for layout_tree: see _variants
 
     def new_address(self, address: str) -> str:
         """Return where an original resource, data source or module address is after inlining."""
@@ -287,24 +288,39 @@ def _check(
     return diags
 
 
-def _shared_directories(placed: list[tuple[Work, ModuleNode]]) -> Diagnostics:
-    diags = Diagnostics()
-    seen: dict[Path, tuple[str, str]] = {}
+def _variants(placed: list[tuple[Work, ModuleNode]]) -> dict[str, int]:
+    """Return, by address, which copy of its directory each module is written as (1 is left out).
+
+    Inlining can change the calls of one module directory differently (different kept calls,
+    different arguments inlined into a child). Each distinct result is written once: the first,
+    in the output's fixed order, as the directory itself, the next as ``<dir>__2``, and so on. A
+    module's result includes which copy each of its calls points at, so children count first.
+    """
+    variant: dict[str, int] = {}
+    texts: dict[Path, list[str]] = {}
+    by_address = {node.address: node for _, node in placed}
+    for address in sorted(by_address, key=lambda a: (-a.count("module."), a)):
+        node = by_address[address]
+        if node.directory is None or not node.path:
+            continue
+        kids = sorted((c.name, variant.get(module_address((*node.path, c.name)), 1)) for c in node.calls)
+        text = dumps(module_json(node.module)) + repr(kids)
+        seen = texts.setdefault(node.directory.resolve(), [])
+        if text not in seen:
+            seen.append(text)
+        variant[address] = seen.index(text) + 1
+    # Numbers follow first appearance in the output's order, not the deepest-first walk above.
+    order: dict[Path, dict[int, int]] = {}
     for _, node in placed:
         if node.directory is None or not node.path:
             continue
-        text = dumps(module_json(node.module))
-        real = node.directory.resolve()
-        if real in seen and seen[real][1] != text:
-            diags.error(
-                "Inlined module differs between calls",
-                f"{node.address} and {seen[real][0]} call the same module directory, but inlining "
-                "changed them differently, and the output holds one copy of each directory. Inline "
-                "one of the calls with --module, or none.",
-                node.call.range if node.call is not None else None,
-            )
-        seen.setdefault(real, (node.address, text))
-    return diags
+        renumber = order.setdefault(node.directory.resolve(), {})
+        renumber.setdefault(variant[node.address], len(renumber) + 1)
+    return {
+        node.address: order[node.directory.resolve()][variant[node.address]]
+        for _, node in placed
+        if node.directory is not None and node.path and order[node.directory.resolve()][variant[node.address]] > 1
+    }
 
 
 def inline_graph(
@@ -350,7 +366,7 @@ def inline_graph(
             )
         )
     new_graph, moves, copies, placed = _assemble(root)
-    diags.extend(_shared_directories(placed))
+    variants = _variants(placed)
     diags.extend(_check(wiring, new_graph, moves, options))
     if diags.has_errors:
         return InlineResult(graph, kept=tuple(walk.kept)), diags
@@ -362,6 +378,7 @@ def inline_graph(
             tuple((a, b) for a, b in moves if _movable(_last_step(a))),
             tuple(moves),
             dict(sorted(copies.items())),
+            variants,
         ),
         diags,
     )

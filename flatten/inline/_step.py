@@ -316,7 +316,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
             return bound
         value, note = bound
         locals_items.append(Attribute(var_names[x], Expr(value, v.range), v.range))
-        notes[var_names[x]] = f'variable "{x}" of {child.node.address}: {note}'
+        notes[var_names[x]] = f'variable "{x}" of module.{p}: {note}'  # relative: the same in every copy
         asserts = [
             Block(
                 "assert", (), rewrite_body(val.body, variable_schema.blocks["validation"], scope), val.range
