@@ -151,13 +151,13 @@ def _assign_outputs(
         outputs[real] = candidate
         taken.add(candidate)
     for node in graph.walk():
-        n = variants.get(node.address)
-        if node.directory is None or n is None:
+        copy = variants.get(node.address)
+        if node.directory is None or copy is None:
             continue
         real = real_path(node.directory)
-        key = _variant_key(real, n)
+        key = _variant_key(real, copy)
         if key not in outputs:
-            candidate = f"{outputs[real]}__{n}"
+            candidate = f"{outputs[real]}__{copy}"
             while candidate in taken:
                 candidate += "_"
             outputs[key] = candidate

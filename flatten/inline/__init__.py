@@ -319,7 +319,9 @@ def _variants(placed: list[tuple[Work, ModuleNode]]) -> dict[str, int]:
     return {
         node.address: order[node.directory.resolve()][variant[node.address]]
         for _, node in placed
-        if node.directory is not None and node.path and order[node.directory.resolve()][variant[node.address]] > 1
+        if node.directory is not None
+        and node.path
+        and order[node.directory.resolve()][variant[node.address]] > 1
     }
 
 

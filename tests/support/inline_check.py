@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["Outcome", "check_tree", "call_addresses"]
+__all__ = ["Outcome", "call_addresses", "check_tree"]
 
 
 class _Result(Protocol):

@@ -31,7 +31,7 @@ _TYPES: list[tuple[str, list[str]]] = [
         ['{ name = "n" }', '{ name = "n", size = "5", extra = true }', '{ name = 1, tags = ["t"] }'],
     ),
     (
-        "object({ a = optional(object({ b = optional(string, \"x\"), c = optional(number) }), {}) })",
+        'object({ a = optional(object({ b = optional(string, "x"), c = optional(number) }), {}) })',
         ["{}", "{ a = {} }", '{ a = { c = "2" } }', "{ a = null }"],
     ),
     (
@@ -39,7 +39,7 @@ _TYPES: list[tuple[str, list[str]]] = [
         ['[{ k = "x" }, { k = "y", on = false }]', "[]"],
     ),
     (
-        "map(object({ port = number, proto = optional(string, \"tcp\") }))",
+        'map(object({ port = number, proto = optional(string, "tcp") }))',
         ['{ web = { port = "80" } }', "{}"],
     ),
     ("object({ x = optional(string) })", ["{}", '{ x = "v" }', "null"]),
@@ -108,7 +108,14 @@ class _Gen:
             ]
             m.outputs.append(f"o{i}")
         if rng.random() < 0.4:
-            m.lines += ["locals {", '  here = "${path.module}/x"', "}", 'output "here" {', "  value = local.here", "}"]
+            m.lines += [
+                "locals {",
+                '  here = "${path.module}/x"',
+                "}",
+                'output "here" {',
+                "  value = local.here",
+                "}",
+            ]
             m.outputs.append("here")
         if depth > 0:
             self.calls(m, depth - 1)
