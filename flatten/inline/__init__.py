@@ -20,6 +20,7 @@ from pathlib import Path
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import dumps, module_json
+from flatten.expressions import ExpressionError, Reference, hcl_string
 from flatten.fields import top_schema
 from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
 from flatten.layout import copy_boundary, module_copies
@@ -30,6 +31,7 @@ from flatten.providers.addresses import Naming, parse_config_ref
 
 from ._addresses import move_address, split_address
 from ._providers import ProviderNames
+from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work, inline_call
 
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
@@ -325,6 +327,49 @@ def _variants(placed: list[tuple[Work, ModuleNode]]) -> dict[str, int]:
     }
 
 
+def _pin_path_module(
+    graph: ModuleGraph, variants: Mapping[str, int], ctx: Context
+) -> tuple[ModuleGraph, Diagnostics]:
+    """Return ``graph`` with ``path.module`` in every extra copy (``<dir>__2``) written as the plain path.
+
+    A copy is its directory's module written a second time; ``path.module`` there would name the
+    copy, while the original (and the plain build) gives the directory's own vendored path. The
+    copy's files are the same, so the plain path reads the same files.
+    """
+    diags = Diagnostics()
+    if not variants:
+        return graph, diags
+    nodes: dict[str, ModuleNode] = {}
+    kids: dict[str, list[str]] = {}
+    for node in graph.walk():
+        kids[node.address] = [c.address for c in graph.children(node.address)]
+        if node.address not in variants or node.directory is None:
+            nodes[node.address] = node
+            continue
+        plain = hcl_string(ctx.module_dir(node))
+
+        def pin(ref: Reference, text: str, plain: str = plain) -> str | None:
+            return plain + ref.tail(text, 1) if ref.root == "path" and ref.name(1) == "module" else None
+
+        scope = Scope(pin)
+        try:
+            blocks = tuple(
+                rewrite_block(b, ctx.schema.blocks[b.type], scope) if b.type in ctx.schema.blocks else b
+                for b in node.module.blocks
+            )
+        except ExpressionError as exc:
+            diags.error(
+                "Inlined module differs between calls",
+                f"{node.address} is written as a second copy of its module directory, because inlining "
+                f"changed its calls differently, and its path.module could not be kept ({exc}). Inline "
+                "none of the calls of this directory, or fix the expression.",
+                node.call.range if node.call is not None else None,
+            )
+            continue
+        nodes[node.address] = replace(node, module=replace(node.module, blocks=blocks))
+    return ModuleGraph.from_nodes(nodes, kids), diags
+
+
 def inline_graph(
     graph: ModuleGraph, wiring: ProviderWiring, *, options: Options, only: str | None = None
 ) -> tuple[InlineResult, Diagnostics]:
@@ -369,6 +414,8 @@ def inline_graph(
         )
     new_graph, moves, copies, placed = _assemble(root)
     variants = _variants(placed)
+    new_graph, pin_diags = _pin_path_module(new_graph, variants, ctx)
+    diags.extend(pin_diags)
     diags.extend(_check(wiring, new_graph, moves, options))
     if diags.has_errors:
         return InlineResult(graph, kept=tuple(walk.kept)), diags
