@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from oracle import terraform
-from support.inline_check import check_tree
+from support.inline_check import check_mode, check_tree
 from support.inline_trees import tree
 
 
@@ -26,3 +26,67 @@ def test_applied_tree_plans_only_moves(seed: int, tmp_path: Path) -> None:
     bad = [o for o in outcomes if o.kind not in ("ok", "refused")]
     assert not bad, bad
     assert outcomes[0].kind == "ok", outcomes[0]  # the whole tree inlines
+
+
+# A handwritten tree for the bugs of issue 17 item 5: template directives in a module argument,
+# path.module of an in-root module outside modules/ (./child), a child output with sensitive =
+# true read by a root output without it, and a kept count call moved up from an inlined module.
+_HAND = {
+    "main.tf": """
+module "c" {
+  source = "./child"
+  name   = "%{ if true }x%{ endif }-%{ for s in ["a", "b"] }${s}%{ endfor }"
+  list   = []
+}
+output "here" {
+  value = module.c.here
+}
+output "name" {
+  value = module.c.name
+}
+""",
+    "child/main.tf": """
+variable "name" {
+  type = string
+}
+variable "list" {
+  type = list(string)
+}
+resource "terraform_data" "r" {
+  input = [var.name, var.list]
+}
+module "k" {
+  count  = 1
+  source = "../modules/k"
+}
+output "here" {
+  value = path.module
+}
+output "name" {
+  value     = terraform_data.r.output
+  sensitive = true
+}
+""",
+    "modules/k/main.tf": 'resource "terraform_data" "k" {\n  input = "k"\n}\n',
+}
+
+
+@pytest.mark.oracle
+def test_handwritten_tree_plans_only_moves(tmp_path: Path) -> None:
+    outcomes = check_tree(_HAND, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    # module.c.module.k has count, so --module on it is refused; everything else inlines exactly.
+    assert kinds == {"whole": "ok", "module.c": "ok", "module.c.module.k": "refused"}, outcomes
+
+
+@pytest.mark.oracle
+def test_ephemeral_variable_keeps_the_call(tmp_path: Path) -> None:
+    files = dict(_HAND)
+    files["child/main.tf"] += (
+        'variable "eph" {\n  type      = string\n  default   = "e"\n  ephemeral = true\n}\n'
+    )
+    outcomes = check_tree(files, tmp_path, terraform(), modules=False)
+    assert outcomes[0].kind == "ok", outcomes  # module.c stays a call (a warning), so nothing changes
+    refused = check_mode(tmp_path / "src", tmp_path, terraform(), "module.c")
+    assert refused.kind == "refused"
+    assert 'variable "eph" is ephemeral' in refused.detail

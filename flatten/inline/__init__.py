@@ -12,7 +12,6 @@ checked to be the same after inlining (spec §4.2) and an error is reported if i
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from flatten.emit import dumps, module_json
 from flatten.expressions import ExpressionError, Reference, hcl_string
 from flatten.fields import top_schema
 from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
+from flatten.layout import _slug as vendored_slug
 from flatten.layout import copy_boundary, module_copies
 from flatten.model import Attribute, Block, Body, Expr, Module, Range
 from flatten.options import Dialect, Options
@@ -81,11 +81,7 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
             base = "modules/_remote/" + node.package.name
             return posixpath.join(base, node.package.subdir) if node.package.subdir else base
         assert node.directory is not None
-        rel = Path(os.path.relpath(node.directory, root)).as_posix()
-        parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
-        if len(parts) > 1 and parts[0] == "modules":
-            parts = parts[1:]
-        return "modules/" + "/".join(parts or ["_root"])
+        return vendored_slug(node.directory, root)
 
     return module_dir
 

@@ -252,6 +252,11 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
     for b in mod.blocks:
         if b.type not in _HANDLED:
             return f"the module holds {b.type} blocks, which inlining does not handle"
+    for b in mod.blocks:
+        eph = b.body.attribute("ephemeral") if b.type in ("variable", "output") and b.labels else None
+        if eph is not None and eph.value in (True, "true"):
+            # A local cannot be ephemeral: the value would land in state and plan files.
+            return f'its {b.type} "{b.labels[0]}" is ephemeral, and a local cannot keep a value ephemeral'
     at = call.range
     names = _Names(host.module)
     variables = [b for b in mod.blocks_of("variable") if b.labels]
@@ -330,9 +335,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         x = o.labels[0]
         attr = o.body.attribute("value")
         value = rewrite_value(attr.value, scope) if attr is not None else None
-        sensitive = o.body.attribute("sensitive")
-        if sensitive is not None and sensitive.value in (True, "true"):
-            value = f"${{sensitive({json_to_hcl(value)})}}"
+        # sensitive = true is not applied: Terraform does not mark a module output for its caller
+        # (the value keeps its own marks), so sensitive() would be stricter than the original.
         locals_items.append(Attribute(out_names[x], Expr(value, o.range), o.range))
         asserts = [
             Block("assert", (), rewrite_body(c.body, output_schema.blocks["precondition"], scope), c.range)
