@@ -72,9 +72,10 @@ class _Gen:
         sensitive = False
         roll = rng.random()
         if roll < 0.3:
-            lines.append(f"  default = {rng.choice(args)}")
+            default = rng.choice(args)
+            lines.append(f"  default = {default}")
             choices.append("")
-            if rng.random() < 0.4:
+            if rng.random() < 0.4 and default != "null":  # a null default is invalid then
                 lines.append("  nullable = false")
                 choices.append("null")
         elif roll < 0.38:
