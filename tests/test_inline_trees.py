@@ -90,3 +90,78 @@ def test_ephemeral_variable_keeps_the_call(tmp_path: Path) -> None:
     refused = check_mode(tmp_path / "src", tmp_path, terraform(), "module.c")
     assert refused.kind == "refused"
     assert 'variable "eph" is ephemeral' in refused.detail
+
+
+_ALIASES = """
+terraform {
+  required_providers {
+    terraform = {
+      source                = "terraform.io/builtin/terraform"
+      configuration_aliases = [terraform.log]
+    }
+  }
+}
+"""
+
+# A kept call (count) inside an inlined module, whose module needs a configuration_aliases name.
+_PROVIDERS = {
+    "main.tf": """
+terraform {
+  required_providers {
+    terraform = { source = "terraform.io/builtin/terraform" }
+  }
+}
+provider "terraform" {
+  alias = "log"
+}
+module "a" {
+  source    = "./modules/a"
+  providers = { terraform.log = terraform.log }
+}
+""",
+    "modules/a/main.tf": _ALIASES
+    + """
+module "b" {
+  source    = "../b"
+  count     = 1
+  providers = { terraform.log = terraform.log }
+}
+resource "terraform_data" "a" {
+  provider = terraform.log
+}
+""",
+    "modules/b/main.tf": _ALIASES
+    + """
+resource "terraform_data" "b" {
+  provider = terraform.log
+}
+resource "terraform_data" "b2" {}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_kept_call_keeps_configuration_aliases(tmp_path: Path) -> None:
+    outcomes = check_tree(_PROVIDERS, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    assert kinds == {"whole": "ok", "module.a": "ok", "module.a.module.b": "refused"}, outcomes
+
+
+def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
+    # A graph whose kept call lost its providers entry: the check refuses it before anything is
+    # written, with Terraform's reason, instead of emitting output Terraform rejects.
+    from flatten.graph import build_graph
+    from flatten.inline import _check
+    from flatten.options import Options
+    from flatten.providers import wire_providers
+
+    for rel, text in _PROVIDERS.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(
+            text.replace("  providers = { terraform.log = terraform.log }\n}\nresource", "}\nresource")
+        )
+    graph, _ = build_graph(tmp_path, options=Options())
+    wiring, _ = wire_providers(graph, options=Options(), validate=False)
+    diags = _check(wiring, graph, [], Options())
+    assert [d.summary for d in diags.errors] == ["Inlining changed the provider wiring"]
+    assert "terraform.log" in diags.errors[0].detail

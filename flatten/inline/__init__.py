@@ -266,7 +266,20 @@ def _check(
     wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
 ) -> Diagnostics:
     diags = Diagnostics()
-    again, _ = wire_providers(graph, options=options, validate=False)
+    # The same validation the plain build runs (Terraform's validateProviderConfigs): a call that
+    # stayed a call must still get every configuration its module needs, by a name it declares.
+    # The original passed it (the build stops before inlining otherwise), so any error is new.
+    again, checked = wire_providers(graph, options=options)
+    for d in checked.errors:
+        diags.append(
+            Diagnostic.error(
+                "Inlining changed the provider wiring",
+                f"After inlining, Terraform would reject the output: {d.summary}: {d.detail} "
+                "flatten does not emit it. Inline fewer calls (--module), or none; please report this.",
+                d.range,
+                module=d.module,
+            )
+        )
     after = {r.address: r.config for r in again.resources() if r.decl.mode != "import"}
     for res in wiring.resources():
         if res.decl.mode == "import":
