@@ -53,8 +53,10 @@ class _Module:
     directory: str
     lines: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
-    # per variable: its name and the arguments a caller may pass ("" = leave it unset)
-    inputs: list[tuple[str, list[str]]] = field(default_factory=list)
+    # per variable: its name, type and the arguments a caller may pass ("" = leave it unset)
+    inputs: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    # values a call in this module may pass on, with their types: variables, earlier outputs
+    values: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _Gen:
@@ -90,7 +92,8 @@ class _Gen:
             ]
         lines.append("}")
         m.lines += lines
-        m.inputs.append((name, choices))
+        m.inputs.append((name, type_, choices))
+        m.values.append((f"var.{name}", type_))
         return sensitive
 
     def module(self, directory: str, depth: int) -> _Module:
@@ -136,13 +139,20 @@ class _Gen:
                 lines = [f'module "c{n}{use}" {{', f'  source = "{src}"']
                 if counted:
                     lines.append("  count  = 1")
-                for name, choices in child.inputs:
+                for name, type_, choices in child.inputs:
                     arg = rng.choice(choices)
+                    # Sometimes a reference of the same type instead of a literal: a variable of
+                    # this module or an output of an earlier call (converted twice, or at runtime).
+                    same = [v for v, t in m.values if t == type_]
+                    if same and rng.random() < 0.5:
+                        arg = rng.choice(same)
                     if arg:
                         lines.append(f"  {name} = {arg}")
                 lines.append("}")
                 m.lines += lines
                 idx = "[0]" if counted else ""
+                types = {f"o{i}": t for i, (_, t, _) in enumerate(child.inputs)}
+                m.values += [(f"module.c{n}{use}{idx}.{o}", types[o]) for o in child.outputs if o in types]
                 for o in child.outputs:
                     m.lines += [
                         f'output "c{n}{use}_{o}" {{',
