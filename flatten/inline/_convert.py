@@ -100,12 +100,13 @@ def _convert(src: str, ty: Type, names: _Namer) -> str | None:
         attrs: list[str] = []
         for name, attr in ty.attributes:
             value = f"try({src}.{name}, null)" if name in ty.optional else f"{src}.{name}"
-            if name in defaults:
-                default = json_to_hcl(literal_to_expression(defaults[name]))
-                value = f"{value} == null ? {default} : {value}"
-                # The default's own nested defaults apply too: convert the chosen value.
-                value = f"({value})"
             converted = _convert(value, attr, names)
+            if name in defaults and converted is not None:
+                # Each branch converted on its own, so both have exactly the attribute's type (a
+                # default {} and an object argument would not unify); the default's own nested
+                # defaults apply too.
+                default = _convert(f"({json_to_hcl(literal_to_expression(defaults[name]))})", attr, names)
+                converted = None if default is None else f"{value} == null ? ({default}) : ({converted})"
             if converted is None:
                 return None
             attrs.append(f"{name} = {converted}")
