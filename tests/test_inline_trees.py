@@ -165,3 +165,47 @@ def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
     diags = _check(wiring, graph, [], Options())
     assert [d.summary for d in diags.errors] == ["Inlining changed the provider wiring"]
     assert "terraform.log" in diags.errors[0].detail
+
+
+# nullable = false on an any-typed variable whose default and argument have different types: a
+# literal argument is used as it is, a reference that is null at run time picks the default.
+_NULLABLE = {
+    "main.tf": """
+variable "none" {
+  type    = any
+  default = null
+}
+module "a" {
+  source = "./m"
+  v      = { a = 1, b = ["x"] }
+  w      = var.none
+}
+output "a" {
+  value = module.a.out
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type     = any
+  default  = "s"
+  nullable = false
+}
+variable "w" {
+  type     = any
+  default  = []
+  nullable = false
+}
+resource "terraform_data" "r" {
+  input = [var.v, var.w]
+}
+output "out" {
+  value = terraform_data.r.output
+}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_not_nullable_any_variable(tmp_path: Path) -> None:
+    outcomes = check_tree(_NULLABLE, tmp_path, terraform())
+    assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes

@@ -209,8 +209,16 @@ def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str] | s
     src = conv(value)
     if not_nullable and not isinstance(argument, _Unset) and not isinstance(default, _Unset):
         fallback = conv(default_expr)
-        if src is not None and fallback is not None:
-            src, wrapped = f"{json_to_hcl(value)} == null ? {fallback} : {src}", True
+        if value is None:
+            src = fallback
+        elif isinstance(value, str) and single_interpolation(value) is not None and src is not None:
+            # Null only at run time: pick from a tuple, not a conditional, whose two results
+            # must unify (an any-typed default and argument may not).
+            if fallback is not None:
+                src, wrapped = f"[{fallback}, {src}][{json_to_hcl(value)} == null ? 0 : 1]", True
+            else:
+                src = None
+        # Any other literal is never null, so the default is never used.
     if src is None:
         return (
             f"the type {type_text} of variable {block.labels[0]} has an any below a collection, "
