@@ -168,7 +168,8 @@ def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
 
 
 # nullable = false on an any-typed variable whose default and argument have different types: a
-# literal argument is used as it is, a reference that is null at run time picks the default.
+# literal argument is used as it is, a null one or a reference that is null at run time picks the
+# default.
 _NULLABLE = {
     "main.tf": """
 variable "none" {
@@ -179,6 +180,7 @@ module "a" {
   source = "./m"
   v      = { a = 1, b = ["x"] }
   w      = var.none
+  x      = null
 }
 output "a" {
   value = module.a.out
@@ -195,8 +197,13 @@ variable "w" {
   default  = []
   nullable = false
 }
+variable "x" {
+  type     = any
+  default  = "s"
+  nullable = false
+}
 resource "terraform_data" "r" {
-  input = [var.v, var.w]
+  input = [var.v, var.w, var.x]
 }
 output "out" {
   value = terraform_data.r.output

@@ -132,5 +132,16 @@ def conversion(value: JsonValue, ty: Type) -> str | None:
         src = f"({src})"
     out = _convert(src, ty, _Namer())
     if out is not None and out.startswith("to") and out.endswith("))") and out.count("(") == 2:
-        out = out[: out.index("(") + 1] + src[1:-1] + ")"  # tostring((var.x)) -> tostring(var.x)
+        return out[: out.index("(") + 1] + src[1:-1] + ")"  # tostring((var.x)) -> tostring(var.x)
+    if out is not None and isinstance(ty, (ObjectType, TupleType)) and single_interpolation_src(value):
+        # Terraform converts the unmarked value and marks the result as a whole; a constructor
+        # would mark only the attributes read from a sensitive value (a sensitivity change).
+        plain = _convert(f"nonsensitive({src})", ty, _Namer())
+        # A tuple index, not a conditional: HCL marks a conditional's result with both results' marks.
+        out = f"[sensitive({plain}), {out}][issensitive({src}) ? 0 : 1]"
     return out
+
+
+def single_interpolation_src(value: JsonValue) -> bool:
+    """Whether ``value`` is a lone reference or expression (possibly sensitive), not a literal."""
+    return isinstance(value, str) and value.startswith("${") and value.endswith("}")

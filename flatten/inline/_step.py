@@ -210,7 +210,7 @@ def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str] | s
     if not_nullable and not isinstance(argument, _Unset) and not isinstance(default, _Unset):
         fallback = conv(default_expr)
         if value is None:
-            src = fallback
+            src, wrapped = fallback, True
         elif isinstance(value, str) and single_interpolation(value) is not None and src is not None:
             # Null only at run time: pick from a tuple, not a conditional, whose two results
             # must unify (an any-typed default and argument may not).
