@@ -93,7 +93,13 @@ def build(
     # Files that inlined modules read through path.module now live beside their new caller, at
     # the path.module value they were given (relative to the root module).
     beside_root = inlined.copies if inlined is not None else None
-    tree = layout_tree(emitted, root=root, options=options, beside_root=beside_root)
+    tree = layout_tree(
+        emitted,
+        root=root,
+        options=options,
+        beside_root=beside_root,
+        variants=inlined.variants if inlined is not None else None,
+    )
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags

@@ -525,7 +525,12 @@ def _sequence_end(text: str, i: int) -> int:
     try:
         if text.startswith("${", i):
             return scanner._close(scanner.expression(i + 2, n, "}"), "}")
-        return scanner.directive(i + 2, n, [])
+        # One sequence on its own: a closing directive closes a block opened in an earlier one.
+        word = re.match(r"~?\s*([A-Za-z_]*)", text[i + 2 :])
+        opened = {"endif": ["if"], "endfor": ["for"]}.get(word.group(1) if word else "", [])
+        if opened == ["for"]:
+            scanner.scopes.append(frozenset())
+        return scanner.directive(i + 2, n, opened)
     except (IndexError, RecursionError) as exc:
         raise ExpressionError(f"unreadable template ({exc})", i) from None
 

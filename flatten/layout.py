@@ -160,11 +160,24 @@ def _package_slugs(graph: ModuleGraph, base_dir: str, real_path: Callable[[Path]
     return slugs
 
 
+def _variant_key(real: Path, n: int) -> Path:
+    # A stand-in key for the n-th distinct copy of one directory (inline mode); never read.
+    return real.with_name(f"{real.name}__{n}")
+
+
 def _assign_outputs(
-    graph: ModuleGraph, root: Path, real_path: Callable[[Path], Path], climb: int = 0
+    graph: ModuleGraph,
+    root: Path,
+    real_path: Callable[[Path], Path],
+    climb: int = 0,
+    variants: Mapping[str, int] | None = None,
 ) -> tuple[dict[Path, str], str]:
     """Return the output directory for every distinct module directory, and the root's ("" for
-    the top of the output)."""
+    the top of the output).
+
+    A node in ``variants`` (inline mode: a directory inlining changed differently between its
+    calls) is written as copy ``n`` of its directory, ``<dir>__<n>``.
+    """
     root_place, anchor = _root_place(graph, root, real_path, climb)
     outputs: dict[Path, str] = {real_path(root): root_place}
     packages = _package_slugs(graph, root_place, real_path)
@@ -185,7 +198,26 @@ def _assign_outputs(
             candidate, n = f"{slug}-{n}", n + 1
         outputs[real] = candidate
         taken.add(candidate)
+    for node in graph.walk():
+        copy = (variants or {}).get(node.address)
+        if node.directory is None or copy is None:
+            continue
+        real = real_path(node.directory)
+        key = _variant_key(real, copy)
+        if key not in outputs:
+            candidate = f"{outputs[real]}__{copy}"
+            while candidate in taken:
+                candidate += "_"
+            outputs[key] = candidate
+            taken.add(candidate)
     return outputs, root_place
+
+
+def _out_key(node: ModuleNode, real_path: Callable[[Path], Path], variants: Mapping[str, int]) -> Path:
+    assert node.directory is not None
+    real = real_path(node.directory)
+    n = variants.get(node.address)
+    return real if n is None else _variant_key(real, n)
 
 
 def _relative_source(from_dir: str, to_dir: str) -> str:
@@ -201,13 +233,14 @@ def _rewrite_calls(
     here: str,
     graph: ModuleGraph,
     real_path: Callable[[Path], Path],
+    variants: Mapping[str, int],
 ) -> Module:
     """Return the node's module with each call's source pointing at its vendored directory."""
     targets: dict[str, str] = {}
     allowed: dict[str, frozenset[str]] = {}
     for child in graph.children(node.address):
         if child.directory is not None:
-            targets[child.path[-1]] = _relative_source(here, outputs[real_path(child.directory)])
+            targets[child.path[-1]] = _relative_source(here, outputs[_out_key(child, real_path, variants)])
         if child.path[-1] in node.base_arguments:
             # An overridden call: Terraform ignores arguments its module does not declare, so the
             # output leaves them out (it would reject them in a call without overrides).
@@ -371,20 +404,27 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
 
 
 def layout_tree(
-    graph: ModuleGraph, *, root: Path, options: Options, beside_root: Mapping[str, Path] | None = None
+    graph: ModuleGraph,
+    *,
+    root: Path,
+    options: Options,
+    beside_root: Mapping[str, Path] | None = None,
+    variants: Mapping[str, int] | None = None,
 ) -> OutputTree:
     """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
 
     ``beside_root``: more files to copy, by path relative to the root module (inlined modules'
     files, read through their ``path.module``, which may climb out of the root: ``../shared/x``);
     the layout keeps them at that place relative to the root, and the module directories' copies
-    win over them.
+    win over them. ``variants`` (inline mode) maps a module address to the copy of its directory
+    it is written as, when inlining made the calls of one directory differ.
     """
+    variants = variants or {}
     root = root.absolute()
     real_path = _RealPaths()
     extra = {posixpath.normpath(rel): path for rel, path in (beside_root or {}).items()}
     climb = max((_climb(rel) for rel in extra), default=0)
-    outputs, root_place = _assign_outputs(graph, root, real_path, climb)
+    outputs, root_place = _assign_outputs(graph, root, real_path, climb, variants)
     files: dict[str, bytes] = {}
     copies: dict[str, Path] = {}
     digests: dict[str, str] = {}
@@ -394,11 +434,11 @@ def layout_tree(
     for node in graph.walk():
         if node.directory is None:
             continue
-        here = outputs[real_path(node.directory)]
+        here = outputs[_out_key(node, real_path, variants)]
         target = posixpath.join(here, "main.tf.json") if here else "main.tf.json"
         if here not in written:
             written.add(here)
-            module = _rewrite_calls(node, outputs, here, graph, real_path)
+            module = _rewrite_calls(node, outputs, here, graph, real_path, variants)
 
             def render(module: Module = module) -> bytes:
                 return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")

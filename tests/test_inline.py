@@ -54,7 +54,9 @@ def inline_build(
     assert not diags.has_errors, diags
     result, inline_diags = inline_graph(graph, wiring, options=options, only=only)
     diags.extend(inline_diags)
-    tree = layout_tree(result.graph, root=root, options=options, beside_root=result.copies)
+    tree = layout_tree(
+        result.graph, root=root, options=options, beside_root=result.copies, variants=result.variants
+    )
     files = {rel: tree.content(rel) for rel in tree.paths()}
     return result, files, diags
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from flatten.diagnostics import Diagnostic, Diagnostics
 from flatten.emit import dumps, module_json
+from flatten.expressions import ExpressionError, Reference, hcl_string
 from flatten.fields import top_schema
 from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
 from flatten.layout import copy_boundary, module_copies
@@ -30,6 +31,7 @@ from flatten.providers.addresses import Naming, parse_config_ref
 
 from ._addresses import move_address, split_address
 from ._providers import ProviderNames
+from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work, inline_call
 
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
@@ -66,6 +68,7 @@ class InlineResult:
     moves: tuple[tuple[str, str], ...] = ()
     renames: tuple[tuple[str, str], ...] = ()
     copies: Mapping[str, Path] = field(default_factory=dict)
+    variants: Mapping[str, int] = field(default_factory=dict)  # for layout_tree: see _variants
 
     def new_address(self, address: str) -> str:
         """Return where an original resource, data source or module address is after inlining."""
@@ -79,16 +82,10 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
             base = "modules/_remote/" + node.package.name
             return posixpath.join(base, node.package.subdir) if node.package.subdir else base
         assert node.directory is not None
+        # Terraform's own value (symlinks resolved, relative to the root), which is also where the
+        # layout keeps the module's files relative to the root module, inside the root or out.
         real = Path(os.path.relpath(node.directory.resolve(), root.resolve())).as_posix()
-        if real.startswith("../"):
-            # Outside the root: Terraform's own value (symlinks resolved, relative to the root);
-            # the layout keeps the module's files at that place relative to the root module.
-            return real
-        rel = Path(os.path.relpath(node.directory, root)).as_posix()
-        parts = ["_parent" if p == ".." else p for p in rel.split("/") if p not in ("", ".")]
-        if len(parts) > 1 and parts[0] == "modules":
-            parts = parts[1:]
-        return "modules/" + "/".join(parts or ["_root"])
+        return real if real != "." else "modules/_root"
 
     return module_dir
 
@@ -273,7 +270,20 @@ def _check(
     wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
 ) -> Diagnostics:
     diags = Diagnostics()
-    again, _ = wire_providers(graph, options=options, validate=False)
+    # The same validation the plain build runs (Terraform's validateProviderConfigs): a call that
+    # stayed a call must still get every configuration its module needs, by a name it declares.
+    # The original passed it (the build stops before inlining otherwise), so any error is new.
+    again, checked = wire_providers(graph, options=options)
+    for d in checked.errors:
+        diags.append(
+            Diagnostic.error(
+                "Inlining changed the provider wiring",
+                f"After inlining, Terraform would reject the output: {d.summary}: {d.detail} "
+                "flatten does not emit it. Inline fewer calls (--module), or none; please report this.",
+                d.range,
+                module=d.module,
+            )
+        )
     after = {r.address: r.config for r in again.resources() if r.decl.mode != "import"}
     for res in wiring.resources():
         if res.decl.mode == "import":
@@ -293,24 +303,84 @@ def _check(
     return diags
 
 
-def _shared_directories(placed: list[tuple[Work, ModuleNode]]) -> Diagnostics:
-    diags = Diagnostics()
-    seen: dict[Path, tuple[str, str]] = {}
+def _variants(placed: list[tuple[Work, ModuleNode]]) -> dict[str, int]:
+    """Return, by address, which copy of its directory each module is written as (1 is left out).
+
+    Inlining can change the calls of one module directory differently (different kept calls,
+    different arguments inlined into a child). Each distinct result is written once: the first,
+    in the output's fixed order, as the directory itself, the next as ``<dir>__2``, and so on. A
+    module's result includes which copy each of its calls points at, so children count first.
+    """
+    variant: dict[str, int] = {}
+    texts: dict[Path, list[str]] = {}
+    by_address = {node.address: node for _, node in placed}
+    for address in sorted(by_address, key=lambda a: (-a.count("module."), a)):
+        node = by_address[address]
+        if node.directory is None or not node.path:
+            continue
+        kids = sorted((c.name, variant.get(module_address((*node.path, c.name)), 1)) for c in node.calls)
+        text = dumps(module_json(node.module)) + repr(kids)
+        seen = texts.setdefault(node.directory.resolve(), [])
+        if text not in seen:
+            seen.append(text)
+        variant[address] = seen.index(text) + 1
+    # Numbers follow first appearance in the output's order, not the deepest-first walk above.
+    order: dict[Path, dict[int, int]] = {}
     for _, node in placed:
         if node.directory is None or not node.path:
             continue
-        text = dumps(module_json(node.module))
-        real = node.directory.resolve()
-        if real in seen and seen[real][1] != text:
+        renumber = order.setdefault(node.directory.resolve(), {})
+        renumber.setdefault(variant[node.address], len(renumber) + 1)
+    return {
+        node.address: order[node.directory.resolve()][variant[node.address]]
+        for _, node in placed
+        if node.directory is not None
+        and node.path
+        and order[node.directory.resolve()][variant[node.address]] > 1
+    }
+
+
+def _pin_path_module(
+    graph: ModuleGraph, variants: Mapping[str, int], ctx: Context
+) -> tuple[ModuleGraph, Diagnostics]:
+    """Return ``graph`` with ``path.module`` in every extra copy (``<dir>__2``) written as the plain path.
+
+    A copy is its directory's module written a second time; ``path.module`` there would name the
+    copy, while the original (and the plain build) gives the directory's own vendored path. The
+    copy's files are the same, so the plain path reads the same files.
+    """
+    diags = Diagnostics()
+    if not variants:
+        return graph, diags
+    nodes: dict[str, ModuleNode] = {}
+    kids: dict[str, list[str]] = {}
+    for node in graph.walk():
+        kids[node.address] = [c.address for c in graph.children(node.address)]
+        if node.address not in variants or node.directory is None:
+            nodes[node.address] = node
+            continue
+        plain = hcl_string(ctx.module_dir(node))
+
+        def pin(ref: Reference, text: str, plain: str = plain) -> str | None:
+            return plain + ref.tail(text, 1) if ref.root == "path" and ref.name(1) == "module" else None
+
+        scope = Scope(pin)
+        try:
+            blocks = tuple(
+                rewrite_block(b, ctx.schema.blocks[b.type], scope) if b.type in ctx.schema.blocks else b
+                for b in node.module.blocks
+            )
+        except ExpressionError as exc:
             diags.error(
                 "Inlined module differs between calls",
-                f"{node.address} and {seen[real][0]} call the same module directory, but inlining "
-                "changed them differently, and the output holds one copy of each directory. Inline "
-                "one of the calls with --module, or none.",
+                f"{node.address} is written as a second copy of its module directory, because inlining "
+                f"changed its calls differently, and its path.module could not be kept ({exc}). Inline "
+                "none of the calls of this directory, or fix the expression.",
                 node.call.range if node.call is not None else None,
             )
-        seen.setdefault(real, (node.address, text))
-    return diags
+            continue
+        nodes[node.address] = replace(node, module=replace(node.module, blocks=blocks))
+    return ModuleGraph.from_nodes(nodes, kids), diags
 
 
 def inline_graph(
@@ -356,7 +426,9 @@ def inline_graph(
             )
         )
     new_graph, moves, copies, placed = _assemble(root)
-    diags.extend(_shared_directories(placed))
+    variants = _variants(placed)
+    new_graph, pin_diags = _pin_path_module(new_graph, variants, ctx)
+    diags.extend(pin_diags)
     diags.extend(_check(wiring, new_graph, moves, options))
     if diags.has_errors:
         return InlineResult(graph, kept=tuple(walk.kept)), diags
@@ -368,6 +440,7 @@ def inline_graph(
             tuple((a, b) for a, b in moves if _movable(_last_step(a))),
             tuple(moves),
             dict(sorted(copies.items())),
+            variants,
         ),
         diags,
     )

@@ -11,7 +11,6 @@ step returns a new ``Work`` for the caller, or the reason the call has to stay a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -31,7 +30,9 @@ from flatten.graph import ModuleNode
 from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.options import Options
 from flatten.providers import ConfigAddr, How
+from flatten.types import ANY, AnyType, Primitive, Type, TypeExprError, parse_type, type_string
 
+from ._convert import conversion
 from ._providers import (
     ProviderNames,
     Requirement,
@@ -154,58 +155,37 @@ def _balanced(text: str) -> bool:
     return depth == 0
 
 
-def _conversion(type_: str) -> tuple[Callable[[str, bool], str] | None, str]:
-    """Return how to convert a value to ``type_`` cheaply (None: not converted), and what is kept.
-
-    The converter takes the value's source and whether it may be null.
-    """
-    t = re.sub(r"\s+", "", type_)
-    if t in ("", "any"):
-        return None, ""
-    if t in ("string", "number", "bool"):
-        return (lambda s, _: f"to{t}({_call_arg(s)})"), f"to{t}()"
-    m = re.fullmatch(r"(list|set|map)(?:\((string|number|bool|any)\))?", t)
-    if m is None:
-        return None, ""
-    kind, elem = m.group(1), m.group(2) or "any"
-    if elem == "any":
-        return (lambda s, _: f"to{kind}({_call_arg(s)})"), f"to{kind}()"
-    if kind == "map":
-        body = "tomap({{for k, v in {0} : k => to" + elem + "(v)}})"
-    else:
-        body = "to" + kind + "([for v in {0} : to" + elem + "(v)])"
-
-    def convert(s: str, nullable: bool) -> str:
-        if s == "null":  # a typed null: the conditional's result type is the collection type
-            sample = f"{{k = to{elem}(null)}}" if kind == "map" else f"[to{elem}(null)]"
-            return f"true ? null : to{kind}({sample})"
-        return f"{s} == null ? null : {body.format(s)}" if nullable else body.format(s)
-
-    return convert, f"to{kind}() and to{elem}()"
-
-
-def _needs_conversion(value: JsonValue, type_: str) -> bool:
-    t = re.sub(r"\s+", "", type_)
-    if value is None:
-        return True  # a null keeps the variable's type (it matters to dynamically typed arguments)
+def _is_exact(value: JsonValue, ty: Type) -> bool:
+    """Whether ``value`` (a literal) already has exactly type ``ty``, so it needs no conversion."""
+    if isinstance(ty, AnyType):
+        return True
+    if not isinstance(ty, Primitive):
+        return False
     if isinstance(value, str) and single_interpolation(value) is None:
-        return t != "string"
+        return ty.name == "string"
     if isinstance(value, bool):
-        return t != "bool"
-    if isinstance(value, (int, Decimal)):
-        return t != "number"
-    return True
+        return ty.name == "bool"
+    return isinstance(value, (int, Decimal)) and ty.name == "number"
 
 
-def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str]:
-    """Return the expression a variable local is bound to, and the note describing it."""
+def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str] | str:
+    """Return the expression a variable local is bound to and the note describing it, or why not.
+
+    The value is what Terraform gives the variable: the argument (or the default, or null), with
+    ``nullable = false`` turning a null argument into the default, then the type's ``optional()``
+    defaults applied and the value converted to the type (``_convert.py``), then ``sensitive``.
+    """
 
     def literal(name: str) -> JsonValue | _Unset:
         attr = block.body.attribute(name)
         return attr.value if attr is not None else UNSET
 
     type_attr = literal("type")
-    type_ = type_attr if isinstance(type_attr, str) else ""
+    type_text = type_attr if isinstance(type_attr, str) else ""
+    try:
+        ty: Type = parse_type(type_text) if type_text.strip() else ANY
+    except TypeExprError as exc:
+        return f"the type of variable {block.labels[0]} could not be read ({exc})"
     default = literal("default")
     default_expr: JsonValue = None if isinstance(default, _Unset) else literal_to_expression(default)
     sensitive = literal("sensitive") in (True, "true")
@@ -217,31 +197,38 @@ def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str]:
         value, source = default_expr, "its default"
     else:
         value, source = None, "null (the variable is required and was not set)"
-    convert, how = _conversion(type_)
-    converted = False
+    wrapped = False
 
-    def conv(v: JsonValue) -> str:
-        nonlocal converted
-        src = json_to_hcl(v)
-        if convert is None or not _needs_conversion(v, type_):
-            return src
-        converted = True
-        return convert(src, not isinstance(v, (list, dict)))
+    def conv(v: JsonValue) -> str | None:
+        nonlocal wrapped
+        if _is_exact(v, ty):
+            return json_to_hcl(v)
+        wrapped = True
+        return conversion(v, ty)
 
     src = conv(value)
-    wrapped = converted
     if not_nullable and not isinstance(argument, _Unset) and not isinstance(default, _Unset):
-        src, wrapped = f"{json_to_hcl(value)} == null ? {conv(default_expr)} : {src}", True
+        fallback = conv(default_expr)
+        if value is None:
+            src, wrapped = fallback, True
+        elif isinstance(value, str) and single_interpolation(value) is not None and src is not None:
+            # Null only at run time: pick from a tuple, not a conditional, whose two results
+            # must unify (an any-typed default and argument may not).
+            if fallback is not None:
+                src, wrapped = f"[{fallback}, {src}][{json_to_hcl(value)} == null ? 0 : 1]", True
+            else:
+                src = None
+        # Any other literal is never null, so the default is never used.
+    if src is None:
+        return (
+            f"the type {type_text} of variable {block.labels[0]} has an any below a collection, "
+            "whose conversion no expression writes exactly"
+        )
     if sensitive:
         src, wrapped = f"sensitive({_call_arg(src)})", True
     note = f"bound to {source}"
-    if type_:
-        if converted:
-            note += f"; type {type_}, converted with {how}"
-        elif convert is None and re.sub(r"\s+", "", type_) not in ("", "any"):
-            note += f"; type {type_}, not enforced (flatten converts primitive types and collections of them)"
-        else:
-            note += f"; type {type_}"
+    if type_text:
+        note += f"; type {type_string(ty)}" + (", converted" if wrapped else "")
     if not_nullable:
         note += "; nullable = false"
     if sensitive:
@@ -273,6 +260,11 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
     for b in mod.blocks:
         if b.type not in _HANDLED:
             return f"the module holds {b.type} blocks, which inlining does not handle"
+    for b in mod.blocks:
+        eph = b.body.attribute("ephemeral") if b.type in ("variable", "output") and b.labels else None
+        if eph is not None and eph.value in (True, "true"):
+            # A local cannot be ephemeral: the value would land in state and plan files.
+            return f'its {b.type} "{b.labels[0]}" is ephemeral, and a local cannot keep a value ephemeral'
     at = call.range
     names = _Names(host.module)
     variables = [b for b in mod.blocks_of("variable") if b.labels]
@@ -332,9 +324,12 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
     output_schema = ctx.schema.blocks["output"]
     for v in variables:
         x = v.labels[0]
-        value, note = _variable_value(v, inputs.get(x, UNSET))
+        bound = _variable_value(v, inputs.get(x, UNSET))
+        if isinstance(bound, str):
+            return bound
+        value, note = bound
         locals_items.append(Attribute(var_names[x], Expr(value, v.range), v.range))
-        notes[var_names[x]] = f'variable "{x}" of {child.node.address}: {note}'
+        notes[var_names[x]] = f'variable "{x}" of module.{p}: {note}'  # relative: the same in every copy
         asserts = [
             Block(
                 "assert", (), rewrite_body(val.body, variable_schema.blocks["validation"], scope), val.range
@@ -348,9 +343,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         x = o.labels[0]
         attr = o.body.attribute("value")
         value = rewrite_value(attr.value, scope) if attr is not None else None
-        sensitive = o.body.attribute("sensitive")
-        if sensitive is not None and sensitive.value in (True, "true"):
-            value = f"${{sensitive({json_to_hcl(value)})}}"
+        # sensitive = true is not applied: Terraform does not mark a module output for its caller
+        # (the value keeps its own marks), so sensitive() would be stricter than the original.
         locals_items.append(Attribute(out_names[x], Expr(value, o.range), o.range))
         asserts = [
             Block("assert", (), rewrite_body(c.body, output_schema.blocks["precondition"], scope), c.range)

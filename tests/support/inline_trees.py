@@ -1,0 +1,171 @@
+"""Random module trees for checking ``flatten build --inline`` against Terraform itself.
+
+Every tree is built from Terraform's builtin ``terraform_data`` resource only, so it applies and
+plans offline. A tree has two to four module levels: calls with and without ``count``, module
+directories called from several places with different arguments, typed variables (primitives,
+collections, objects with ``optional()`` defaults, nested too, tuples, ``any``), ``nullable =
+false`` variables given ``null``, sensitive variables, validations, and outputs that feed other
+calls. ``tree(seed)`` returns ``{relative path: file text}``; the same seed gives the same tree.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+__all__ = ["tree"]
+
+# (type expression, arguments that Terraform converts to it, in HCL)
+_TYPES: list[tuple[str, list[str]]] = [
+    ("string", ['"a"', "5", "true"]),
+    ("number", ["3", '"4"']),
+    ("bool", ["true", '"false"']),
+    ("list(string)", ["[]", '["a", 1]', "null"]),
+    ("set(string)", ['["b", "a", "b"]', "[]"]),
+    ("map(number)", ["{}", '{a = 1, b = "2"}']),
+    ("list(number)", ['["1", 2]']),
+    ("tuple([string, number])", ['["a", "2"]', "[1, 2]"]),
+    ("any", ['{a = 1, b = ["x"]}', "[]", '"s"']),
+    (
+        "object({ name = string, size = optional(number, 3), tags = optional(list(string), []) })",
+        ['{ name = "n" }', '{ name = "n", size = "5", extra = true }', '{ name = 1, tags = ["t"] }'],
+    ),
+    (
+        'object({ a = optional(object({ b = optional(string, "x"), c = optional(number) }), {}) })',
+        ["{}", "{ a = {} }", '{ a = { c = "2" } }', "{ a = null }"],
+    ),
+    (
+        "list(object({ k = string, on = optional(bool, true) }))",
+        ['[{ k = "x" }, { k = "y", on = false }]', "[]"],
+    ),
+    (
+        'map(object({ port = number, proto = optional(string, "tcp") }))',
+        ['{ web = { port = "80" } }', "{}"],
+    ),
+    ("object({ x = optional(string) })", ["{}", '{ x = "v" }', "null"]),
+    ("set(object({ n = number }))", ["[{ n = 1 }, { n = 2 }]", "[]"]),
+    ("map(list(string))", ['{ a = ["x"], b = [] }', "{}"]),
+]
+
+
+@dataclass
+class _Module:
+    directory: str
+    lines: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    # per variable: its name, type and the arguments a caller may pass ("" = leave it unset)
+    inputs: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    # values a call in this module may pass on, with their types: variables, earlier outputs
+    values: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Gen:
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.files: dict[str, str] = {}
+        self.count = 0
+
+    def variable(self, m: _Module, name: str) -> bool:
+        """Declare a random variable in ``m``; return whether it is sensitive."""
+        rng = self.rng
+        type_, args = rng.choice(_TYPES)
+        lines = [f'variable "{name}" {{', f"  type = {type_}"]
+        choices = list(args)
+        sensitive = False
+        roll = rng.random()
+        if roll < 0.3:
+            default = rng.choice(args)
+            lines.append(f"  default = {default}")
+            choices.append("")
+            if rng.random() < 0.4 and default != "null":  # a null default is invalid then
+                lines.append("  nullable = false")
+                choices.append("null")
+        elif roll < 0.38:
+            lines.append("  sensitive = true")
+            sensitive = True
+        if type_ == "string" and rng.random() < 0.3:
+            lines += [
+                "  validation {",
+                f"    condition     = length(var.{name}) > 0",
+                '    error_message = "Must not be empty."',
+                "  }",
+            ]
+        lines.append("}")
+        m.lines += lines
+        m.inputs.append((name, type_, choices))
+        m.values.append((f"var.{name}", type_))
+        return sensitive
+
+    def module(self, directory: str, depth: int) -> _Module:
+        rng = self.rng
+        m = _Module(directory)
+        for i in range(rng.randint(1, 3)):
+            sensitive = self.variable(m, f"v{i}")
+            m.lines += [
+                f'resource "terraform_data" "r{i}" {{',
+                f"  input = var.v{i}",
+                "}",
+                f'output "o{i}" {{',
+                f"  value = terraform_data.r{i}.output",
+                *(["  sensitive = true"] if sensitive else []),
+                "}",
+            ]
+            m.outputs.append(f"o{i}")
+        if rng.random() < 0.4:
+            m.lines += [
+                "locals {",
+                '  here = "${path.module}/x"',
+                "}",
+                'output "here" {',
+                "  value = local.here",
+                "}",
+            ]
+            m.outputs.append("here")
+        if depth > 0:
+            self.calls(m, depth - 1)
+        self.files[f"{directory}/main.tf"] = "\n".join(m.lines) + "\n"
+        return m
+
+    def calls(self, m: _Module, depth: int) -> None:
+        rng = self.rng
+        for _ in range(rng.randint(1, 2)):
+            self.count += 1
+            n = self.count
+            directory = f"modules/m{n}"
+            child = self.module(directory, depth)
+            src = f"./{directory}" if m.directory == "." else f"../m{n}"
+            for use in ["a", "b"] if rng.random() < 0.35 else ["a"]:
+                counted = rng.random() < 0.15
+                lines = [f'module "c{n}{use}" {{', f'  source = "{src}"']
+                if counted:
+                    lines.append("  count  = 1")
+                for name, type_, choices in child.inputs:
+                    arg = rng.choice(choices)
+                    # Sometimes a reference of the same type instead of a literal: a variable of
+                    # this module or an output of an earlier call (converted twice, or at runtime).
+                    same = [v for v, t in m.values if t == type_]
+                    if same and rng.random() < 0.5:
+                        arg = rng.choice(same)
+                    if arg:
+                        lines.append(f"  {name} = {arg}")
+                lines.append("}")
+                m.lines += lines
+                idx = "[0]" if counted else ""
+                types = {f"o{i}": t for i, (_, t, _) in enumerate(child.inputs)}
+                m.values += [(f"module.c{n}{use}{idx}.{o}", types[o]) for o in child.outputs if o in types]
+                for o in child.outputs:
+                    m.lines += [
+                        f'output "c{n}{use}_{o}" {{',
+                        f"  value     = module.c{n}{use}{idx}.{o}",
+                        "  sensitive = true",
+                        "}",
+                    ]
+
+
+def tree(seed: int) -> dict[str, str]:
+    """Return a random tree of ``terraform_data`` modules for ``seed``."""
+    gen = _Gen(seed)
+    root = _Module(".")
+    gen.calls(root, gen.rng.randint(1, 3))
+    gen.files["main.tf"] = "\n".join(root.lines) + "\n"
+    return gen.files
