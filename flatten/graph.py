@@ -148,11 +148,15 @@ class PrefetchingFetcher(Protocol):
 class ModuleGraph:
     """A directed graph of module paths: an edge from each caller to each module it calls."""
 
-    def __init__(self, graph: nx.DiGraph, *, root_failed: bool = False) -> None:
+    def __init__(self, graph: nx.DiGraph, *, root_failed: bool = False, tree_failed: bool = False) -> None:
         self._graph = graph
-        # The root module itself had errors: Terraform then loads no configuration tree, so no
-        # provider validation runs, while `terraform init` still installs and reports the calls.
+        # The root module's own files had errors. `terraform init` still installs the calls and
+        # builds the tree (BuildConfig never sees the root's diagnostics), so provider types are
+        # resolved and validated as usual; OpenTofu loads nothing more.
         self.root_failed = root_failed
+        # Loading the calls (a child's files, a source that cannot be read, a cycle) had errors:
+        # those are BuildConfig's own, so Terraform skips resolveProviderTypes.
+        self.tree_failed = tree_failed
 
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
@@ -540,6 +544,7 @@ def build_graph(
         # goes on to the children.
         return ModuleGraph(graph, root_failed=True), diags
 
+    root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
     # Depth first, in call-name order, so diagnostics come out in a stable order.
     real_root = root.resolve()
     stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (real_root,))]
@@ -607,7 +612,8 @@ def build_graph(
             graph.add_edge(parent.address, address, call=call.name)
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
-    return ModuleGraph(graph, root_failed=root_failed), diags
+    tree_failed = Diagnostics(diags[root_diags:]).has_terraform_errors
+    return ModuleGraph(graph, root_failed=root_failed, tree_failed=tree_failed), diags
 
 
 def _too_deep(call: ModuleCall, parent: ModuleNode) -> Diagnostic:

@@ -3,11 +3,14 @@
 Rule for the whole file: one function, ``check_wiring``, used by ``build`` and ``flatten
 providers`` alike (docs/providers.md, "Which checks run"):
 
-* root module errors: Terraform loads no configuration tree, so nothing is validated (the
-  Terraform dialect still loads the calls, as ``terraform init`` does; ``graph.py``);
-* errors only in child modules: Terraform's ``BuildConfig`` skips ``resolveProviderTypes`` but
-  still runs ``validateProviderConfigs`` (so "Provider type mismatch" can follow a load error);
-  the OpenTofu dialect keeps its contract and validates nothing (conformance README point 5);
+* errors in the root module's own files: ``terraform init`` still installs the calls and builds
+  the tree, and ``BuildConfig`` never sees the root's diagnostics, so provider types are resolved
+  and validated as usual (init reports "Provider type mismatch" beside an invalid default of the
+  root); the OpenTofu dialect keeps its contract and loads nothing more (conformance README);
+* errors while loading the calls (a child's files, an unreadable source): ``BuildConfig`` skips
+  ``resolveProviderTypes`` but still runs ``validateProviderConfigs`` (so "Provider type
+  mismatch" can follow a load error); the OpenTofu dialect validates nothing (conformance README
+  point 5);
 * no load errors: provider validation; when that finds no error, the checks Terraform makes
   while building its graph, each stage only when the one before found no error: required module
   inputs (``flatten.inputs``, both dialects), then missing provider configurations
@@ -38,7 +41,7 @@ def check_wiring(
     if options.dialect is Dialect.OPENTOFU:
         validate, resolved = not load_errors, True
     else:
-        validate, resolved = not graph.root_failed, not load_errors
+        validate, resolved = True, not graph.tree_failed
     wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
     if load_errors or diags.has_errors:
         return wiring, diags
