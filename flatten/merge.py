@@ -102,6 +102,43 @@ def _collection_under_any(old: Type | None, new: Type | None) -> bool:
     return False
 
 
+def _typed_null_under_any(old: Type | None, new: Type | None, value: JsonValue) -> bool:
+    """Whether ``value``, as ``old`` converted it, holds a null of ``old``'s type where ``new`` says any.
+
+    Terraform keeps that null typed (an ``object({a0 = bool})`` null), while a null written in
+    the output under ``any`` has no type: the value reads the same, but an output or a
+    ``terraform_data`` input holding it stores another type, so the next plan shows a change.
+    """
+    if old is None or new is None or isinstance(old, AnyType):
+        return False
+    if isinstance(new, AnyType):
+        if value is None:
+            return True
+        if isinstance(old, ObjectType) and isinstance(value, dict):
+            return any(_typed_null_under_any(t, new, value.get(n)) for n, t in old.attributes)
+        if isinstance(old, TupleType) and isinstance(value, list) and len(value) == len(old.elements):
+            return any(_typed_null_under_any(t, new, v) for t, v in zip(old.elements, value, strict=True))
+        return False  # a collection here is refused by _collection_under_any; primitives keep types
+    if isinstance(new, ObjectType) and isinstance(old, ObjectType) and isinstance(value, dict):
+        olds = old.attribute_map
+        return any(_typed_null_under_any(olds.get(n), t, value.get(n)) for n, t in new.attributes)
+    if (
+        isinstance(new, (ListType, SetType))
+        and isinstance(old, (ListType, SetType))
+        and isinstance(value, list)
+    ):
+        return any(_typed_null_under_any(old.element, new.element, v) for v in value)
+    if isinstance(new, MapType) and isinstance(old, MapType) and isinstance(value, dict):
+        return any(_typed_null_under_any(old.element, new.element, v) for v in value.values())
+    if isinstance(new, TupleType) and isinstance(old, TupleType) and isinstance(value, list):
+        if len(new.elements) == len(old.elements) == len(value):
+            return any(
+                _typed_null_under_any(o, n, v)
+                for o, n, v in zip(old.elements, new.elements, value, strict=True)
+            )
+    return False
+
+
 def _blocks(items: Iterable[Item], type_: str) -> list[Block]:
     return [i for i in items if isinstance(i, Block) and i.type == type_]
 
@@ -700,6 +737,18 @@ class _Merger:
                     ov_type,
                     "the earlier type made the default a collection (a map, list or set) where the "
                     "new type says any",
+                )
+            elif (
+                ov_default is None
+                and state.default_set
+                and _typed_null_under_any(state.type, ov.type, state.default)
+            ):
+                # Terraform keeps the nulls of the default typed by the earlier type; a null the
+                # output writes under `any` has no type, and a value holding it plans as changed.
+                self._refuse_type_override(
+                    name,
+                    ov_type,
+                    "the earlier type gave a null in the default a type where the new type says any",
                 )
             state.type = ov.type
             items = self._keep_type_defaults(name, items, ov_type, ov.type, state.defaults_type)

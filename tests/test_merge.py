@@ -342,3 +342,94 @@ def test_override_to_any_of_a_default_an_earlier_type_made_a_map_is_refused(tmp_
     assert not load_diags
     _, merge_diags = merge_module(files, directory=".", options=options)
     assert [(d.summary, d.refusal) for d in merge_diags] == [("Unsupported variable type override", True)]
+
+
+_TYPED_NULL_BASES = {
+    # An optional attribute the override's default leaves out: a null of type object({a = bool}).
+    "optional-attribute": (
+        'variable "v" {\n  type    = object({ a = optional(object({ a = bool })), b = string })\n'
+        '  default = { b = "x" }\n}\n'
+    ),
+    # A null written in the default, typed number by the base type.
+    "written-null": 'variable "v" {\n  type    = object({ n = number })\n  default = { n = null }\n}\n',
+    # The whole default null: a null of type string.
+    "null-default": 'variable "v" {\n  type    = string\n  default = null\n}\n',
+    # Under an object type whose attribute the override makes any.
+    "attribute-made-any": (
+        'variable "v" {\n  type    = object({ o = object({ n = number }) })\n'
+        "  default = { o = { n = null } }\n}\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("base", sorted(_TYPED_NULL_BASES))
+def test_override_to_any_of_a_default_holding_typed_nulls_is_refused(base: str, tmp_path: Path) -> None:
+    """Terraform keeps the nulls of the default typed by the earlier type; a null written under
+    `any` has none, so an output or a terraform_data input holding the variable plans as changed
+    against the original's state (found by scripts/difftest, seed 484: a second plan not empty;
+    ``test_an_untyped_null_plans_as_a_change`` shows it with Terraform)."""
+    from conftest import write_tree
+
+    override = 'variable "v" {\n  type = object({ o = any })\n}\n' if base == "attribute-made-any" else None
+    case = write_tree(
+        tmp_path / "case",
+        {
+            "main.tf": _TYPED_NULL_BASES[base],
+            "main_override.tf": override or 'variable "v" {\n  type = any\n}\n',
+        },
+    )
+    options = Options()
+    files, load_diags = load_dir(case, root=case, options=options)
+    assert not load_diags
+    _, merge_diags = merge_module(files, directory=".", options=options)
+    assert [(d.summary, d.refusal, d.range.filename if d.range else "") for d in merge_diags] == [
+        ("Unsupported variable type override", True, "main_override.tf")
+    ]
+    assert 'variable "v"' in merge_diags[0].detail
+
+
+def test_an_override_to_any_with_nulls_it_cannot_type_is_not_refused(tmp_path: Path) -> None:
+    """Nulls the earlier type leaves untyped (`optional(any)`), or a default the override gives
+    itself, are written as they are: the refusal is only for what no output can say."""
+    from conftest import write_tree
+
+    case = write_tree(
+        tmp_path / "case",
+        {
+            "main.tf": 'variable "v" {\n  type    = object({ a = optional(any), b = string })\n'
+            '  default = { b = "x" }\n}\n'
+            'variable "w" {\n  type    = object({ n = number })\n  default = { n = 1 }\n}\n'
+            'variable "u" {\n  type    = object({ n = number })\n  default = { n = null }\n}\n',
+            "main_override.tf": 'variable "v" {\n  type = any\n}\nvariable "w" {\n  type = any\n}\n'
+            'variable "u" {\n  type    = any\n  default = { n = null }\n}\n',
+        },
+    )
+    options = Options()
+    files, load_diags = load_dir(case, root=case, options=options)
+    assert not load_diags
+    _, merge_diags = merge_module(files, directory=".", options=options)
+    assert not merge_diags
+
+
+@pytest.mark.oracle
+def test_an_untyped_null_plans_as_a_change(tmp_path: Path) -> None:
+    """Why the refusal: the output flatten could write (`type = any`, the null as it reads) plans
+    changes against the state of the original, whose null is typed."""
+    import oracle
+    from conftest import write_tree
+
+    tf = oracle.terraform()
+    uses = 'output "o" {\n  value = { k = var.v }\n}\nresource "terraform_data" "r" {\n  input = var.v\n}\n'
+    case = write_tree(
+        tmp_path / "case",
+        {
+            "main.tf": _TYPED_NULL_BASES["written-null"] + uses,
+            "main_override.tf": 'variable "v" {\n  type = any\n}\n',
+        },
+    )
+    assert tf.run("init", "-input=false", cwd=case).returncode == 0
+    assert tf.run("apply", "-auto-approve", "-input=false", cwd=case).returncode == 0
+    (case / "main_override.tf").unlink()
+    (case / "main.tf").write_text('variable "v" {\n  type    = any\n  default = { n = null }\n}\n' + uses)
+    plan = tf.run("plan", "-detailed-exitcode", "-input=false", "-no-color", cwd=case)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
