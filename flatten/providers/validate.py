@@ -436,7 +436,10 @@ def _check_module(
     for key, rng in empty_configs.items():
         groups.setdefault(key.split(".", 1)[0], []).append((key, rng))
     for local, items in groups.items():
-        source = local_names.get(local, naming.default(local))
+        # Terraform looks the configuration's whole name up in the local names, so only an
+        # unaliased block finds its required_providers source, and the first block it visits
+        # (declaration order, Go's most likely map order) sets the suggestion's source.
+        source = local_names.get(items[0][0], naming.default(local))
         aliases = sorted(k for k, _ in items if k != local)
         lines = [
             f'Earlier versions of {product} used empty provider blocks ("proxy provider configurations") '
