@@ -35,7 +35,9 @@ _USES_X = 'resource "terraform_data" "r" {\n  provider = terraform.x\n}\n'
 
 
 def _call(name: str) -> str:
-    return f'module "{name}" {{\n  source    = "./{name}"\n  providers = {{ terraform.x = terraform.y }}\n}}\n'
+    return (
+        f'module "{name}" {{\n  source    = "./{name}"\n  providers = {{ terraform.x = terraform.y }}\n}}\n'
+    )
 
 
 def _where(rng: Range | None) -> str:
