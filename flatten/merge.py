@@ -130,12 +130,15 @@ def _typed_null_under_any(old: Type | None, new: Type | None, value: JsonValue) 
         return any(_typed_null_under_any(old.element, new.element, v) for v in value)
     if isinstance(new, MapType) and isinstance(old, MapType) and isinstance(value, dict):
         return any(_typed_null_under_any(old.element, new.element, v) for v in value.values())
-    if isinstance(new, TupleType) and isinstance(old, TupleType) and isinstance(value, list):
-        if len(new.elements) == len(old.elements) == len(value):
-            return any(
-                _typed_null_under_any(o, n, v)
-                for o, n, v in zip(old.elements, new.elements, value, strict=True)
-            )
+    if (
+        isinstance(new, TupleType)
+        and isinstance(old, TupleType)
+        and isinstance(value, list)
+        and len(new.elements) == len(old.elements) == len(value)
+    ):
+        return any(
+            _typed_null_under_any(o, n, v) for o, n, v in zip(old.elements, new.elements, value, strict=True)
+        )
     return False
 
 
