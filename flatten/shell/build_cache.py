@@ -351,7 +351,7 @@ def version() -> str:
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())
-        here = Path(__file__).parent
+        here = Path(__file__).parent.parent  # the whole package
         for path in sorted(here.rglob("*.py")):
             h.update(path.relative_to(here).as_posix().encode() + b"\0")
             try:

@@ -100,8 +100,8 @@ def parser_version() -> str:
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode())
-        here = Path(__file__).parent
-        _file_digest(here.glob("*.py"), h)
+        here = Path(__file__).parent.parent  # the package: every module a parse result depends on
+        _file_digest(here.rglob("*.py"), h)
         for package, names in (("hcl2", ("version.py", "hcl2.lark")), ("lark", ("__init__.py",))):
             spec = importlib.util.find_spec(package)
             if spec is not None and spec.origin:
@@ -785,7 +785,7 @@ def _build_version() -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(parser_version().encode())
     h.update(sys.version.encode())
-    _file_digest(Path(__file__).parent.rglob("*.py"), h)
+    _file_digest(Path(__file__).parent.parent.rglob("*.py"), h)
     for package in ("networkx", "typer", "click", "packaging"):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
