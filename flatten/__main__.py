@@ -33,7 +33,7 @@ def _main() -> None:
         # A one-shot process whose objects nearly all live to the end: cyclic collection only
         # costs time (about a quarter of a warm build; docs/performance.md).
         gc.disable()
-        from flatten.parse_cache import run_build_command
+        from flatten.shell.parse_cache import run_build_command
 
         def cli_main() -> None:
             from flatten.cli import main as run  # imported lazily: a replayed build never needs it
@@ -50,7 +50,7 @@ def _main() -> None:
         sys.stderr.write("flatten: interrupted\n")
         sys.exit(130)
     except BaseException as exc:
-        from flatten.emit import Interrupted
+        from flatten.stages.emit import Interrupted
 
         if isinstance(exc, Interrupted):
             sys.stderr.write("flatten: terminated; the previous output was left in place\n")
@@ -70,7 +70,7 @@ def _exit(code: object) -> None:
 
     # The outcome is decided: a Ctrl-C or SIGTERM now would only turn it into a traceback.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    from flatten.parse_cache import finish
+    from flatten.shell.parse_cache import finish
 
     finish()
     if code is None:

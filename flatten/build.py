@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatten.diagnostics import Diagnostics
-from flatten.graph import ModuleFetcher, ModuleGraph, build_graph
-from flatten.layout import OutputTree, layout_tree
-from flatten.load import load_dir
-from flatten.merge import merge_module
-from flatten.model import Module
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Module
+from flatten.lang.options import Options
 from flatten.providers import ProviderWiring, wire_providers
 from flatten.providers.checks import check_wiring
 from flatten.providers.explicit import make_explicit
+from flatten.stages.graph import ModuleFetcher, ModuleGraph, build_graph
+from flatten.stages.layout import OutputTree, layout_tree
+from flatten.stages.load import load_dir
+from flatten.stages.merge import merge_module
 
 if TYPE_CHECKING:
     from flatten.inline import InlineResult

@@ -16,16 +16,16 @@ import typer
 
 from flatten import __version__
 from flatten.build import build as run_build
-from flatten.diagnostics import Diagnostics, render_json, render_text
-from flatten.emit import MANIFEST_NAME, OutputError, dumps, write_tree
-from flatten.graph import ModuleFetcher, ModuleGraph, build_graph
-from flatten.graph_render import GraphFormat, render_graph
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics, render_json, render_text
+from flatten.lang.options import Dialect, Options
 from flatten.providers.audit import audit_json, audit_text, explain
 from flatten.providers.checks import check_wiring
 from flatten.reports import ReportFormat
+from flatten.reports.graph_render import GraphFormat, render_graph
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
+from flatten.stages.emit import MANIFEST_NAME, OutputError, dumps, write_tree
+from flatten.stages.graph import ModuleFetcher, ModuleGraph, build_graph
 
 app = typer.Typer(
     # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE

@@ -28,7 +28,7 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     """Keep every test away from the user's real caches and cache key (~/.cache/flatten,
     ~/.local/state/flatten): each test gets its own, which subprocesses inherit. A test may set
     its own afterwards."""
-    from flatten import build_cache, parse_cache
+    from flatten.shell import build_cache, parse_cache
 
     base = tmp_path_factory.mktemp("flatten-cache")
     monkeypatch.setenv("FLATTEN_CACHE_DIR", str(base / "cache"))

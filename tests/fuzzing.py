@@ -21,13 +21,13 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from flatten.build import build
-from flatten.diagnostics import Diagnostics, render_json, render_text
-from flatten.hcl import parse_native
-from flatten.hcl_fast import read_fast
-from flatten.jsonsyntax import parse_json
-from flatten.merge import merge_module
-from flatten.model import ParsedFile
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics, render_json, render_text
+from flatten.lang.model import ParsedFile
+from flatten.lang.options import Dialect, Options
+from flatten.stages.merge import merge_module
+from flatten.syntax.hcl import parse_native
+from flatten.syntax.hcl_fast import read_fast
+from flatten.syntax.jsonsyntax import parse_json
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -1,7 +1,7 @@
 """Cache entries are authenticated and downloaded packages re-verified (issue 19, item 4).
 
 Parse, module and emit cache entries and build records carry an HMAC-SHA256 tag made with a key
-kept outside the cache (flatten.cache_auth); an entry that fails is a miss, never unpickled. A
+kept outside the cache (flatten.shell.cache_auth); an entry that fails is a miss, never unpickled. A
 downloaded package is used from the cache only when its record's tag verifies and its files
 still have the recorded digest. Builds run as ``python -m flatten`` in subprocesses, with the
 cache directory and key location of the test (tests/conftest.py).
@@ -23,7 +23,7 @@ import pytest
 from conftest import write_tree
 from test_sources_servers import HTTPServer, Reply, make_tar, serving
 
-from flatten import build_cache, cache_auth, parse_cache
+from flatten.shell import build_cache, cache_auth, parse_cache
 from flatten.sources import cache as package_cache
 
 OLD = 1_000_000_000  # an mtime (2001) safely older than any build: build records are written

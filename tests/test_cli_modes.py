@@ -18,7 +18,7 @@ from conftest import write_tree
 from test_sources_servers import HTTPServer, Reply, make_tar, serving
 
 from flatten import cli
-from flatten.emit import MANIFEST_NAME
+from flatten.stages.emit import MANIFEST_NAME
 
 CHILD = {"main.tf": 'variable "name" {\n  type = string\n}\n\noutput "id" {\n  value = var.name\n}\n'}
 

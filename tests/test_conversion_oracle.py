@@ -19,8 +19,8 @@ import pytest
 from conftest import SHARED
 from oracle import terraform
 
-from flatten.hcl import convert_expression, parse_native
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.syntax.hcl import convert_expression, parse_native
 
 CASES_FILE = SHARED / "conversion" / "expressions.json"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from flatten.decode import (
+from flatten.lang.model import Body, ParsedFile
+from flatten.lang.options import Dialect, Options
+from flatten.stages.decode import (
     ProviderAddressError,
     check_file,
     check_versions,
@@ -23,9 +25,7 @@ from flatten.decode import (
     parse_provider_source,
     value_traversals,
 )
-from flatten.load import load_dir
-from flatten.model import Body, ParsedFile
-from flatten.options import Dialect, Options
+from flatten.stages.load import load_dir
 
 DATA = Path(__file__).parent / "data" / "decode"
 _MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*([^#]+?)\s*(?=#|$)")

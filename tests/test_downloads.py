@@ -20,7 +20,7 @@ from test_cli_modes import CHILD, remote_root
 from test_sources_fetch import call, run, source_env, summaries
 from test_sources_servers import HTTPServer, Registry, Reply, make_tar, serving
 
-from flatten.diagnostics import render_json, render_text
+from flatten.lang.diagnostics import render_json, render_text
 from flatten.sources.env import Secret, SourceEnv
 from flatten.sources.transport import HttpClient
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flatten.emit import MANIFEST_NAME, OutputError, dumps, module_json, write_tree
-from flatten.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.lang.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.stages.emit import MANIFEST_NAME, OutputError, dumps, module_json, write_tree
 
 R = Range.point("main.tf")
 
@@ -130,7 +130,7 @@ def test_write_tree_refuses_a_foreign_directory(tmp_path: Path) -> None:
 
 
 def test_swap_by_renames_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import flatten.emit as emit
+    import flatten.stages.emit as emit
 
     monkeypatch.setattr(emit, "_exchange", lambda a, b: False)
     out = tmp_path / "out"

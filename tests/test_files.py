@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from flatten.files import is_override_name, list_config_files, split_extension
-from flatten.options import Dialect
+from flatten.lang.options import Dialect
+from flatten.stages.files import is_override_name, list_config_files, split_extension
 
 TF = Dialect.TERRAFORM
 TOFU = Dialect.OPENTOFU

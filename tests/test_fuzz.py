@@ -41,10 +41,10 @@ from fuzzing import (
 from hypothesis import HealthCheck, given, settings
 from test_sources_servers import HTTPServer, serving
 
-from flatten import parse_cache
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.model import Range
-from flatten.options import Dialect
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Range
+from flatten.lang.options import Dialect
+from flatten.shell import parse_cache
 
 SHORT = int(os.environ.get("FLATTEN_FUZZ_COUNT", "250"))
 
@@ -200,7 +200,7 @@ def test_mutated_registry_responses_through_the_command_line(fuzz_server: HTTPSe
 
 def test_the_registry_checker_can_fail(fuzz_server: HTTPServer, tmp_path: Path) -> None:
     """A server whose answers reach the output unredacted is caught: the check means something."""
-    from flatten import redact
+    from flatten.sources import redact
 
     case = base_registry()
     case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = "{SELF}/files/{TOKEN}.tgz"

@@ -10,10 +10,10 @@ import pytest
 from conftest import write_tree as write_files
 
 from flatten.build import build
-from flatten.emit import MANIFEST_NAME, write_tree
-from flatten.graph import build_graph
-from flatten.graph_render import GraphFormat, render_graph
-from flatten.options import Dialect, Options
+from flatten.lang.options import Dialect, Options
+from flatten.reports.graph_render import GraphFormat, render_graph
+from flatten.stages.emit import MANIFEST_NAME, write_tree
+from flatten.stages.graph import build_graph
 
 OPTS = Options()
 

@@ -25,10 +25,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flatten.fields import Mode
-from flatten.hcl import convert_expression, parse_native
-from flatten.model import Block, Body
-from flatten.options import Dialect, Options
+from flatten.lang.fields import Mode
+from flatten.lang.model import Block, Body
+from flatten.lang.options import Dialect, Options
+from flatten.syntax.hcl import convert_expression, parse_native
 
 DATA = Path(__file__).parent / "data" / "hcl"
 CASES = sorted(DATA.glob("*.txt"))
@@ -180,7 +180,7 @@ def test_ignore_changes_wildcard_mixed_with_references() -> None:
 
 
 def test_duplicate_provider_address_in_a_providers_map() -> None:
-    from flatten.hcl_fast import read_fast
+    from flatten.syntax.hcl_fast import read_fast
 
     text = 'module "m" {\n  source = "./m"\n  providers = {\n    aws = aws.a\n    aws = aws.b\n  }\n}\n'
     _, diags = parse_native(text, "main.tf", options=Options())

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_hcl import CASES, _read, plain
 
-from flatten import _hcl_templates, hcl_fast
-from flatten.hcl import parse_native
-from flatten.model import Body
-from flatten.options import Dialect, Options
+from flatten.lang.model import Body
+from flatten.lang.options import Dialect, Options
+from flatten.syntax import _hcl_templates, hcl_fast
+from flatten.syntax.hcl import parse_native
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

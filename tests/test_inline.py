@@ -24,13 +24,13 @@ import pytest
 from oracle import terraform
 
 from flatten.build import build
-from flatten.diagnostics import Diagnostics
-from flatten.emit import write_tree
-from flatten.graph import build_graph
 from flatten.inline import InlineResult, inline_graph
-from flatten.layout import layout_tree
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.options import Options
 from flatten.providers import wire_providers
+from flatten.stages.emit import write_tree
+from flatten.stages.graph import build_graph
+from flatten.stages.layout import layout_tree
 
 DATA = Path(__file__).parent / "data" / "inline"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "case.json").is_file())

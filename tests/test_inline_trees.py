@@ -150,10 +150,10 @@ def test_kept_call_keeps_configuration_aliases(tmp_path: Path) -> None:
 def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
     # A graph whose kept call lost its providers entry: the check refuses it before anything is
     # written, with Terraform's reason, instead of emitting output Terraform rejects.
-    from flatten.graph import build_graph
     from flatten.inline import _check
-    from flatten.options import Options
+    from flatten.lang.options import Options
     from flatten.providers import wire_providers
+    from flatten.stages.graph import build_graph
 
     for rel, text in _PROVIDERS.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from test_inline import inline_build
 
-from flatten.graph import build_graph
 from flatten.inline import inline_graph, move_address, split_address
-from flatten.options import Options
+from flatten.lang.options import Options
 from flatten.providers import wire_providers
+from flatten.stages.graph import build_graph
 
 CHILD = """
 variable "v" {

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from flatten import emit
+from flatten.stages import emit
 
 RESOURCE = 'resource "terraform_data" "r{i}" {{\n  input = "${{local.p}}-{i}-{tag}"\n}}\n'
 

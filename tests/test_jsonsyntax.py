@@ -1,4 +1,4 @@
-"""Tests for flatten.jsonsyntax: JSON parsing, positions, block structure and diagnostics (spec §7)."""
+"""Tests for flatten.syntax.jsonsyntax: JSON parsing, positions, block structure and diagnostics (spec §7)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flatten.jsonsyntax import parse_json
-from flatten.model import Attribute, Block, Body, JsonValue
-from flatten.options import Dialect, Options
+from flatten.lang.model import Attribute, Block, Body, JsonValue
+from flatten.lang.options import Dialect, Options
+from flatten.syntax.jsonsyntax import parse_json
 
 OPTS = Options()
 

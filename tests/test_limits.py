@@ -22,8 +22,8 @@ from conftest import write_tree
 from test_sources_fetch import call, run, source_env, summaries
 from test_sources_servers import HTTPServer, Registry, Reply, serving
 
-from flatten.options import Options
-from flatten.versions import (
+from flatten.lang.options import Options
+from flatten.lang.versions import (
     InvalidConstraint,
     InvalidVersion,
     parse_constraints,
@@ -284,7 +284,7 @@ def test_packages_with_names_or_depth_flatten_cannot_write_are_refused(
 
 
 def test_a_1000_deep_module_chain_is_a_diagnostic_at_the_call_past_the_limit(tmp_path: Path) -> None:
-    from flatten.graph import MAX_MODULE_DEPTH
+    from flatten.stages.graph import MAX_MODULE_DEPTH
 
     link = 'module "c" {\n  source = "./c"\n}\n'
     files = {"/".join(["c"] * i + ["main.tf"]): link for i in range(1000)}

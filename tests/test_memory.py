@@ -12,11 +12,11 @@ import json
 import pickle
 import sys
 
-from flatten import hcl_fast
-from flatten.build_cache import dumps as cache_dumps
-from flatten.emit import _JOIN_EVERY, dumps
-from flatten.model import Attribute, Block, Body, Pos, Range
-from flatten.options import Options
+from flatten.lang.model import Attribute, Block, Body, Pos, Range
+from flatten.lang.options import Options
+from flatten.shell.build_cache import dumps as cache_dumps
+from flatten.stages.emit import _JOIN_EVERY, dumps
+from flatten.syntax import hcl_fast
 
 SOURCE = """
 variable "a" {
@@ -48,7 +48,7 @@ def _reachable(root: object) -> list[object]:
         seen[id(obj)] = obj
         if (
             isinstance(obj, (tuple, list, dict, Body, Block, Attribute, Range))
-            or type(obj).__module__ == "flatten.model"
+            or type(obj).__module__ == "flatten.lang.model"
         ):
             stack.extend(o for o in gc.get_referents(obj) if not isinstance(o, type))
     return list(seen.values())

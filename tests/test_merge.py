@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from flatten.diagnostics import Diagnostics
-from flatten.load import load_dir
-from flatten.merge import merge_bodies, merge_module
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
+from flatten.lang.options import Dialect, Options
+from flatten.stages.load import load_dir
+from flatten.stages.merge import merge_bodies, merge_module
 
 DATA = Path(__file__).parent / "data" / "merge"
 ABSENT = "<absent>"
@@ -281,7 +281,7 @@ def test_merged_output_loads_back_the_same(name: str, tmp_path: Path) -> None:
     """Spec §3.11: what merging leaves must be expressible: the emitted tree re-builds unchanged,
     with no new diagnostic (with and without provenance comments)."""
     from flatten.build import build
-    from flatten.emit import write_tree
+    from flatten.stages.emit import write_tree
 
     case = DATA / name
     options = _options(case)

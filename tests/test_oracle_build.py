@@ -17,8 +17,8 @@ import pytest
 from oracle import Terraform, terraform
 
 from flatten.build import build
-from flatten.emit import write_tree
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.stages.emit import write_tree
 
 CASES = sorted(p for p in (Path(__file__).parent / "data" / "oracle").iterdir() if p.is_dir())
 

@@ -15,8 +15,8 @@ import pytest
 from oracle import Terraform, terraform
 
 from flatten.build import build
-from flatten.emit import write_tree
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.stages.emit import write_tree
 
 REPO = Path(__file__).resolve().parent.parent
 TREES = sorted(p for p in (REPO / "samples").iterdir() if p.is_dir()) + sorted(

@@ -24,13 +24,15 @@ from conftest import write_tree as write_files
 from test_sources_servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
 from typer.testing import CliRunner
 
-from flatten import cli, emit, parse_cache
+from flatten import cli
 from flatten.build import build
-from flatten.emit import MANIFEST_NAME, write_tree
-from flatten.graph import build_graph
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.shell import parse_cache
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher
+from flatten.stages import emit
+from flatten.stages.emit import MANIFEST_NAME, write_tree
+from flatten.stages.graph import build_graph
 
 
 def flatten_cli(

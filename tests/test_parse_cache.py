@@ -1,6 +1,6 @@
 """The parse cache, the module cache, parallel prefetching and whole-build records.
 
-(``flatten.parse_cache`` and ``flatten.build_cache``.)
+(``flatten.shell.parse_cache`` and ``flatten.shell.build_cache``.)
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from conftest import write_tree
 
-from flatten import build_cache, merge, parse_cache
 from flatten.build import build
-from flatten.hcl import parse_native
-from flatten.load import load_dir
-from flatten.merge import merge_module
-from flatten.model import Attribute, Block, Body, Expr, Module, Pos, Range
-from flatten.options import Dialect, Options
+from flatten.lang.model import Attribute, Block, Body, Expr, Module, Pos, Range
+from flatten.lang.options import Dialect, Options
+from flatten.shell import build_cache, parse_cache
+from flatten.stages import merge
+from flatten.stages.load import load_dir
+from flatten.stages.merge import merge_module
+from flatten.syntax.hcl import parse_native
 
 OLD = 1_000_000_000  # an mtime (2001) safely older than any build
 
@@ -182,7 +183,7 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
 def test_prefetch_workers_emit_the_modules_that_call_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provenance: bool
 ) -> None:
-    from flatten import layout
+    from flatten.stages import layout
 
     root = _tree(tmp_path / "src", modules=12)
     options = Options(provenance=provenance)
@@ -222,7 +223,7 @@ def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
             merged.append(directory)
         return real(files, directory=directory, options=options)
 
-    monkeypatch.setattr("flatten.graph.merge_module", counting)
+    monkeypatch.setattr("flatten.stages.graph.merge_module", counting)
     for prefetch in (False, True):
         if prefetch:
             edited.write_text(edited.read_text() + "# again\n")
@@ -547,7 +548,7 @@ def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
 ) -> None:
     from dataclasses import replace
 
-    from flatten.emit import dumps, module_json
+    from flatten.stages.emit import dumps, module_json
 
     root = _tree(tmp_path / "src", modules=2)
     (root / "locals.tf").write_text("locals {\n  a = 1\n}\n")

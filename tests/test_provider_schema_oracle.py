@@ -21,8 +21,8 @@ from conftest import write_tree
 from oracle import Terraform, terraform
 
 from flatten.build import build
-from flatten.emit import write_tree as write_output
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.stages.emit import write_tree as write_output
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent / "samples"

@@ -16,14 +16,14 @@ from typer.testing import CliRunner
 
 from flatten.build import build
 from flatten.cli import app
-from flatten.diagnostics import Diagnostics, Severity
-from flatten.graph import build_graph
-from flatten.model import Expr, Range
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics, Severity
+from flatten.lang.model import Expr, Range
+from flatten.lang.options import Dialect, Options
 from flatten.providers import How, wire_providers
 from flatten.providers.addresses import ConfigRef, Naming, Provider, implied_local_name, parse_config_ref
 from flatten.providers.audit import audit_json, explain
 from flatten.providers.validate import for_each_identical
+from flatten.stages.graph import build_graph
 
 DATA = Path(__file__).parent / "data" / "providers"
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

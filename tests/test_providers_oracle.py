@@ -21,10 +21,10 @@ import pytest
 from oracle import terraform
 
 from flatten.build import build
-from flatten.graph import build_graph
-from flatten.options import Options
+from flatten.lang.options import Options
 from flatten.providers import ProviderWiring, wire_providers
 from flatten.providers.audit import audit_json
+from flatten.stages.graph import build_graph
 
 HERE = Path(__file__).parent
 DATA = HERE / "data" / "providers"

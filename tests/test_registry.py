@@ -11,7 +11,7 @@ from conftest import write_tree
 from test_sources_fetch import call, run, source_env, summaries
 from test_sources_servers import Registry, Reply, serving
 
-from flatten.diagnostics import render_json, render_text
+from flatten.lang.diagnostics import render_json, render_text
 from flatten.sources.env import SourceEnv, read_cli_credentials, token_env_host
 
 PKG = {"main.tf": 'output "v" {\n  value = 1\n}\n'}

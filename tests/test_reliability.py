@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from fuzzing import Link, check_diagnostics, check_tree, write_spec
 
-from flatten import parse_cache
 from flatten.build import build
-from flatten.diagnostics import Diagnostics, render_json, render_text
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics, render_json, render_text
+from flatten.lang.options import Dialect, Options
+from flatten.shell import parse_cache
 
 TF = Dialect.TERRAFORM
 ROOT_SKIP = "running as root: chmod 000 does not stop root from reading, so there is nothing to test"
@@ -402,7 +402,7 @@ def test_nothing_is_written_outside_out_and_the_cache(tmp_path: Path) -> None:
         "FLATTEN_CACHE_DIR": str(tmp_path / "cache"),
         "TMPDIR": str(tmp_path / "tmp"),
         "FLATTEN_PARSE_CACHE": "on",  # the cache is allowed, and only there
-        "XDG_STATE_HOME": "",  # the cache key: ~/.local/state/flatten/cache-key (flatten/cache_auth.py)
+        "XDG_STATE_HOME": "",  # the cache key: ~/.local/state/flatten/cache-key (flatten/shell/cache_auth.py)
     }
     before = snapshot(tmp_path)
     for _ in range(2):  # the second build may replay a record from the cache

@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
 
-from flatten import parse_cache
-from flatten.diagnostics import Diagnostic, Diagnostics, Severity
-from flatten.model import Pos, Range
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.model import Pos, Range
 from flatten.reports.base import SourceBase, find_base
 from flatten.reports.github import escape_data, escape_property, render_github
 from flatten.reports.junit import render_junit
 from flatten.reports.sarif import render_sarif
+from flatten.shell import parse_cache
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "reports" / "sarif-schema-2.1.0.json").read_text())
 OLD = 1_600_000_000 * 10**9

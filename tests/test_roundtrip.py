@@ -13,12 +13,12 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flatten.emit import dumps, module_json
-from flatten.hcl import parse_native
-from flatten.jsonsyntax import parse_json
-from flatten.merge import merge_module
-from flatten.model import ParsedFile
-from flatten.options import Dialect, Options
+from flatten.lang.model import ParsedFile
+from flatten.lang.options import Dialect, Options
+from flatten.stages.emit import dumps, module_json
+from flatten.stages.merge import merge_module
+from flatten.syntax.hcl import parse_native
+from flatten.syntax.jsonsyntax import parse_json
 
 OPTS = Options(dialect=Dialect.TERRAFORM)
 

@@ -11,13 +11,13 @@ import pytest
 from conftest import write_tree
 from test_sources_servers import HTTPServer, Registry, Reply, make_repo, make_tar, needs_git, serving
 
-from flatten.diagnostics import Diagnostics
-from flatten.emit import MANIFEST_NAME
-from flatten.graph import ModuleGraph, build_graph
-from flatten.layout import OutputTree, layout_tree
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.options import Options
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
+from flatten.stages.emit import MANIFEST_NAME
+from flatten.stages.graph import ModuleGraph, build_graph
+from flatten.stages.layout import OutputTree, layout_tree
 
 
 def source_env(tmp_path: Path, **kw: object) -> SourceEnv:
@@ -208,7 +208,7 @@ def test_concurrent_processes_share_the_cache(tmp_path: Path) -> None:
         root = write_tree(tmp_path / "root", {"main.tf": call("m", f"{srv.url}/p.tgz")})
         script = (
             "import sys; from pathlib import Path\n"
-            "from flatten.graph import build_graph\nfrom flatten.options import Options\n"
+            "from flatten.stages.graph import build_graph\nfrom flatten.lang.options import Options\n"
             "from flatten.sources.env import SourceEnv\nfrom flatten.sources.fetcher import RemoteFetcher\n"
             "env = SourceEnv(cache_dir=Path(sys.argv[2]))\n"
             "g, d = build_graph(Path(sys.argv[1]), options=Options(), "

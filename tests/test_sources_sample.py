@@ -13,10 +13,10 @@ from oracle import terraform
 from test_sources_fetch import run, source_env, summaries
 from test_sources_servers import HTTPServer, Registry, Reply, git, git_daemon, make_tar, needs_git, serving
 
-from flatten.emit import MANIFEST_NAME, write_tree
-from flatten.graph import build_graph
-from flatten.layout import layout_tree
-from flatten.options import Options
+from flatten.lang.options import Options
+from flatten.stages.emit import MANIFEST_NAME, write_tree
+from flatten.stages.graph import build_graph
+from flatten.stages.layout import layout_tree
 
 SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "remote"
 INSTALLED = SAMPLE / ".terraform" / "modules"

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from flatten import hcl_fast
-from flatten.expressions import has_legacy_index, json_traversal
-from flatten.hcl import parse_native
-from flatten.jsonsyntax import parse_json
-from flatten.model import Attribute, Block, Body
-from flatten.options import Options
+from flatten.lang.model import Attribute, Block, Body
+from flatten.lang.options import Options
+from flatten.syntax import hcl_fast
+from flatten.syntax.expressions import has_legacy_index, json_traversal
+from flatten.syntax.hcl import parse_native
+from flatten.syntax.jsonsyntax import parse_json
 
 OPTS = Options()
 

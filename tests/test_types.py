@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from flatten.model import JsonValue
-from flatten.types import (
+from flatten.lang.model import JsonValue
+from flatten.lang.types import (
     ANY,
     NUMBER,
     STRING,

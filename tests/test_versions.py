@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flatten.versions import (
+from flatten.lang.versions import (
     Constraints,
     InvalidConstraint,
     InvalidVersion,

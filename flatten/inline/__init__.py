@@ -18,16 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.emit import dumps, module_json
-from flatten.expressions import ExpressionError, Reference, hcl_string
-from flatten.fields import top_schema
-from flatten.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
-from flatten.layout import copy_boundary, module_copies
-from flatten.model import Attribute, Block, Body, Expr, Module, Range
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.fields import top_schema
+from flatten.lang.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.lang.options import Dialect, Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
 from flatten.providers.addresses import Naming, parse_config_ref
+from flatten.stages.emit import dumps, module_json
+from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
+from flatten.stages.layout import copy_boundary, module_copies
+from flatten.syntax.expressions import ExpressionError, Reference, hcl_string
 
 from ._addresses import move_address, split_address
 from ._providers import ProviderNames

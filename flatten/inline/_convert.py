@@ -14,9 +14,9 @@ element), ``conversion`` returns None and the call stays a call.
 
 from __future__ import annotations
 
-from flatten.expressions import json_to_hcl, literal_to_expression
-from flatten.model import JsonValue
-from flatten.types import AnyType, ListType, MapType, ObjectType, Primitive, SetType, TupleType, Type
+from flatten.lang.model import JsonValue
+from flatten.lang.types import AnyType, ListType, MapType, ObjectType, Primitive, SetType, TupleType, Type
+from flatten.syntax.expressions import json_to_hcl, literal_to_expression
 
 __all__ = ["conversion", "typed_null"]
 
@@ -121,7 +121,7 @@ def conversion(value: JsonValue, ty: Type) -> str | None:
 
     None when the conversion cannot be written exactly.
 
-    >>> from flatten.types import parse_type
+    >>> from flatten.lang.types import parse_type
     >>> conversion("${var.x}", parse_type("string"))
     'tostring(var.x)'
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.providers import Binding, ConfigAddr, ConfigRef, How, ModuleWiring, Provider, ProviderWiring
 from flatten.providers.addresses import Naming, implied_local_name
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from flatten.expressions import (
+from flatten.lang.fields import BlockSchema, Mode
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue
+from flatten.syntax.expressions import (
     Reference,
     expression_references,
     rewrite_expression,
     rewrite_template,
     simplify_template,
 )
-from flatten.fields import BlockSchema, Mode
-from flatten.model import Attribute, Block, Body, Expr, JsonValue
 
 __all__ = ["Scope", "rewrite_block", "rewrite_value"]
 

@@ -6,7 +6,7 @@ A provider's FQN is ``hostname/namespace/type``; the default hostname depends on
 builtin ``terraform.io/builtin/terraform``. A configuration address is ``(module path, FQN,
 alias)`` and prints as ``module.a.provider["registry.terraform.io/hashicorp/aws"].west``.
 
-Source strings are parsed by ``flatten.decode.parse_provider_source`` (the decoder reports their
+Source strings are parsed by ``flatten.stages.decode.parse_provider_source`` (the decoder reports their
 errors); this module only builds values from them.
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from flatten.decode import ProviderAddressError, parse_provider_part, parse_provider_source
-from flatten.graph import module_address
-from flatten.options import Dialect
+from flatten.lang.options import Dialect
+from flatten.stages.decode import ProviderAddressError, parse_provider_part, parse_provider_source
+from flatten.stages.graph import module_address
 
 __all__ = [
     "BUILTIN_HOST",

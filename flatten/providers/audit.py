@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from flatten.diagnostics import Diagnostic
-from flatten.graph import module_address
-from flatten.model import JsonValue, Range
-from flatten.redact import redact_url
+from flatten.lang.diagnostics import Diagnostic
+from flatten.lang.model import JsonValue, Range
+from flatten.sources.redact import redact_url
+from flatten.stages.graph import module_address
 
 from .addresses import Provider
 from .constraints import canonical_constraints

@@ -13,16 +13,16 @@ providers`` alike (docs/providers.md, "Which checks run"):
   point 5);
 * no load errors: provider validation; when that finds no error, the checks Terraform makes
   while building its graph, each stage only when the one before found no error: required module
-  inputs (``flatten.inputs``, both dialects), then missing provider configurations
+  inputs (``flatten.stages.inputs``, both dialects), then missing provider configurations
   (``runtime.py``, Terraform dialect only).
 """
 
 from __future__ import annotations
 
-from flatten.diagnostics import Diagnostics
-from flatten.graph import ModuleGraph
-from flatten.inputs import check_module_inputs
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.options import Dialect, Options
+from flatten.stages.graph import ModuleGraph
+from flatten.stages.inputs import check_module_inputs
 
 from .runtime import check_provider_graph
 from .wiring import ProviderWiring, wire_providers

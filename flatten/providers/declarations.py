@@ -3,7 +3,7 @@
 Rule for the whole file: this is a read-only view of a merged ``Module`` (spec §4.2, §4.6): the
 ``required_providers`` entries, the ``provider`` blocks, every resource-like block with its
 provider reference, and each module call's ``providers`` map and meta-arguments. Nothing here
-reports diagnostics: the decoder (``flatten.decode``) already reported malformed entries, and a
+reports diagnostics: the decoder (``flatten.stages.decode``) already reported malformed entries, and a
 malformed entry is simply left out. Values keep their source ranges.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from flatten.graph import ModuleCall, ModuleNode
-from flatten.model import Attribute, Block, Expr, JsonValue, Pos, Range
-from flatten.options import Dialect
+from flatten.lang.model import Attribute, Block, Expr, JsonValue, Pos, Range
+from flatten.lang.options import Dialect
+from flatten.stages.graph import ModuleCall, ModuleNode
 
 from .addresses import ConfigRef, InvalidReference, Naming, Provider, implied_local_name, parse_config_ref
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from flatten.diagnostics import Diagnostics
-from flatten.graph import ModuleGraph, ModuleNode
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.lang.options import Options
+from flatten.stages.graph import ModuleGraph, ModuleNode
 
 from .addresses import Naming, Provider
 from .declarations import ModuleDecl

@@ -17,8 +17,8 @@ error, because the builder stops at the first failing transformer (docs/provider
 
 from __future__ import annotations
 
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.graph import module_address
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.stages.graph import module_address
 
 from .addresses import ConfigAddr
 from .wiring import How, ProviderWiring

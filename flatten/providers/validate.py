@@ -4,7 +4,7 @@ Rule for the whole file: the checks of spec §4.7 run depth first over the modul
 before their parent, and within a module in the code order of ``provider_validation.go``
 (numbered 1–13 below); OpenTofu's instance-key checks (§4.8) are items 5–6. Severity and summary
 are copied from the engines; where the two word a summary differently it comes from
-``flatten.diagnostics.SUMMARIES``. Each diagnostic carries the module path whose file its range
+``flatten.lang.diagnostics.SUMMARIES``. Each diagnostic carries the module path whose file its range
 points into. Maps that Go iterates in random order are iterated in declaration order here.
 """
 
@@ -15,11 +15,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flatten.decode import value_traversals
-from flatten.diagnostics import Diagnostic, Diagnostics, summary
-from flatten.graph import ModuleGraph, ModuleNode, module_address
-from flatten.model import Expr, Range
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, summary
+from flatten.lang.model import Expr, Range
+from flatten.lang.options import Dialect, Options
+from flatten.stages.decode import value_traversals
+from flatten.stages.graph import ModuleGraph, ModuleNode, module_address
 
 from .addresses import ConfigRef, Naming, Provider, implied_local_name, valid_local_name
 from .declarations import CallDecl, ModuleDecl, PassedEntry

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from flatten.diagnostics import Diagnostics
-from flatten.graph import ModuleGraph, module_address
-from flatten.model import Range
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Range
+from flatten.lang.options import Options
+from flatten.stages.graph import ModuleGraph, module_address
 
 from .addresses import ConfigAddr, ConfigRef, Naming, Provider
 from .declarations import ModuleDecl, ResourceDecl, declare_module

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from flatten.diagnostics import Diagnostic
+from flatten.lang.diagnostics import Diagnostic
 
 __all__ = ["SourceBase", "find_base", "location_text", "rule_id"]
 

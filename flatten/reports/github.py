@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from flatten.diagnostics import Diagnostic
+from flatten.lang.diagnostics import Diagnostic
 from flatten.reports.base import SourceBase, location_text
 
 __all__ = ["escape_data", "escape_property", "render_github"]

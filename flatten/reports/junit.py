@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
-from flatten.diagnostics import Diagnostic, Severity
+from flatten.lang.diagnostics import Diagnostic, Severity
 from flatten.reports.base import SourceBase, location_text, rule_id
 
 __all__ = ["render_junit"]

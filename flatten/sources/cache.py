@@ -14,7 +14,7 @@ atomic ``rename`` of a complete directory, made while holding the entry's lock, 
 (threads or processes) never see a half-written package and never download the same one twice.
 
 An entry is used only when it is still what was made: ``meta.json`` carries a tag made with this
-machine's key (flatten.cache_auth; a cache restored from elsewhere is all misses), ``files`` is a
+machine's key (flatten.shell.cache_auth; a cache restored from elsewhere is all misses), ``files`` is a
 real directory, and the digest of its tree equals the recorded one. Anything else (content
 tampered with, emptied, a file or ``files`` replaced by a symlink) is a miss: the package is
 downloaded again into a fresh entry, never vendored as found.
@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from flatten import cache_auth
+from flatten.shell import cache_auth
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -175,7 +175,7 @@ class PackageCache:
                         shutil.rmtree(work, ignore_errors=True)
         except OSError as exc:
             raise FetchError(f"could not write to the module cache at {self.root.parent}: {exc}") from None
-        # Not read back through lookup: without a key (flatten.cache_auth) nothing is trusted, and
+        # Not read back through lookup: without a key (flatten.shell.cache_auth) nothing is trusted, and
         # this build made the entry a moment ago.
         files = self._entry(identity) / "files"
         if not files.is_dir():

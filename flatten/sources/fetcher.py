@@ -1,6 +1,6 @@
 """The remote module fetcher: registry, git and archive sources to directories on disk (spec §5.7, §6.3).
 
-:class:`RemoteFetcher` implements :class:`flatten.graph.ModuleFetcher`. For each registry or
+:class:`RemoteFetcher` implements :class:`flatten.stages.graph.ModuleFetcher`. For each registry or
 remote module call it tries, in order:
 
 1. Terraform's own installation (``<data dir>/modules/modules.json``), when the record for the
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.options import Options
-from flatten.redact import Scrubber, redact_url, strip_userinfo
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.options import Options
+from flatten.lang.versions import InvalidConstraint, parse_constraints, select_module_version
 from flatten.sources.address import (
     InvalidSourceAddress,
     RegistrySource,
@@ -48,12 +48,12 @@ from flatten.sources.git import resolve_ref
 from flatten.sources.installed import InstalledModule, read_installed
 from flatten.sources.package import FetchedModule, FetchError, ModulePackage
 from flatten.sources.progress import Progress
-from flatten.versions import InvalidConstraint, parse_constraints, select_module_version
+from flatten.sources.redact import Scrubber, redact_url, strip_userinfo
 
 if TYPE_CHECKING:
-    from flatten.graph import ModuleCall, ModuleNode
     from flatten.sources.getter import Getter, GetterAddress
     from flatten.sources.registry import RegistryClient
+    from flatten.stages.graph import ModuleCall, ModuleNode
 
 __all__ = ["LockedModule", "RemoteFetcher", "installed_only", "read_lock"]
 
@@ -118,7 +118,7 @@ class _Problem(Exception):
 
 
 class RemoteFetcher:
-    """Fetches registry and remote module packages for :func:`flatten.graph.build_graph`.
+    """Fetches registry and remote module packages for :func:`flatten.stages.graph.build_graph`.
 
     ``root`` is the root module directory (where ``.terraform`` lives), ``env`` the settings
     read from the environment at the edge, ``lock`` the records of the previous manifest

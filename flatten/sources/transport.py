@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from flatten import __version__
-from flatten.redact import redact_url
 from flatten.sources.env import Secret
 from flatten.sources.package import FetchError
+from flatten.sources.redact import redact_url
 
 __all__ = ["Deadline", "HttpClient", "Response", "url_host"]
 

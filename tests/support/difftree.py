@@ -883,8 +883,8 @@ def _diff(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _flatten(original: Path, out: Path) -> tuple[frozenset[str] | None, str]:
     """Build ``original`` into ``out``; the error summaries when flatten rejects it (None when it accepts)."""
     from flatten.build import build
-    from flatten.emit import write_tree
-    from flatten.options import Options
+    from flatten.lang.options import Options
+    from flatten.stages.emit import write_tree
 
     result, diags = build(original, options=Options())
     errors = frozenset(_summary(d.summary) for d in diags if d.severity.value == "error")

@@ -44,8 +44,8 @@ class Outcome:
 
 def call_addresses(root: Path) -> list[str]:
     """Return every module call address in the tree at ``root`` (from flatten's own graph)."""
-    from flatten.graph import build_graph
-    from flatten.options import Options
+    from flatten.lang.options import Options
+    from flatten.stages.graph import build_graph
 
     graph, _ = build_graph(root, options=Options())
     return sorted(n.address for n in graph.nodes() if n.path)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 
-from flatten.options import Dialect
+from flatten.lang.options import Dialect
 
 __all__ = ["BlockSchema", "Mode", "generic_schema", "top_schema"]
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from flatten.diagnostics import Diagnostic, Diagnostics, Severity
-from flatten.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
-from flatten.options import Dialect, Options
-from flatten.types import Type
-from flatten.versions import parse_constraints
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
+from flatten.lang.options import Dialect, Options
+from flatten.lang.types import Type
+from flatten.lang.versions import parse_constraints
 
 __all__ = [
     "OPENTOFU_VERSION",
@@ -634,7 +634,7 @@ class _Checker:
         type_attr, default = body.attribute("type"), body.attribute("default")
         if type_attr is None or default is None or not isinstance(type_attr.value, str):
             return
-        from flatten.types import ConversionError, TypeExprError, apply_defaults, convert, parse_type
+        from flatten.lang.types import ConversionError, TypeExprError, apply_defaults, convert, parse_type
 
         try:
             ty = parse_type(type_attr.value)
@@ -1369,7 +1369,7 @@ class _Checker:
 
 def _ignored_attributes(value: JsonValue, ty: Type, path: str) -> Iterator[str]:
     """Yield the paths of default-value object attributes that the object type ``ty`` lacks."""
-    from flatten.types import ListType, MapType, ObjectType, SetType, TupleType
+    from flatten.lang.types import ListType, MapType, ObjectType, SetType, TupleType
 
     if isinstance(ty, ObjectType) and isinstance(value, dict):
         attributes = ty.attribute_map
@@ -1397,7 +1397,7 @@ def check_file(file: ParsedFile, *, options: Options, parse_diags: Sequence[Diag
     lifecycle argument in a data or ephemeral resource), the decode diagnostic is returned here and
     ``superseded`` removes the parser's one.
 
-    >>> from flatten.model import Body
+    >>> from flatten.lang.model import Body
     >>> list(check_file(ParsedFile("main.tf", "native", Body()), options=Options()))
     []
     """

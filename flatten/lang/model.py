@@ -229,7 +229,7 @@ class Body:
 
     def __eq__(self, other: object) -> bool:
         # By value, whatever the class: a body read from the module cache is a subclass that
-        # decodes its items on first use (flatten.build_cache.LazyBody).
+        # decodes its items on first use (flatten.shell.build_cache.LazyBody).
         if not isinstance(other, Body):
             return NotImplemented
         return self.range == other.range and self.items == other.items

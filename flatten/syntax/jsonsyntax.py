@@ -23,11 +23,11 @@ from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final
 
-from flatten.diagnostics import Diagnostics
-from flatten.expressions import has_legacy_index
-from flatten.fields import BlockSchema, Mode, top_schema
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
+from flatten.lang.options import Options
+from flatten.syntax.expressions import has_legacy_index
 
 __all__ = ["parse_json"]
 

@@ -20,7 +20,20 @@ import bisect
 import re
 from decimal import Decimal
 
-from flatten._hcl_templates import (
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.model import Attribute, Block, Body, JsonValue, Pos, Range
+from flatten.lang.options import Options
+from flatten.shell.build_cache import (
+    make_attribute,
+    make_block,
+    make_body,
+    make_expr,
+    make_pos,
+    make_range,
+    make_range_at,
+)
+from flatten.syntax._hcl_templates import (
     Literal,
     Part,
     Sequence,
@@ -33,20 +46,7 @@ from flatten._hcl_templates import (
     parse_number,
     quoted_parts,
 )
-from flatten.build_cache import (
-    make_attribute,
-    make_block,
-    make_body,
-    make_expr,
-    make_pos,
-    make_range,
-    make_range_at,
-)
-from flatten.diagnostics import Diagnostics
-from flatten.expressions import json_traversal
-from flatten.fields import BlockSchema, Mode, top_schema
-from flatten.model import Attribute, Block, Body, JsonValue, Pos, Range
-from flatten.options import Options
+from flatten.syntax.expressions import json_traversal
 
 __all__ = ["parse", "read_fast"]
 
@@ -964,7 +964,7 @@ def _keep_grammar_cache() -> None:
         current = Path(hcl2_parser.PARSER_FILE)
         if current.exists() or os.access(current.parent, os.W_OK):
             return
-        from flatten.parse_cache import cache_root
+        from flatten.shell.parse_cache import cache_root
 
         directory = cache_root() / "lark"
         directory.mkdir(parents=True, exist_ok=True)
@@ -1001,6 +1001,6 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     if result is not None:
         return result
     _keep_grammar_cache()
-    from flatten.hcl import parse_native
+    from flatten.syntax.hcl import parse_native
 
     return parse_native(text, filename, options=options)

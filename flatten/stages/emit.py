@@ -26,9 +26,9 @@ from collections.abc import Iterator, Mapping
 from decimal import Context, Decimal
 from pathlib import Path
 
-from flatten.attributes_as_blocks import attribute_blocks
-from flatten.expressions import ExpressionError, template_references
-from flatten.model import Attribute, Block, Body, JsonValue, Module, Range
+from flatten.lang.attributes_as_blocks import attribute_blocks
+from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
+from flatten.syntax.expressions import ExpressionError, template_references
 
 __all__ = ["MANIFEST_NAME", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
 
@@ -152,7 +152,7 @@ def body_json(
 
     ``as_blocks`` names the provider arguments of this body (dotted paths reach into nested
     blocks) that are attributes written in block form; their blocks become ``dynamic`` blocks
-    (flatten.attributes_as_blocks).
+    (flatten.lang.attributes_as_blocks).
     """
     doc: dict[str, JsonValue] = {}
     if provenance and origins:

@@ -19,7 +19,7 @@ temporary file renamed into place, so concurrent builds never see half an entry.
 ``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
 Stored files and the merged module are pickled together, so the blocks they share are stored and
 rebuilt once. Nothing here raises for cache trouble. Every entry, here and in the emit cache,
-carries tags made with this machine's key (flatten.cache_auth), checked just before its bytes are
+carries tags made with this machine's key (flatten.shell.cache_auth), checked just before its bytes are
 unpickled or used: one over the header (``entry_calls``, which prefetch reads for every module
 without decoding the rest) and one over the whole entry (``decode``); an entry whose tag does not
 verify is a miss. Each entry's bytes are thus hashed once per build, where they are decoded.
@@ -39,11 +39,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from flatten import cache_auth
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.files import DirectoryListing
-from flatten.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range, range_from_key
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range, range_from_key
+from flatten.lang.options import Options
+from flatten.shell import cache_auth
+from flatten.stages.files import DirectoryListing
 
 __all__ = [
     "EMITTED",
@@ -336,7 +336,7 @@ def enabled() -> bool:
 def _directory() -> Path:
     found = _STATE.get("directory")
     if found is None:
-        from flatten.parse_cache import cache_root
+        from flatten.shell.parse_cache import cache_root
 
         found = _STATE["directory"] = cache_root() / "modules"
     assert isinstance(found, Path)
@@ -347,11 +347,11 @@ def version() -> str:
     """Return the tag of the code that computes an entry: flatten's source, parser libraries, Python."""
     found = _STATE.get("version")
     if found is None:
-        from flatten.parse_cache import parser_version
+        from flatten.shell.parse_cache import parser_version
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())
-        here = Path(__file__).parent
+        here = Path(__file__).parent.parent  # the whole package
         for path in sorted(here.rglob("*.py")):
             h.update(path.relative_to(here).as_posix().encode() + b"\0")
             try:

@@ -26,11 +26,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from flatten import build_cache
-from flatten.diagnostics import Diagnostic, Diagnostics, Severity, summary
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
-from flatten.options import Dialect, Options
-from flatten.types import (
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, summary
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
+from flatten.lang.options import Dialect, Options
+from flatten.lang.types import (
     AnyType,
     ConversionError,
     DefaultsMismatch,
@@ -48,6 +47,7 @@ from flatten.types import (
     type_expression,
     with_defaults_of,
 )
+from flatten.shell import build_cache
 
 __all__ = ["merge_module"]
 
@@ -1455,7 +1455,7 @@ def merge_module(
     §3.9–§3.10); each is reported at the offending block and the merge carries on, so one run
     shows every problem. The module is always returned, even when errors were found.
 
-    >>> from flatten.model import Range
+    >>> from flatten.lang.model import Range
     >>> module, diags = merge_module([], directory=".", options=Options())
     >>> module.blocks, list(diags)
     ((), [])

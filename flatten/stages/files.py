@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from flatten.options import Dialect
+from flatten.lang.options import Dialect
 
 __all__ = ["ConfigFile", "DirectoryListing", "is_override_name", "list_config_files", "split_extension"]
 

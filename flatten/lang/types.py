@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TypeAlias, Union
 
-from flatten.model import JsonValue
+from flatten.lang.model import JsonValue
 
 __all__ = [
     "ANY",

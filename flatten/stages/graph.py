@@ -28,15 +28,11 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from flatten import build_cache
-from flatten._hcl_templates import Literal, TemplateError, quoted_parts
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.files import list_config_files
-from flatten.load import display_path, load_dir
-from flatten.merge import merge_module
-from flatten.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
-from flatten.options import Dialect, Options
-from flatten.redact import redact_url
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
+from flatten.lang.options import Dialect, Options
+from flatten.lang.versions import parse_constraints
+from flatten.shell import build_cache
 from flatten.sources import (
     InvalidSourceAddress,
     LocalSource,
@@ -47,7 +43,11 @@ from flatten.sources import (
     parse_module_source,
 )
 from flatten.sources.package import FetchedModule, ModulePackage
-from flatten.versions import parse_constraints
+from flatten.sources.redact import redact_url
+from flatten.stages.files import list_config_files
+from flatten.stages.load import display_path, load_dir
+from flatten.stages.merge import merge_module
+from flatten.syntax._hcl_templates import Literal, TemplateError, quoted_parts
 
 __all__ = [
     "ModuleCall",

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from flatten.model import Range
-from flatten.options import Dialect
-from flatten.redact import redact_url
+from flatten.lang.model import Range
+from flatten.lang.options import Dialect
+from flatten.sources.redact import redact_url
 
 __all__ = [
     "Diagnostic",

@@ -8,7 +8,7 @@ Entries live in the user cache directory (``FLATTEN_CACHE_DIR``, else ``$XDG_CAC
 else ``~/.cache/flatten``; subdirectory ``parse/``); ``FLATTEN_PARSE_CACHE=off`` turns it off.
 Writes go to a temporary file renamed into place, so concurrent builds never see half an entry;
 an unreadable or corrupt entry is ignored and rewritten. Nothing here raises for cache trouble.
-Every entry and build record carries a tag made with this machine's key (flatten.cache_auth): one
+Every entry and build record carries a tag made with this machine's key (flatten.shell.cache_auth): one
 whose tag does not verify is a miss and is never unpickled; without a key the cache is off.
 
 ``prefetch`` fills the cache before a build: it follows local module calls from the root and
@@ -31,15 +31,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatten import cache_auth
-from flatten.diagnostics import Diagnostics
-from flatten.model import Body, Module
-from flatten.options import Dialect, Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Body, Module
+from flatten.lang.options import Dialect, Options
+from flatten.shell import cache_auth
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-    from flatten.files import DirectoryListing
+    from flatten.stages.files import DirectoryListing
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -65,8 +65,8 @@ Result = tuple[Body, Diagnostics]
 
 def _dumps(value: object) -> bytes:
     # Frozen slotted dataclasses pickle through a Python-level __setstate__, which is as slow as
-    # parsing; flatten.build_cache rebuilds them through their slots, several times faster.
-    from flatten.build_cache import dumps
+    # parsing; flatten.shell.build_cache rebuilds them through their slots, several times faster.
+    from flatten.shell.build_cache import dumps
 
     return dumps(value)
 
@@ -100,8 +100,8 @@ def parser_version() -> str:
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{__version__}:{sys.version_info[:2]}".encode())
-        here = Path(__file__).parent
-        _file_digest(here.glob("*.py"), h)
+        here = Path(__file__).parent.parent  # the package: every module a parse result depends on
+        _file_digest(here.rglob("*.py"), h)
         for package, names in (("hcl2", ("version.py", "hcl2.lark")), ("lark", ("__init__.py",))):
             spec = importlib.util.find_spec(package)
             if spec is not None and spec.origin:
@@ -264,7 +264,7 @@ def finish() -> None:
         pipe.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    from flatten import build_cache
+    from flatten.shell import build_cache
 
     build_cache.finish()
 
@@ -286,10 +286,10 @@ def _parse(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
     gc.disable()  # parsing allocates many small objects and frees none of them (notes §1.7)
     try:
         if syntax == "json":
-            from flatten.jsonsyntax import parse_json
+            from flatten.syntax.jsonsyntax import parse_json
 
             return parse_json(text, name, options=options)
-        from flatten.hcl_fast import parse
+        from flatten.syntax.hcl_fast import parse
 
         return parse(text, name, options=options)
     finally:
@@ -373,7 +373,7 @@ def prefetch(
     cache = default_cache()
     if cache is None:
         return 0
-    from flatten import build_cache
+    from flatten.shell import build_cache
 
     try:
         if build_cache.enabled():
@@ -393,7 +393,7 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
     forked). It writes the cache entries it computed after handing them over: ``finish`` waits
     for it. Any trouble in the child just leaves the work to the build.
     """
-    from flatten import build_cache
+    from flatten.shell import build_cache
 
     if not hasattr(os, "fork") or not build_cache.enabled() or default_cache() is None:
         return None
@@ -439,8 +439,8 @@ def _prefetch(
     workers: int | None,
     meanwhile: Callable[[], object] | None,
 ) -> int:
-    from flatten.files import list_config_files
-    from flatten.load import display_path
+    from flatten.stages.files import list_config_files
+    from flatten.stages.load import display_path
 
     if workers:
         cpus = workers
@@ -559,9 +559,9 @@ def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> l
     module cache); return the entries computed, by key, instead of storing them. Per-file parse
     entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
     global _STORE_PARSES
-    from flatten import build_cache
-    from flatten.load import load_dir
-    from flatten.merge import merge_module
+    from flatten.shell import build_cache
+    from flatten.stages.load import load_dir
+    from flatten.stages.merge import merge_module
 
     def run() -> None:
         for directory, root, options, rel in jobs:
@@ -585,8 +585,8 @@ _Computed = tuple[str, tuple[str, ...], bytes, tuple[str, bytes] | None]
 def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
     """Worker: compute each module; return each entry's key, module sources and bytes, and the
     module's output bytes (by emit key) when it calls no other module."""
-    from flatten import build_cache
-    from flatten.emit import dumps, module_json
+    from flatten.shell import build_cache
+    from flatten.stages.emit import dumps, module_json
 
     provenance = bool(jobs) and jobs[0][2].provenance  # one build's jobs: the same options
 
@@ -627,9 +627,9 @@ def _prefetch_modules(
     module that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
     modules hold.
     """
-    from flatten import build_cache
-    from flatten.files import list_config_files
-    from flatten.load import display_path
+    from flatten.shell import build_cache
+    from flatten.stages.files import list_config_files
+    from flatten.stages.load import display_path
 
     cpus = _cpus(workers)
     pool: ProcessPoolExecutor | None = None
@@ -710,7 +710,7 @@ def _prefetch_modules(
 
 def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]]]:
     """Keep entries computed in this process for the build (as objects) and queue them for writing."""
-    from flatten import build_cache
+    from flatten.shell import build_cache
 
     out = []
     while computed:
@@ -785,7 +785,7 @@ def _build_version() -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(parser_version().encode())
     h.update(sys.version.encode())
-    _file_digest(Path(__file__).parent.rglob("*.py"), h)
+    _file_digest(Path(__file__).parent.parent.rglob("*.py"), h)
     for package in ("networkx", "typer", "click", "packaging"):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
@@ -929,7 +929,7 @@ def _module_directories(out: Path) -> list[str] | None:
     """Return the module directories (relative to the root) an output manifest lists, if all are local."""
     import json
 
-    from flatten.emit import MANIFEST_NAME
+    from flatten.stages.emit import MANIFEST_NAME
 
     data = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or set(data) - {"dialect", "flatten_version", "modules"}:
@@ -1043,7 +1043,7 @@ def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
         return
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
-    from flatten import build_cache
+    from flatten.shell import build_cache
 
     build_cache.track_modules()  # a one-shot process: output bytes may come from the cache
     take = prefetch_forked(root, options=options)

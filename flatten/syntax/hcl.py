@@ -24,7 +24,11 @@ import hcl2
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from flatten._hcl_templates import (
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
+from flatten.lang.options import Options
+from flatten.syntax._hcl_templates import (
     Literal,
     Part,
     TemplateError,
@@ -35,11 +39,7 @@ from flatten._hcl_templates import (
     parse_number,
     quoted_parts,
 )
-from flatten.diagnostics import Diagnostics
-from flatten.expressions import json_traversal
-from flatten.fields import BlockSchema, Mode, top_schema
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
-from flatten.options import Options
+from flatten.syntax.expressions import json_traversal
 
 __all__ = ["convert_expression", "parse_native"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flatten import build_cache
-from flatten.decode import check_file, check_versions, incompatible, superseded
-from flatten.diagnostics import Diagnostics
-from flatten.files import ConfigFile, DirectoryListing, list_config_files
-from flatten.model import Body, ParsedFile, Range
-from flatten.options import Options
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Body, ParsedFile, Range
+from flatten.lang.options import Options
+from flatten.shell import build_cache
+from flatten.stages.decode import check_file, check_versions, incompatible, superseded
+from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 
 __all__ = ["display_path", "load_dir", "load_file"]
 
@@ -67,7 +67,7 @@ def load_file(
 def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body, Diagnostics]:
     # The parse cache, then the fast reader (hcl_fast), then python-hcl2 (hcl.parse_native):
     # each gives exactly what parse_json / parse_native give (docs/performance.md).
-    from flatten.parse_cache import parse_cached
+    from flatten.shell.parse_cache import parse_cached
 
     return parse_cached(text, name, syntax, options=options)
 
@@ -106,7 +106,7 @@ def load_dir(
     """
     diags = Diagnostics()
     # Performance (docs/performance.md, "Module cache"): a module whose files, names and options
-    # are unchanged comes back from flatten/build_cache.py with its merge result, which
+    # are unchanged comes back from flatten/shell/build_cache.py with its merge result, which
     # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed;
     # or, after prefetch read the directory (a moment earlier), by the key of what it read.
     cached = build_cache.enabled() and boundary is None

@@ -11,9 +11,9 @@ optional, so an input set only in an override file is still missing.
 
 from __future__ import annotations
 
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.graph import ModuleGraph
-from flatten.model import Block, Body, Module, Pos, Range
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Block, Body, Module, Pos, Range
+from flatten.stages.graph import ModuleGraph
 
 __all__ = ["MODULE_META_ARGUMENTS", "check_module_inputs", "declared_inputs"]
 

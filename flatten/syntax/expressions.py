@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from flatten.model import JsonValue
+from flatten.lang.model import JsonValue
 
 __all__ = [
     "ExpressionError",

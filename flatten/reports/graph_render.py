@@ -11,11 +11,11 @@ import json
 from enum import StrEnum
 from pathlib import Path
 
-from flatten.emit import dumps
-from flatten.graph import ModuleGraph, ModuleNode
-from flatten.load import display_path
-from flatten.model import JsonValue
-from flatten.redact import redact_url
+from flatten.lang.model import JsonValue
+from flatten.sources.redact import redact_url
+from flatten.stages.emit import dumps
+from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.stages.load import display_path
 
 __all__ = ["GraphFormat", "render_graph"]
 

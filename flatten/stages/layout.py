@@ -34,16 +34,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from flatten import __version__
-from flatten.build_cache import emitted
-from flatten.diagnostics import Diagnostic, Diagnostics
-from flatten.emit import MANIFEST_NAME, dumps, module_json
-from flatten.files import is_ignored_name, split_extension
-from flatten.graph import ModuleGraph, ModuleNode
-from flatten.inputs import MODULE_META_ARGUMENTS, declared_inputs
-from flatten.load import display_path
-from flatten.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
-from flatten.options import Dialect, Options
-from flatten.redact import redact_url
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.lang.options import Dialect, Options
+from flatten.shell.build_cache import emitted
+from flatten.sources.redact import redact_url
+from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
+from flatten.stages.files import is_ignored_name, split_extension
+from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
+from flatten.stages.load import display_path
 
 __all__ = ["OutputTree", "copy_boundary", "layout_tree", "module_copies"]
 

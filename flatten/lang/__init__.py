@@ -1,0 +1,1 @@
+"""What Terraform and OpenTofu mean, with no I/O: the model, options, diagnostics, types, versions."""

@@ -1,0 +1,1 @@
+"""Text to the model: the native readers, the JSON reader, templates and references."""
