@@ -23,8 +23,8 @@ from conftest import write_tree
 from oracle import terraform
 
 from flatten.build import build
-from flatten.model import Range
-from flatten.options import Options
+from flatten.lang.model import Range
+from flatten.lang.options import Options
 
 _BUILTIN = (
     'terraform {\n  required_providers {\n    terraform = { source = "terraform.io/builtin/terraform" }\n'
