@@ -28,9 +28,8 @@ from flatten.stages.merge import merge_module
 from flatten.syntax.hcl import parse_native
 from flatten.syntax.hcl_fast import read_fast
 from flatten.syntax.jsonsyntax import parse_json
+from support.paths import DATA, SAMPLES, SHARED
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 
 TOKENS = [
     "{",
@@ -98,7 +97,7 @@ TOKENS = [
 
 def corpus() -> list[tuple[str, str]]:
     """Return (name, text) of every sample, test and conformance configuration file."""
-    roots = [REPO / "samples", REPO / "tests" / "data", SHARED / "conformance" / "cases"]
+    roots = [SAMPLES, DATA, SHARED / "conformance" / "cases"]
     out = []
     for root in roots:
         if not root.is_dir():
@@ -598,7 +597,7 @@ CONFIG_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
 def fixture_dirs() -> list[Path]:
     """Every sample configuration and conformance case (module trees, read only)."""
     found = []
-    for parent in (REPO / "samples", SHARED / "conformance" / "cases"):
+    for parent in (SAMPLES, SHARED / "conformance" / "cases"):
         if parent.is_dir():
             found += sorted(p for p in parent.iterdir() if p.is_dir())
     return found
@@ -890,7 +889,7 @@ def _fill(text: str, srv_url: str, host: str) -> str:
 
 def serve_case(srv: object, case: RegistryCase) -> None:
     """Make the loopback server (``test_sources_servers.HTTPServer``) answer ``case``."""
-    from test_sources_servers import Reply
+    from support.servers import Reply
 
     url, host = srv.url, srv.host  # type: ignore[attr-defined]
     routes = {}

@@ -11,7 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from support.paths import REPO
+
 
 # Without git (an unpacked archive): everything but these.
 _IGNORED = shutil.ignore_patterns(

@@ -1,8 +1,8 @@
 """Loopback peers for the remote-source tests: an HTTP server (registry protocol and archives),
 git repositories made in the test, and ``git daemon``; plus archive builders.
 
-Everything listens on 127.0.0.1 only. Other test modules import these helpers; the tests here
-check the helpers themselves.
+Everything listens on 127.0.0.1 only. Test modules import these helpers; tests/sources/test_servers.py
+checks the helpers themselves.
 """
 
 from __future__ import annotations
@@ -261,21 +261,3 @@ def git_daemon(base: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-
-
-# -- the helpers' own tests -------------------------------------------------------------------
-
-
-def test_http_server_serves_routes_and_logs() -> None:
-    import urllib.request
-
-    with serving(HTTPServer()) as srv:
-        srv.routes["/x"] = Reply(200, b"hi")
-        assert urllib.request.urlopen(srv.url + "/x?q=1").read() == b"hi"
-        assert srv.paths() == ["/x"]
-
-
-@needs_git
-def test_make_repo_tags(tmp_path: Path) -> None:
-    bare, shas = make_repo(tmp_path, "r", [({"a.tf": "#1"}, "v1"), ({"a.tf": "#2"}, None)])
-    assert git("rev-parse", "v1", cwd=bare) == shas[0]
