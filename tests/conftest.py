@@ -9,7 +9,7 @@ import pytest
 # modules never import one another (pytest's importlib mode, pyproject), only support.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support.files import write_tree  # noqa: E402
+from support.files import write_tree
 
 
 @pytest.fixture(autouse=True)

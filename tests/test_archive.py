@@ -9,7 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from test_sources_servers import make_tar, make_zip
+from support.servers import make_tar, make_zip
 
 from flatten.sources.archive import archive_format, extract_archive
 from flatten.sources.env import ExtractLimits
@@ -171,9 +171,9 @@ def test_corrupt_archive(tmp_path: Path) -> None:
 
 
 def test_refused_archive_through_the_fetcher_is_a_download_diagnostic(tmp_path: Path) -> None:
-    from conftest import write_tree
-    from test_sources_fetch import call, run, source_env
-    from test_sources_servers import HTTPServer, Reply, serving
+    from support.files import write_tree
+    from support.servers import HTTPServer, Reply, serving
+    from support.sources import call, run, source_env
 
     with serving(HTTPServer()) as srv:
         srv.routes["/evil.tgz"] = Reply(200, tar_with((info("../../evil.tf"), b"x")))
@@ -187,7 +187,7 @@ def test_refused_archive_through_the_fetcher_is_a_download_diagnostic(tmp_path: 
 
 # -- headers and names bounded before they are read (docs/reliability.md, "Limits") ------------------
 
-from fuzzing import TAR_END, ZipMember, pax_member, pax_record, tar_header, tar_member, zip_bytes  # noqa: E402
+from support.fuzzing import TAR_END, ZipMember, pax_member, pax_record, tar_header, tar_member, zip_bytes  # noqa: E402
 
 from flatten.sources.archive import MAX_HEADER, MAX_NAME  # noqa: E402
 

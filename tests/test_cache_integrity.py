@@ -20,8 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_sources_servers import HTTPServer, Reply, make_tar, serving
+from support.files import write_tree
+from support.remote import CHILD
+from support.servers import HTTPServer, Reply, make_tar, serving
 
 from flatten.shell import build_cache, cache_auth, parse_cache
 from flatten.sources import cache as package_cache
@@ -270,8 +271,6 @@ def test_a_shared_secret_key_lets_trusted_jobs_share_a_cache(tmp_path: Path) -> 
 
 
 # -- downloaded packages ---------------------------------------------------------------------------
-
-CHILD = {"main.tf": 'variable "name" {\n  type = string\n}\n\noutput "id" {\n  value = var.name\n}\n'}
 
 
 def _remote(tmp_path: Path, srv: HTTPServer) -> Path:

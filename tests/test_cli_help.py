@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import typer.main
+from support.paths import SAMPLES
 
 from flatten.cli import app
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "samples" / "web-service"
+SAMPLE = SAMPLES / "web-service"
 
 COMMAND = typer.main.get_command(app)
 # Every command line a user asks help for: the program itself and each subcommand.

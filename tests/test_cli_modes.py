@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_sources_servers import HTTPServer, Reply, make_tar, serving
+from support.files import write_tree
+from support.paths import SAMPLES
+from support.remote import CHILD, remote_root
+from support.servers import HTTPServer, Reply, make_tar, serving
 
 from flatten import cli
 from flatten.stages.emit import MANIFEST_NAME
-
-CHILD = {"main.tf": 'variable "name" {\n  type = string\n}\n\noutput "id" {\n  value = var.name\n}\n'}
 
 
 def flatten(*args: str | Path, tmp: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -34,11 +34,6 @@ def flatten(*args: str | Path, tmp: Path, cwd: Path | None = None) -> subprocess
         env=env,
         timeout=120,
     )
-
-
-def remote_root(tmp_path: Path, url: str) -> Path:
-    main = f'module "app" {{\n  source = "{url}"\n  name   = "x"\n}}\n'
-    return write_tree(tmp_path / "src", {"main.tf": main})
 
 
 def test_build_downloads_remote_archive_and_vendors_it(tmp_path: Path) -> None:
@@ -152,7 +147,7 @@ def test_inline_one_module_and_its_errors(tmp_path: Path) -> None:
 
 
 def test_inline_with_explicit_providers(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parent.parent / "samples" / "multi-region"
+    root = SAMPLES / "multi-region"
     out = tmp_path / "out"
     proc = flatten("build", root, "--out", out, "--inline", "--explicit-providers", tmp=tmp_path)
     assert proc.returncode == 0, proc.stderr

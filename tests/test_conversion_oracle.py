@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED
-from oracle import terraform
+from support.oracle import terraform
+from support.paths import SHARED
 
 from flatten.lang.options import Options
 from flatten.syntax.hcl import convert_expression, parse_native

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.paths import DATA as TEST_DATA
 
 from flatten.lang.model import Body, ParsedFile
 from flatten.lang.options import Dialect, Options
@@ -27,7 +28,7 @@ from flatten.stages.decode import (
 )
 from flatten.stages.load import load_dir
 
-DATA = Path(__file__).parent / "data" / "decode"
+DATA = TEST_DATA / "decode"
 _MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*([^#]+?)\s*(?=#|$)")
 _LISTED = re.compile(r"^(\S+):(\d+) (ERROR|WARNING): (.+)$")
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import terraform
 from support.difftree import (
     DEFECTS,
     Blk,
@@ -28,6 +27,7 @@ from support.difftree import (
     render_native,
     run_case,
 )
+from support.oracle import terraform
 
 # Six valid trees (overrides in both syntaxes, configuration_aliases, proxy blocks, optional
 # attributes, count and for_each modules, a type overridden to any) and six invalid ones (five

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import typer
 import typer.main
+from support.paths import REPO
 
 from flatten.cli import app
 
-REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
-from docs_hooks import command_reference  # noqa: E402
+from docs_hooks import command_reference
 
 COMMAND = typer.main.get_command(app)
 SUBCOMMANDS = sorted(COMMAND.commands)  # type: ignore[attr-defined]

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_cli_modes import CHILD, remote_root
-from test_sources_fetch import call, run, source_env, summaries
-from test_sources_servers import HTTPServer, Registry, Reply, make_tar, serving
+from support.files import write_tree
+from support.remote import CHILD, remote_root
+from support.servers import HTTPServer, Registry, Reply, make_tar, serving
+from support.sources import call, run, source_env, summaries
 
 from flatten.lang.diagnostics import render_json, render_text
 from flatten.sources.env import Secret, SourceEnv

@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from fuzzing import (
+from hypothesis import HealthCheck, given, settings
+from support.fuzzing import (
     FUZZ_TOKEN,
     RegistryCase,
     TreeSpec,
@@ -38,8 +39,7 @@ from fuzzing import (
     write_spec,
     zip_bytes,
 )
-from hypothesis import HealthCheck, given, settings
-from test_sources_servers import HTTPServer, serving
+from support.servers import HTTPServer, serving
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Range
@@ -266,7 +266,7 @@ def test_hostile_archives_are_refused_or_extracted_cleanly(tmp_path: Path) -> No
 
 
 def test_hostile_archives_through_the_command_line(tmp_path: Path) -> None:
-    from test_sources_servers import HTTPServer, Reply, serving
+    from support.servers import HTTPServer, Reply, serving
 
     rnd = random.Random(77)
     with serving(HTTPServer()) as srv:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_sources_fetch import call, run, source_env, summaries
-from test_sources_servers import git, git_daemon, make_repo, needs_git
+from support.files import write_tree
+from support.servers import git, git_daemon, make_repo, needs_git
+from support.sources import call, run, source_env, summaries
 
 from flatten.sources import parse_module_source
 from flatten.sources.getter import parse_getter_address

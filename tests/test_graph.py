@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import write_tree as write_files
+from support.files import write_tree as write_files
 
 from flatten.build import build
 from flatten.lang.options import Dialect, Options

@@ -24,58 +24,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.hcl_cases import CASES, plain, read_case
 
 from flatten.lang.fields import Mode
-from flatten.lang.model import Block, Body
 from flatten.lang.options import Dialect, Options
 from flatten.syntax.hcl import convert_expression, parse_native
-
-DATA = Path(__file__).parent / "data" / "hcl"
-CASES = sorted(DATA.glob("*.txt"))
-
-
-def plain(body: Body) -> dict[str, Any]:
-    """The body as plain JSON: attributes by name, blocks grouped by type and labels."""
-    out: dict[str, Any] = {}
-    for item in body.items:
-        if not isinstance(item, Block):
-            out[item.name] = item.value
-            continue
-        parent = out
-        key = item.type
-        for label in item.labels:
-            parent = parent.setdefault(key, {})
-            key = label
-        value = plain(item.body)
-        if key not in parent:
-            parent[key] = value
-        elif isinstance(parent[key], list):
-            parent[key].append(value)
-        else:
-            parent[key] = [parent[key], value]
-    return out
-
-
-def _read(path: Path) -> tuple[dict[str, str], str, str, list[str]]:
-    text = path.read_bytes().decode("utf-8")
-    headers: dict[str, str] = {}
-    while text.startswith("# ") and not text.startswith("# ---"):
-        line, text = text.split("\n", 1)
-        key, _, value = line[2:].partition(":")
-        headers[key.strip()] = value.strip()
-    source, _, rest = text.partition("\n# --- expected\n")
-    if text.startswith("# --- expected\n"):
-        source, rest = "", text[len("# --- expected\n") :]
-    expected, _, diag_text = rest.partition("# --- diagnostics\n")
-    diags = [ln.strip() for ln in diag_text.splitlines() if ln.strip()]
-    if headers.get("mode") != "expr":
-        source += "\n" if not source.endswith("\n") else ""
-    return headers, source, expected.strip(), diags
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_case(path: Path) -> None:
-    headers, source, expected, want_diags = _read(path)
+    headers, source, expected, want_diags = read_case(path)
     options = Options(Dialect(headers.get("dialect", "terraform")))
     if headers.get("mode") == "expr":
         value, diags = convert_expression(source, Mode.EXPR, options=options)

@@ -19,20 +19,19 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from test_hcl import CASES, _read, plain
+from support.hcl_cases import CASES, plain, read_case
+from support.paths import DATA, SAMPLES, SHARED
 
 from flatten.lang.model import Body
 from flatten.lang.options import Dialect, Options
 from flatten.syntax import _hcl_templates, hcl_fast
 from flatten.syntax.hcl import parse_native
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
 EXPRESSIONS = SHARED / "conversion" / "expressions.json"
 
 
 def _files() -> list[Path]:
-    roots = [SHARED / "conformance" / "cases", REPO / "samples", REPO / "tests" / "data"]
+    roots = [SHARED / "conformance" / "cases", SAMPLES, DATA]
     found = []
     for root in roots:
         if root.is_dir():
@@ -64,7 +63,7 @@ def _wrap(expr: str) -> str:
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_corpus_case(path: Path) -> None:
-    headers, source, expected, want_diags = _read(path)
+    headers, source, expected, want_diags = read_case(path)
     options = Options(Dialect(headers.get("dialect", "terraform")))
     if headers.get("mode") == "expr":
         text = _wrap(source)
@@ -92,7 +91,7 @@ def test_corpus_mostly_fast() -> None:
     """The fast path answers for nearly every case the reference reads without diagnostics."""
     answered = valid = 0
     for path in CASES:
-        headers, source, _, want_diags = _read(path)
+        headers, source, _, want_diags = read_case(path)
         if want_diags:
             continue
         text = _wrap(source) if headers.get("mode") == "expr" else source

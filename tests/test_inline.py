@@ -21,18 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import terraform
+from support.inline import inline_build
+from support.oracle import terraform
+from support.paths import DATA as TEST_DATA
 
 from flatten.build import build
-from flatten.inline import InlineResult, inline_graph
-from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
-from flatten.providers import wire_providers
 from flatten.stages.emit import write_tree
-from flatten.stages.graph import build_graph
-from flatten.stages.layout import layout_tree
 
-DATA = Path(__file__).parent / "data" / "inline"
+DATA = TEST_DATA / "inline"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "case.json").is_file())
 UPDATE = os.environ.get("FLATTEN_UPDATE_GOLDENS") == "1"
 
@@ -40,25 +37,6 @@ UPDATE = os.environ.get("FLATTEN_UPDATE_GOLDENS") == "1"
 def _case(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((DATA / name / "case.json").read_text())
     return data
-
-
-def inline_build(
-    root: Path, *, only: str | None = None
-) -> tuple[InlineResult, dict[str, bytes], Diagnostics]:
-    """Run the pipeline ``flatten build --inline`` runs and return the result and output files."""
-    options = Options()
-    graph, diags = build_graph(root, options=options)
-    assert not diags.has_errors, diags
-    wiring, wiring_diags = wire_providers(graph, options=options)
-    diags.extend(wiring_diags)
-    assert not diags.has_errors, diags
-    result, inline_diags = inline_graph(graph, wiring, options=options, only=only)
-    diags.extend(inline_diags)
-    tree = layout_tree(
-        result.graph, root=root, options=options, beside_root=result.copies, variants=result.variants
-    )
-    files = {rel: tree.content(rel) for rel in tree.paths()}
-    return result, files, diags
 
 
 def _write(out: Path, files: dict[str, bytes]) -> None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from oracle import terraform
 from support.inline_check import check_mode, check_tree
 from support.inline_trees import tree
+from support.oracle import terraform
 
 
 @pytest.mark.oracle

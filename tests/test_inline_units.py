@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_inline import inline_build
+from support.inline import inline_build
 
 from flatten.inline import inline_graph, move_address, split_address
 from flatten.lang.options import Options

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_sources_fetch import call, run, source_env, summaries
-from test_sources_servers import HTTPServer, Registry, Reply, serving
+from support.files import write_tree
+from support.servers import HTTPServer, Registry, Reply, serving
+from support.sources import call, run, source_env, summaries
 
 from flatten.lang.options import Options
 from flatten.lang.versions import (
@@ -193,7 +193,7 @@ def _assert_refused_cleanly(tmp_path: Path, proc: subprocess.CompletedProcess[st
 
 
 def _tar_gz(members: dict[bytes, bytes]) -> bytes:
-    from fuzzing import TAR_END, pax_member, pax_record, tar_member
+    from support.fuzzing import TAR_END, pax_member, pax_record, tar_member
 
     out = b""
     for name, data in members.items():
@@ -204,13 +204,13 @@ def _tar_gz(members: dict[bytes, bytes]) -> bytes:
 
 
 def _zip(members: dict[bytes, bytes]) -> bytes:
-    from fuzzing import ZipMember, zip_bytes
+    from support.fuzzing import ZipMember, zip_bytes
 
     return zip_bytes([ZipMember(name, data, utf8=False) for name, data in members.items()])
 
 
 def _git_repo(base: Path, members: dict[bytes, bytes]) -> Path:
-    from test_sources_servers import git
+    from support.servers import git
 
     work = base / "work"
     work.mkdir(parents=True)
@@ -266,7 +266,7 @@ def test_packages_with_names_or_depth_flatten_cannot_write_are_refused(
 ) -> None:
     members, words = PACKAGES[case]
     if fmt == "git":
-        from test_sources_servers import GIT, git_daemon
+        from support.servers import GIT, git_daemon
 
         if GIT is None:
             pytest.skip("git is not installed")

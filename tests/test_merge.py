@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.paths import DATA as TEST_DATA
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
@@ -23,7 +24,7 @@ from flatten.lang.options import Dialect, Options
 from flatten.stages.load import load_dir
 from flatten.stages.merge import merge_bodies, merge_module
 
-DATA = Path(__file__).parent / "data" / "merge"
+DATA = TEST_DATA / "merge"
 ABSENT = "<absent>"
 _MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*(.+?)\s*$")
 
@@ -235,8 +236,8 @@ ORACLE_CASES = {
 
 def test_oracle_agrees_with_merge(tmp_path: Path) -> None:
     """terraform console on the original directory sees the values our merged module holds."""
-    import oracle
-    from conftest import write_tree
+    from support import oracle
+    from support.files import write_tree
 
     tf = oracle.terraform()
     case = write_tree(tmp_path / "case", dict(ORACLE_CASES))
@@ -305,7 +306,7 @@ def test_override_type_that_cannot_keep_the_first_types_defaults_is_refused(tmp_
     (``terraform plan -var 'v={name="z"}'`` gives ``{name = "z", size = 3}``.) No type expression
     in the output gives that, so the build is refused, naming the variable.
     """
-    from conftest import write_tree
+    from support.files import write_tree
 
     case = write_tree(
         tmp_path / "case",
@@ -328,7 +329,7 @@ def test_override_to_any_of_a_default_an_earlier_type_made_a_map_is_refused(tmp_
     """Terraform keeps `{b = false}` as the map(bool) the base type made of it; under `any` the
     output's default would be an object, and an output of it would change type (found by
     scripts/difftest: a second plan against the original's state was not empty)."""
-    from conftest import write_tree
+    from support.files import write_tree
 
     case = write_tree(
         tmp_path / "case",

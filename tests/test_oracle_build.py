@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle import Terraform, terraform
+from support.oracle import Terraform, terraform
+from support.paths import DATA, SAMPLES
 
 from flatten.build import build
 from flatten.lang.options import Options
 from flatten.stages.emit import write_tree
 
-CASES = sorted(p for p in (Path(__file__).parent / "data" / "oracle").iterdir() if p.is_dir())
+CASES = sorted(p for p in (DATA / "oracle").iterdir() if p.is_dir())
 
 
 def _plan(tf: Terraform, directory: Path) -> dict[str, Any]:
@@ -60,7 +61,7 @@ def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> N
     assert _plan(tf, out) == _plan(tf, original)
 
 
-REBUILD = sorted(p for p in (Path(__file__).parent.parent / "samples").iterdir() if p.is_dir()) + CASES
+REBUILD = sorted(p for p in SAMPLES.iterdir() if p.is_dir()) + CASES
 
 
 @pytest.mark.parametrize("case", REBUILD, ids=[f"{c.parent.name}/{c.name}" for c in REBUILD])

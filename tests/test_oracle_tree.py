@@ -12,15 +12,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from oracle import Terraform, terraform
+from support.oracle import Terraform, terraform
+from support.paths import DATA, SAMPLES
 
 from flatten.build import build
 from flatten.lang.options import Options
 from flatten.stages.emit import write_tree
 
-REPO = Path(__file__).resolve().parent.parent
-TREES = sorted(p for p in (REPO / "samples").iterdir() if p.is_dir()) + sorted(
-    p for p in (REPO / "tests" / "data" / "oracle").iterdir() if p.is_dir()
+TREES = sorted(p for p in SAMPLES.iterdir() if p.is_dir()) + sorted(
+    p for p in (DATA / "oracle").iterdir() if p.is_dir()
 )
 
 Tree = dict[str, object]

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_tree as write_files
-from test_sources_servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
+from support.files import write_tree as write_files
+from support.servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
 from typer.testing import CliRunner
 
 from flatten import cli

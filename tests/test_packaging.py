@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from project_copy import REPO, copy_project
+from support.project_copy import REPO, copy_project
 
 pytestmark = pytest.mark.slow
 

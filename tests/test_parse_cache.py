@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
+from support.files import write_tree
 
 from flatten.build import build
 from flatten.lang.model import Attribute, Block, Body, Expr, Module, Pos, Range

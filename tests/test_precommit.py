@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from project_copy import REPO, copy_project
+from support.project_copy import REPO, copy_project
 
 pytestmark = pytest.mark.slow
 

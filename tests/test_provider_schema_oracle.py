@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_tree
-from oracle import Terraform, terraform
+from support.files import write_tree
+from support.oracle import Terraform, terraform
+from support.paths import SAMPLES
 
 from flatten.build import build
 from flatten.lang.options import Options
 from flatten.stages.emit import write_tree as write_output
 
-HERE = Path(__file__).resolve().parent
-SAMPLES = HERE.parent / "samples"
 MIRROR = Path(os.environ.get("FLATTEN_TEST_PROVIDER_MIRROR", "/opt/tf-plugins"))
 AWS = MIRROR / "registry.terraform.io" / "hashicorp" / "aws"
 

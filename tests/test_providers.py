@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
+from support.paths import DATA as TEST_DATA
+from support.paths import SAMPLES
 from typer.testing import CliRunner
 
 from flatten.build import build
@@ -25,8 +27,7 @@ from flatten.providers.audit import audit_json, explain
 from flatten.providers.validate import for_each_identical
 from flatten.stages.graph import build_graph
 
-DATA = Path(__file__).parent / "data" / "providers"
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DATA = TEST_DATA / "providers"
 CASES = sorted(p.name for p in DATA.iterdir() if p.is_dir())
 MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*(.+?)\s*$")
 AWS = 'provider["registry.terraform.io/hashicorp/aws"]'

@@ -18,7 +18,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from oracle import terraform
+from support.oracle import terraform
+from support.paths import DATA as TEST_DATA
+from support.paths import SAMPLES
 
 from flatten.build import build
 from flatten.lang.options import Options
@@ -26,9 +28,7 @@ from flatten.providers import ProviderWiring, wire_providers
 from flatten.providers.audit import audit_json
 from flatten.stages.graph import build_graph
 
-HERE = Path(__file__).parent
-DATA = HERE / "data" / "providers"
-SAMPLES = HERE.parent / "samples"
+DATA = TEST_DATA / "providers"
 TREES = sorted(
     [p for p in SAMPLES.iterdir() if p.is_dir()]
     + [p for p in DATA.iterdir() if p.is_dir() and not p.name.startswith("tofu-")]

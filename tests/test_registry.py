@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import write_tree
-from test_sources_fetch import call, run, source_env, summaries
-from test_sources_servers import Registry, Reply, serving
+from support.files import write_tree
+from support.servers import Registry, Reply, serving
+from support.sources import call, run, source_env, summaries
 
 from flatten.lang.diagnostics import render_json, render_text
 from flatten.sources.env import SourceEnv, read_cli_credentials, token_env_host

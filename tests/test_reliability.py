@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fuzzing import Link, check_diagnostics, check_tree, write_spec
+from support.fuzzing import Link, check_diagnostics, check_tree, write_spec
+from support.paths import SAMPLES
 
 from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics, render_json, render_text
@@ -391,7 +392,7 @@ def snapshot(top: Path) -> dict[str, str]:
 
 
 def test_nothing_is_written_outside_out_and_the_cache(tmp_path: Path) -> None:
-    sample = Path(__file__).resolve().parent.parent / "samples" / "network"
+    sample = SAMPLES / "network"
     src = write_spec(tmp_path / "src", {rel: data for rel, data in _read(sample).items()})
     for name in ("home", "xdg", "cache", "tmp", "sibling"):
         (tmp_path / name).mkdir()
@@ -425,7 +426,7 @@ def test_nothing_is_written_outside_out_and_the_cache(tmp_path: Path) -> None:
 
 
 def _read(directory: Path) -> dict[str, bytes | Link]:
-    from fuzzing import read_spec
+    from support.fuzzing import read_spec
 
     return read_spec(directory)
 

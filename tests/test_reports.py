@@ -11,10 +11,11 @@ from urllib.parse import quote, unquote
 
 import jsonschema
 import pytest
-from conftest import write_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
+from support.files import write_tree
+from support.paths import DATA
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Pos, Range
@@ -24,7 +25,7 @@ from flatten.reports.junit import render_junit
 from flatten.reports.sarif import render_sarif
 from flatten.shell import parse_cache
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "reports" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads((DATA / "reports" / "sarif-schema-2.1.0.json").read_text())
 OLD = 1_600_000_000 * 10**9
 
 # A root with one warning of its own and two errors in a child module; the root sits one level

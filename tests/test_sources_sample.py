@@ -9,16 +9,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from oracle import terraform
-from test_sources_fetch import run, source_env, summaries
-from test_sources_servers import HTTPServer, Registry, Reply, git, git_daemon, make_tar, needs_git, serving
+from support.oracle import terraform
+from support.paths import SAMPLES
+from support.servers import HTTPServer, Registry, Reply, git, git_daemon, make_tar, needs_git, serving
+from support.sources import run, source_env, summaries
 
 from flatten.lang.options import Options
 from flatten.stages.emit import MANIFEST_NAME, write_tree
 from flatten.stages.graph import build_graph
 from flatten.stages.layout import layout_tree
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "remote"
+SAMPLE = SAMPLES / "remote"
 INSTALLED = SAMPLE / ".terraform" / "modules"
 
 

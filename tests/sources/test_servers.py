@@ -6,6 +6,7 @@ from pathlib import Path
 
 from support.servers import HTTPServer, Reply, git, make_repo, needs_git, serving
 
+
 def test_http_server_serves_routes_and_logs() -> None:
     import urllib.request
 

@@ -30,7 +30,6 @@ from flatten.syntax.hcl_fast import read_fast
 from flatten.syntax.jsonsyntax import parse_json
 from support.paths import DATA, SAMPLES, SHARED
 
-
 TOKENS = [
     "{",
     "}",

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from support.paths import REPO
 
-
 # Without git (an unpacked archive): everything but these.
 _IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", ".hypothesis", "build", "dist"
