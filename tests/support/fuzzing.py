@@ -1,6 +1,6 @@
 """Input generators for fuzzing flatten: random and mutated configurations, valid and broken.
 
-Used by tests/test_fuzz.py (a short run inside the test suite) and scripts/fuzz (the long run).
+Used by tests/reliability/test_fuzz.py (a short run inside the test suite) and scripts/fuzz (the long run).
 The invariant checked everywhere: flatten never raises; every failure is a diagnostic with a
 location.
 """
@@ -887,7 +887,7 @@ def _fill(text: str, srv_url: str, host: str) -> str:
 
 
 def serve_case(srv: object, case: RegistryCase) -> None:
-    """Make the loopback server (``test_sources_servers.HTTPServer``) answer ``case``."""
+    """Make the loopback server (``support.servers.HTTPServer``) answer ``case``."""
     from support.servers import Reply
 
     url, host = srv.url, srv.host  # type: ignore[attr-defined]
@@ -1121,7 +1121,7 @@ def check_cache_damage(spec: TreeSpec, rnd: random.Random, tmp: Path, rounds: in
 # -- archives: hostile headers and member names --------------------------------------------------
 # Raw tar and zip writers, so a header can say anything (sizes, name lengths, typeflags, pax
 # records, link targets, bytes that are not UTF-8), and a generator mutating them. Used by
-# tests/test_archive.py, tests/test_fuzz.py and scripts/fuzz (kind "archive").
+# tests/sources/test_archive.py, tests/reliability/test_fuzz.py and scripts/fuzz (kind "archive").
 
 
 def tar_header(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.files import write_tree
-from support.servers import HTTPServer, Registry, Reply, make_repo, make_tar, needs_git, serving
+from support.servers import HTTPServer, Registry, Reply, make_repo, make_tar, make_zip, needs_git, serving
 from support.sources import call, run, source_env, summaries
 
 from flatten.lang.diagnostics import Diagnostics
@@ -120,7 +120,7 @@ def test_second_build_uses_the_cache(tmp_path: Path) -> None:
         assert isinstance(reg, Registry)
         reg.add("acme/c/aws", {"1.0.0": {"main.tf": ""}})
         with serving(HTTPServer()) as srv:
-            srv.routes["/a.zip"] = Reply(200, __import__("test_sources_servers").make_zip({"main.tf": ""}))
+            srv.routes["/a.zip"] = Reply(200, make_zip({"main.tf": ""}))
             root = write_tree(
                 tmp_path / "root",
                 {"main.tf": call("r", f"{reg.host}/acme/c/aws", "1.0.0") + call("z", f"{srv.url}/a.zip")},
