@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cases import case_dirs
 from support.inline import inline_build
 from support.oracle import terraform
 from support.paths import DATA as TEST_DATA
@@ -30,7 +31,7 @@ from flatten.lang.options import Options
 from flatten.stages.emit import write_tree
 
 DATA = TEST_DATA / "inline"
-CASES = sorted(p.name for p in DATA.iterdir() if (p / "case.json").is_file())
+CASES = [p.name for p in case_dirs(DATA, holding="case.json")]
 UPDATE = os.environ.get("FLATTEN_UPDATE_GOLDENS") == "1"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cases import case_dirs
 from support.oracle import Terraform, terraform
 from support.paths import DATA, SAMPLES
 
@@ -21,7 +22,7 @@ from flatten.build import build
 from flatten.lang.options import Options
 from flatten.stages.emit import write_tree
 
-CASES = sorted(p for p in (DATA / "oracle").iterdir() if p.is_dir())
+CASES = case_dirs(DATA / "oracle")
 
 
 def _plan(tf: Terraform, directory: Path) -> dict[str, Any]:
@@ -61,7 +62,7 @@ def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> N
     assert _plan(tf, out) == _plan(tf, original)
 
 
-REBUILD = sorted(p for p in SAMPLES.iterdir() if p.is_dir()) + CASES
+REBUILD = case_dirs(SAMPLES) + CASES
 
 
 @pytest.mark.parametrize("case", REBUILD, ids=[f"{c.parent.name}/{c.name}" for c in REBUILD])

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.cases import case_dirs
 from support.oracle import Terraform, terraform
 from support.paths import DATA, SAMPLES
 
@@ -19,9 +20,7 @@ from flatten.build import build
 from flatten.lang.options import Options
 from flatten.stages.emit import write_tree
 
-TREES = sorted(p for p in SAMPLES.iterdir() if p.is_dir()) + sorted(
-    p for p in (DATA / "oracle").iterdir() if p.is_dir()
-)
+TREES = case_dirs(SAMPLES) + case_dirs(DATA / "oracle")
 
 Tree = dict[str, object]
 

@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support.cases import case_dirs
 from support.oracle import terraform
 from support.paths import DATA as TEST_DATA
 from support.paths import SAMPLES
@@ -29,10 +30,7 @@ from flatten.providers.audit import audit_json
 from flatten.stages.graph import build_graph
 
 DATA = TEST_DATA / "providers"
-TREES = sorted(
-    [p for p in SAMPLES.iterdir() if p.is_dir()]
-    + [p for p in DATA.iterdir() if p.is_dir() and not p.name.startswith("tofu-")]
-)
+TREES = sorted(case_dirs(SAMPLES) + [p for p in case_dirs(DATA) if not p.name.startswith("tofu-")])
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BUILTIN = DATA / "oracle-builtin"
 

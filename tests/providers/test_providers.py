@@ -8,10 +8,10 @@ produce no diagnostics. Cases named ``tofu-*`` use the OpenTofu dialect.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
+from support.cases import case_dirs, expected_diagnostics
 from support.paths import DATA as TEST_DATA
 from support.paths import SAMPLES
 from typer.testing import CliRunner
@@ -28,8 +28,7 @@ from flatten.providers.validate import for_each_identical
 from flatten.stages.graph import build_graph
 
 DATA = TEST_DATA / "providers"
-CASES = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*(.+?)\s*$")
+CASES = [p.name for p in case_dirs(DATA)]
 AWS = 'provider["registry.terraform.io/hashicorp/aws"]'
 
 
@@ -38,13 +37,7 @@ def _dialect(case: str) -> Dialect:
 
 
 def _expected(root: Path) -> set[tuple[str, str, str, int]]:
-    out = set()
-    for path in sorted(root.rglob("*.tf")):
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            m = MARKER.search(line)
-            if m:
-                out.add((m.group(1).lower(), m.group(2), path.relative_to(root).as_posix(), n))
-    return out
+    return {(e.severity, e.summary, e.file, e.line) for e in expected_diagnostics(root, nested=True)}
 
 
 def _wire(root: Path, dialect: Dialect = Dialect.TERRAFORM):  # type: ignore[no-untyped-def]

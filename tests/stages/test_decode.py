@@ -10,10 +10,8 @@ markers must produce no diagnostics. A file ``DIALECT`` selects ``terraform`` (d
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
+from support.cases import case_dirs, case_options, expected_diagnostics
 from support.paths import DATA as TEST_DATA
 
 from flatten.lang.model import Body, ParsedFile
@@ -29,53 +27,30 @@ from flatten.stages.decode import (
 from flatten.stages.load import load_dir
 
 DATA = TEST_DATA / "decode"
-_MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*([^#]+?)\s*(?=#|$)")
-_LISTED = re.compile(r"^(\S+):(\d+) (ERROR|WARNING): (.+)$")
 
 Key = tuple[str, int, str, str]
 
 
 def all_cases() -> list[str]:
     """Every case directory under tests/data/decode, sorted."""
-    return sorted(p.name for p in DATA.iterdir() if p.is_dir())
-
-
-def _options(case: Path) -> Options:
-    marker = case / "DIALECT"
-    dialect = marker.read_text().strip() if marker.exists() else "opentofu"
-    return Options(dialect=Dialect(dialect))
-
-
-def _expected(case: Path) -> list[Key]:
-    out: list[Key] = []
-    for path in sorted(case.iterdir()):
-        if path.name.endswith((".tf", ".tofu")):
-            for n, line in enumerate(path.read_text().splitlines(), start=1):
-                out.extend((path.name, n, kind.lower(), summary) for kind, summary in _MARKER.findall(line))
-    listing = case / "expected-diagnostics.txt"
-    if listing.exists():
-        for line in listing.read_text().splitlines():
-            m = _LISTED.match(line.strip())
-            if m:
-                out.append((m.group(1), int(m.group(2)), m.group(3).lower(), m.group(4)))
-    return sorted(out)
+    return [p.name for p in case_dirs(DATA)]
 
 
 @pytest.mark.parametrize("name", all_cases())
 def test_case(name: str) -> None:
     case = DATA / name
-    _, diags = load_dir(case, root=case, options=_options(case))
+    _, diags = load_dir(case, root=case, options=case_options(case))
     got: list[Key] = []
     for d in diags:
         assert d.range is not None, d
         assert d.detail, d
         got.append((d.range.filename, d.range.start.line, d.severity.value, d.summary))
-    assert sorted(got) == _expected(case)
+    assert sorted(got) == expected_diagnostics(case)
 
 
 def test_incompatible_module_returns_no_files() -> None:
     case = DATA / "version-gate"
-    files, diags = load_dir(case, root=case, options=_options(case))
+    files, diags = load_dir(case, root=case, options=case_options(case))
     assert files == []
     assert {d.summary for d in diags} == {"Incompatible module"}
     assert "OpenTofu v1.13.0" in diags[0].detail

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.cases import case_dirs, case_options, expected_diagnostics
 from support.paths import DATA as TEST_DATA
 
 from flatten.lang.diagnostics import Diagnostics
@@ -26,45 +27,19 @@ from flatten.stages.merge import merge_bodies, merge_module
 
 DATA = TEST_DATA / "merge"
 ABSENT = "<absent>"
-_MARKER = re.compile(r"#\s*(ERROR|WARNING):\s*(.+?)\s*$")
 
 
 def all_cases() -> list[str]:
     """Every case directory under tests/data/merge, sorted (the one helper parametrize uses)."""
-    return sorted(p.name for p in DATA.iterdir() if p.is_dir())
-
-
-def _options(case: Path) -> Options:
-    marker = case / "DIALECT"
-    dialect = marker.read_text().strip() if marker.exists() else "opentofu"
-    return Options(dialect=Dialect(dialect))
+    return [p.name for p in case_dirs(DATA)]
 
 
 def _merge(case: Path) -> tuple[Module, Diagnostics]:
-    options = _options(case)
+    options = case_options(case)
     # Load-time diagnostics (decode checks) count too: markers in the files cover both stages.
     files, diags = load_dir(case, root=case, options=options)
     module, merge_diags = merge_module(files, directory=".", options=options)
     return module, Diagnostics([*diags, *merge_diags])
-
-
-def _expected_diagnostics(case: Path) -> list[tuple[str, int, str, str]]:
-    out: list[tuple[str, int, str, str]] = []
-    for path in sorted(case.iterdir()):
-        if path.suffix in (".tf", ".tofu"):
-            for n, line in enumerate(path.read_text().splitlines(), start=1):
-                m = _MARKER.search(line)
-                if m:
-                    out.append((path.name, n, m.group(1).lower(), m.group(2)))
-    listing = case / "expected-diagnostics.txt"
-    if listing.exists():
-        for line in listing.read_text().splitlines():
-            if line.strip():
-                where, _, rest = line.partition(" ")
-                file, _, lineno = where.rpartition(":")
-                severity, _, text = rest.partition(": ")
-                out.append((file, int(lineno), severity.lower(), text))
-    return sorted(out)
 
 
 def _plain_body(body: Body) -> dict[str, JsonValue]:
@@ -120,7 +95,7 @@ def test_case_diagnostics(name: str) -> None:
         )
         for d in diags
     )
-    assert got == _expected_diagnostics(case), [f"{d.summary}: {d.detail} @ {d.range}" for d in diags]
+    assert got == expected_diagnostics(case), [f"{d.summary}: {d.detail} @ {d.range}" for d in diags]
     for d in diags:
         assert d.detail, f"{d.summary} has no detail"
 
@@ -285,7 +260,7 @@ def test_merged_output_loads_back_the_same(name: str, tmp_path: Path) -> None:
     from flatten.stages.emit import write_tree
 
     case = DATA / name
-    options = _options(case)
+    options = case_options(case)
     for provenance in (False, True):
         opts = Options(dialect=options.dialect, provenance=provenance)
         result, diags = build(case, options=opts)
