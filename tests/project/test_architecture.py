@@ -343,11 +343,13 @@ def _test_modules() -> list[Path]:
 def test_tests_import_only_support() -> None:
     """A test module imports no other test module and not conftest: shared code is tests/support."""
     test_names = {p.stem for p in _test_modules() if p.stem.startswith("test_")} | {"conftest"}
-    offences = []
+    offences: list[str] = []
     for path in _test_modules():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            names = []
+            names: list[str] = []
+            if not isinstance(node, ast.stmt | ast.expr):
+                continue
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
