@@ -8,8 +8,10 @@ import pytest
 # tests/ on the path: shared helpers are imported as ``support.<module>`` (tests/support). Test
 # modules never import one another (pytest's importlib mode, pyproject), only support.
 sys.path.insert(0, str(Path(__file__).parent))
+# Their asserts explain themselves as a test module's do (before anything imports them).
+pytest.register_assert_rewrite("support")
 
-from support.files import write_tree
+from support.files import write_tree  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
