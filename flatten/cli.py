@@ -32,7 +32,7 @@ app = typer.Typer(
     # in the environment) is answered before any command runs (docs/reference/flatten.md).
     add_completion=True,
     # Click's plain help: rich's option table cuts long option names ("--diagnostics-…") at 80
-    # columns, while click's never cuts a name and wraps only the help text (test_cli_help.py).
+    # columns, while click's never cuts a name and wraps only the help text (tests/cli/test_help.py).
     rich_markup_mode=None,
     # A bug must not print a wall of locals; main() reports it in one paragraph instead.
     pretty_exceptions_enable=False,

@@ -5,22 +5,13 @@ from pathlib import Path
 
 import pytest
 
+# tests/ on the path: shared helpers are imported as ``support.<module>`` (tests/support). Test
+# modules never import one another (pytest's importlib mode, pyproject), only support.
 sys.path.insert(0, str(Path(__file__).parent))
+# Their asserts explain themselves as a test module's do (before anything imports them).
+pytest.register_assert_rewrite("support")
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-
-
-def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    """Create ``files`` (relative path -> text or bytes) under ``root`` and return ``root``."""
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
+from support.files import write_tree  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -87,7 +87,7 @@ _EMIT_MAGIC = b"flatten-emit-1\n"
 # Pos); setting the slots through their member descriptors gives the same object in a third of
 # the time. Positions and ranges are most of what a parse or a cache entry holds (310,000 Pos and
 # 155,000 Range objects for the 200-module benchmark tree). Valid because these classes have no
-# ``__post_init__`` (tests/test_parse_cache.py checks the results are equal to constructed ones).
+# ``__post_init__`` (tests/shell/test_parse_cache.py checks the results are equal to constructed ones).
 _new = object.__new__
 
 

@@ -10,7 +10,7 @@ other expression is kept as ``"${" + exact source + "}"`` (spec §7, python-hcl2
 It accepts a strict subset of what both python-hcl2 and HCL accept: anything unusual (a syntax
 python-hcl2 reads differently from HCL, a rewrite ``hcl._prepare`` would make, non-ASCII outside
 strings and comments, any construct that would produce a diagnostic) raises ``_Unsure`` and the
-whole file goes to ``parse_native``. ``tests/test_hcl_fast.py`` compares both readers, ranges
+whole file goes to ``parse_native``. ``tests/syntax/test_hcl_fast.py`` compares both readers, ranges
 and diagnostics included, over every corpus file and generated modules.
 """
 

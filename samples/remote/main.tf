@@ -1,5 +1,5 @@
 # A root module whose children all come from remote packages, served on loopback by
-# tests/test_sources_sample.py: a registry module, a git repository and an HTTP archive.
+# tests/sources/test_sample.py: a registry module, a git repository and an HTTP archive.
 # .terraform/modules holds what `terraform init` would have installed (see README.md).
 
 terraform {

@@ -10,7 +10,7 @@ the tree offline.
 ``run_case(case, work, tf)`` writes the tree, builds it with flatten, runs Terraform on the original
 (init, plan, show, apply) and, when flatten accepts it, on flatten's output (init, plan, show, then a
 second plan against the original's state), and returns the :class:`Outcome`: whether they agree and,
-when not, a short class naming what differed. Used by tests/test_difftest.py (a short run) and
+when not, a short class naming what differed. Used by tests/oracle/test_difftest.py (a short run) and
 scripts/difftest (the long run); docs/reliability.md, "Differential testing against Terraform".
 """
 

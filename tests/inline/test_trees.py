@@ -1,0 +1,218 @@
+"""The inline promise on generated trees: an applied state plans only moves after ``--inline``.
+
+Each tree (``tests/support/inline_trees.py``: ``terraform_data`` modules with typed variables,
+objects with ``optional()`` defaults, reused directories, ``count`` calls) is applied with
+Terraform, built with ``flatten build --inline`` as a whole and with ``--module`` on each call,
+and planned against the applied state. Every run must plan only ``no-op`` actions with equal
+outputs, or be refused by flatten with an error (for example ``--module`` on a call with
+``count``). The long run of the same check is ``scripts/inline-check``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.inline_check import check_mode, check_tree
+from support.inline_trees import tree
+from support.oracle import terraform
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_applied_tree_plans_only_moves(seed: int, tmp_path: Path) -> None:
+    outcomes = check_tree(tree(seed), tmp_path, terraform())
+    assert outcomes[0].kind != "invalid", outcomes[0].detail
+    bad = [o for o in outcomes if o.kind not in ("ok", "refused")]
+    assert not bad, bad
+    assert outcomes[0].kind == "ok", outcomes[0]  # the whole tree inlines
+
+
+# A handwritten tree for the bugs of issue 17 item 5: template directives in a module argument,
+# path.module of an in-root module outside modules/ (./child), a child output with sensitive =
+# true read by a root output without it, and a kept count call moved up from an inlined module.
+_HAND = {
+    "main.tf": """
+module "c" {
+  source = "./child"
+  name   = "%{ if true }x%{ endif }-%{ for s in ["a", "b"] }${s}%{ endfor }"
+  list   = []
+}
+output "here" {
+  value = module.c.here
+}
+output "name" {
+  value = module.c.name
+}
+""",
+    "child/main.tf": """
+variable "name" {
+  type = string
+}
+variable "list" {
+  type = list(string)
+}
+resource "terraform_data" "r" {
+  input = [var.name, var.list]
+}
+module "k" {
+  count  = 1
+  source = "../modules/k"
+}
+output "here" {
+  value = path.module
+}
+output "name" {
+  value     = terraform_data.r.output
+  sensitive = true
+}
+""",
+    "modules/k/main.tf": 'resource "terraform_data" "k" {\n  input = "k"\n}\n',
+}
+
+
+@pytest.mark.oracle
+def test_handwritten_tree_plans_only_moves(tmp_path: Path) -> None:
+    outcomes = check_tree(_HAND, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    # module.c.module.k has count, so --module on it is refused; everything else inlines exactly.
+    assert kinds == {"whole": "ok", "module.c": "ok", "module.c.module.k": "refused"}, outcomes
+
+
+@pytest.mark.oracle
+def test_ephemeral_variable_keeps_the_call(tmp_path: Path) -> None:
+    files = dict(_HAND)
+    files["child/main.tf"] += (
+        'variable "eph" {\n  type      = string\n  default   = "e"\n  ephemeral = true\n}\n'
+    )
+    outcomes = check_tree(files, tmp_path, terraform(), modules=False)
+    assert outcomes[0].kind == "ok", outcomes  # module.c stays a call (a warning), so nothing changes
+    refused = check_mode(tmp_path / "src", tmp_path, terraform(), "module.c")
+    assert refused.kind == "refused"
+    assert 'variable "eph" is ephemeral' in refused.detail
+
+
+_ALIASES = """
+terraform {
+  required_providers {
+    terraform = {
+      source                = "terraform.io/builtin/terraform"
+      configuration_aliases = [terraform.log]
+    }
+  }
+}
+"""
+
+# A kept call (count) inside an inlined module, whose module needs a configuration_aliases name.
+_PROVIDERS = {
+    "main.tf": """
+terraform {
+  required_providers {
+    terraform = { source = "terraform.io/builtin/terraform" }
+  }
+}
+provider "terraform" {
+  alias = "log"
+}
+module "a" {
+  source    = "./modules/a"
+  providers = { terraform.log = terraform.log }
+}
+""",
+    "modules/a/main.tf": _ALIASES
+    + """
+module "b" {
+  source    = "../b"
+  count     = 1
+  providers = { terraform.log = terraform.log }
+}
+resource "terraform_data" "a" {
+  provider = terraform.log
+}
+""",
+    "modules/b/main.tf": _ALIASES
+    + """
+resource "terraform_data" "b" {
+  provider = terraform.log
+}
+resource "terraform_data" "b2" {}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_kept_call_keeps_configuration_aliases(tmp_path: Path) -> None:
+    outcomes = check_tree(_PROVIDERS, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    assert kinds == {"whole": "ok", "module.a": "ok", "module.a.module.b": "refused"}, outcomes
+
+
+def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
+    # A graph whose kept call lost its providers entry: the check refuses it before anything is
+    # written, with Terraform's reason, instead of emitting output Terraform rejects.
+    from flatten.inline import _check
+    from flatten.lang.options import Options
+    from flatten.providers import wire_providers
+    from flatten.stages.graph import build_graph
+
+    for rel, text in _PROVIDERS.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(
+            text.replace("  providers = { terraform.log = terraform.log }\n}\nresource", "}\nresource")
+        )
+    graph, _ = build_graph(tmp_path, options=Options())
+    wiring, _ = wire_providers(graph, options=Options(), validate=False)
+    diags = _check(wiring, graph, [], Options())
+    assert [d.summary for d in diags.errors] == ["Inlining changed the provider wiring"]
+    assert "terraform.log" in diags.errors[0].detail
+
+
+# nullable = false on an any-typed variable whose default and argument have different types: a
+# literal argument is used as it is, a null one or a reference that is null at run time picks the
+# default.
+_NULLABLE = {
+    "main.tf": """
+variable "none" {
+  type    = any
+  default = null
+}
+module "a" {
+  source = "./m"
+  v      = { a = 1, b = ["x"] }
+  w      = var.none
+  x      = null
+}
+output "a" {
+  value = module.a.out
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type     = any
+  default  = "s"
+  nullable = false
+}
+variable "w" {
+  type     = any
+  default  = []
+  nullable = false
+}
+variable "x" {
+  type     = any
+  default  = "s"
+  nullable = false
+}
+resource "terraform_data" "r" {
+  input = [var.v, var.w, var.x]
+}
+output "out" {
+  value = terraform_data.r.output
+}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_not_nullable_any_variable(tmp_path: Path) -> None:
+    outcomes = check_tree(_NULLABLE, tmp_path, terraform())
+    assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes

@@ -1,0 +1,247 @@
+"""Inline mode without Terraform: what stays a call and why, ``--module``, and what gets rewritten."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.inline import inline_build
+
+from flatten.inline import inline_graph, move_address, split_address
+from flatten.lang.options import Options
+from flatten.providers import wire_providers
+from flatten.stages.graph import build_graph
+
+CHILD = """
+variable "v" {
+  type = string
+}
+
+resource "terraform_data" "r" {
+  input = var.v
+}
+
+output "o" {
+  value = terraform_data.r.input
+}
+"""
+
+
+def _root(files: dict[str, str], tree: Any) -> Path:
+    root: Path = tree(files)
+    return root
+
+
+def _main(files: dict[str, bytes]) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(files["main.tf.json"])
+    return doc
+
+
+def test_only_names_no_call(tree: Any) -> None:
+    root = _root({"main.tf": 'module "a" {\n  source = "./a"\n  v = "x"\n}\n', "a/main.tf": CHILD}, tree)
+    options = Options()
+    graph, _ = build_graph(root, options=options)
+    wiring, _ = wire_providers(graph, options=options)
+    result, diags = inline_graph(graph, wiring, options=options, only="module.b")
+    assert [d.summary for d in diags.errors] == ["No such module call"]
+    assert result.graph is graph
+
+
+def test_only_names_a_counted_call(tree: Any) -> None:
+    root = _root(
+        {"main.tf": 'module "a" {\n  source = "./a"\n  count = 1\n  v = "x"\n}\n', "a/main.tf": CHILD}, tree
+    )
+    options = Options()
+    graph, _ = build_graph(root, options=options)
+    wiring, _ = wire_providers(graph, options=options)
+    _, diags = inline_graph(graph, wiring, options=options, only="module.a")
+    assert [d.summary for d in diags.errors] == ["Module call not inlined"]
+    assert "count" in diags.errors[0].detail
+
+
+def test_for_each_call_is_reported(tree: Any) -> None:
+    root = _root(
+        {
+            "main.tf": 'module "a" {\n  source = "./a"\n  for_each = toset(["k"])\n  v = each.key\n}\n',
+            "a/main.tf": CHILD,
+        },
+        tree,
+    )
+    result, _, diags = inline_build(root)
+    assert [k.address for k in result.kept] == ["module.a"]
+    assert "for_each" in result.kept[0].reason
+    assert [d.summary for d in diags] == ["Module call not inlined"]
+
+
+def test_rewrites_everything_that_names_the_child(tree: Any) -> None:
+    root = _root(
+        {
+            "main.tf": """
+module "a" {
+  source = "./a"
+  v      = "x"
+}
+
+resource "terraform_data" "uses" {
+  input      = [module.a.o, module.a]
+  depends_on = [module.a]
+}
+
+import {
+  to = module.a.terraform_data.r
+  id = "abc"
+}
+""",
+            "a/main.tf": CHILD
+            + """
+resource "terraform_data" "dyn" {
+  input = { for k, v in { a = 1 } : k => v }
+  dynamic "terraform_data" {
+    for_each = [var.v]
+    content {
+      x = terraform_data.value
+      y = terraform_data.r
+    }
+  }
+}
+
+data "terraform_remote_state" "s" {
+  backend = "local"
+}
+
+resource "terraform_data" "d" {
+  input = data.terraform_remote_state.s.outputs
+  lifecycle {
+    replace_triggered_by = [terraform_data.r.id]
+    ignore_changes       = [input]
+  }
+}
+
+removed {
+  from = terraform_data.gone
+  lifecycle {
+    destroy = false
+  }
+}
+""",
+        },
+        tree,
+    )
+    result, files, diags = inline_build(root)
+    assert not diags
+    doc = _main(files)
+    uses = doc["resource"]["terraform_data"]["uses"]
+    assert uses["input"] == ["${local.a__out__o}", "${{o = local.a__out__o}}"]
+    assert uses["depends_on"] == [
+        "terraform_data.a__r",
+        "terraform_data.a__dyn",
+        "data.terraform_remote_state.a__s",
+        "terraform_data.a__d",
+    ]
+    assert doc["import"] == [{"id": "abc", "to": "terraform_data.a__r"}]
+    dyn = doc["resource"]["terraform_data"]["a__dyn"]
+    # The dynamic block's iterator is named like the resource type: inside content it stays as written.
+    assert dyn["dynamic"] == [
+        {
+            "terraform_data": {
+                "content": [{"x": "${terraform_data.value}", "y": "${terraform_data.r}"}],
+                "for_each": ["${local.a__var__v}"],
+            }
+        }
+    ]
+    d = doc["resource"]["terraform_data"]["a__d"]
+    assert d["input"] == "${data.terraform_remote_state.a__s.outputs}"
+    assert d["lifecycle"] == [
+        {"ignore_changes": ["input"], "replace_triggered_by": ["terraform_data.a__r.id"]}
+    ]
+    assert doc["removed"] == [{"from": "module.a.terraform_data.gone", "lifecycle": [{"destroy": False}]}]
+    assert result.new_address("module.a.data.terraform_remote_state.s") == "data.terraform_remote_state.a__s"
+    assert ("module.a.data.terraform_remote_state.s", "data.terraform_remote_state.a__s") not in result.moves
+
+
+def test_names_do_not_collide(tree: Any) -> None:
+    root = _root(
+        {
+            "main.tf": """
+locals {
+  a__var__v = 1
+}
+
+resource "terraform_data" "a__r" {}
+
+module "a" {
+  source = "./a"
+  v      = "x"
+}
+""",
+            "a/main.tf": CHILD,
+        },
+        tree,
+    )
+    _, files, diags = inline_build(root)
+    assert not diags.has_errors
+    doc = _main(files)
+    assert sorted(doc["resource"]["terraform_data"]) == ["a__r", "a__r_2"]
+    assert doc["locals"]["a__var__v_2"] == "x"
+    assert doc["moved"] == [{"from": "module.a.terraform_data.r", "to": "terraform_data.a__r_2"}]
+
+
+def test_validation_becomes_check_and_defaults_are_escaped(tree: Any) -> None:
+    root = _root(
+        {
+            "main.tf": 'module "a" {\n  source = "./a"\n}\n',
+            "a/main.tf": """
+variable "v" {
+  type    = string
+  default = "$${not} %%{either}"
+  validation {
+    condition     = length(var.v) > 0
+    error_message = "v is ${var.v}"
+  }
+}
+
+variable "n" {
+  type      = number
+  default   = 2
+  sensitive = true
+}
+""",
+        },
+        tree,
+    )
+    _, files, _ = inline_build(root)
+    doc = _main(files)
+    assert doc["locals"]["a__var__v"] == "$${not} %%{either}"
+    assert doc["locals"]["a__var__n"] == "${sensitive(2)}"
+    assert doc["check"]["a__var__v"]["assert"] == [
+        {
+            "condition": "${length(local.a__var__v) > 0}",
+            "error_message": "v is ${local.a__var__v}",
+        }
+    ]
+    assert "type number" in doc["locals"]["//"]
+
+
+@pytest.mark.parametrize(
+    ("address", "moves", "expected"),
+    [
+        ("module.a.t.n", [("module.a.t.n", "t.a__n")], "t.a__n"),
+        ('module.a.t.n["k"]', [("module.a.t.n", "t.a__n")], 't.a__n["k"]'),
+        ("module.a.module.k[1].t.n", [("module.a.module.k", "module.a__k")], "module.a__k[1].t.n"),
+        ("module.k[0].module.c.t.n", [("module.k.module.c.t.n", "module.k.t.c__n")], "module.k[0].t.c__n"),
+        ("module.b.t.n", [("module.a.t.n", "t.a__n")], "module.b.t.n"),
+        ("data.t.n", [("module.a.t.n", "t.a__n")], "data.t.n"),
+    ],
+)
+def test_move_address(address: str, moves: list[tuple[str, str]], expected: str) -> None:
+    assert move_address(address, moves) == expected
+
+
+def test_split_address() -> None:
+    assert split_address('module.a["x.y"].data.t.n[0]') == [
+        ("module.a", '["x.y"]'),
+        ("data.t.n", "[0]"),
+    ]
+    assert split_address("not an address!") is None

@@ -1,0 +1,120 @@
+"""The shipped `flatten-check` pre-commit hook, installed and run by pre-commit itself.
+
+pre-commit clones the hook repository (a commit of this checkout), installs it into its own
+virtual environment with pip (`language: python`) and runs the hook in a scratch repository
+that keeps a flattened output beside its sources: the hook passes while the output is fresh
+and fails, naming the stale file, after a source edit.
+
+`pre-commit try-repo` would be the one-line way to try a hook, but it writes a configuration
+with the hook's id alone and no way to pass `args`; flatten-check needs ROOT and `--out`, so the
+test writes the configuration a user writes (repo, rev, hooks with args) and runs
+`pre-commit run`, which is what try-repo does after writing its configuration.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.project_copy import REPO, copy_project
+
+pytestmark = pytest.mark.slow
+
+SAMPLE = REPO / "samples" / "web-service"
+
+
+def _git_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(
+        GIT_AUTHOR_NAME="flatten tests",
+        GIT_AUTHOR_EMAIL="tests@flatten.invalid",
+        GIT_COMMITTER_NAME="flatten tests",
+        GIT_COMMITTER_EMAIL="tests@flatten.invalid",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        # pre-commit's own store (hook environments) in the test's directory, not ~/.cache.
+        PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"),
+        FLATTEN_CACHE_DIR=str(tmp_path / "flatten-cache"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    return env
+
+
+def _git(cwd: Path, env: dict[str, str], *args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def _commit_all(repo: Path, env: dict[str, str], message: str) -> str:
+    _git(repo, env, "add", "-A")
+    _git(repo, env, "commit", "-q", "-m", message)
+    return _git(repo, env, "rev-parse", "HEAD")
+
+
+def test_flatten_check_hook_passes_on_fresh_output_and_names_the_stale_file(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (pre-commit clones hook repositories with it)")
+    if importlib.util.find_spec("pre_commit") is None:
+        pytest.skip("pre-commit is not installed (it is in the test extra: pip install -e .[test])")
+    env = _git_env(tmp_path)
+
+    # The hook repository: this checkout as it is now, committed.
+    hooks = copy_project(tmp_path / "hooks")
+    _git(hooks, env, "init", "-q", "-b", "main")
+    rev = _commit_all(hooks, env, "flatten under test")
+
+    # The user's repository: sources in infra/live, the flattened output in infra/flat.
+    work = tmp_path / "work"
+    shutil.copytree(SAMPLE, work / "infra" / "live")
+    (work / ".pre-commit-config.yaml").write_text(
+        "repos:\n"
+        f"  - repo: {hooks}\n"
+        f"    rev: {rev}\n"
+        "    hooks:\n"
+        "      - id: flatten-check\n"
+        "        args: [infra/live, --out, infra/flat]\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", "infra/live", "--out", "infra/flat"],
+        cwd=work,
+        env={**os.environ, "FLATTEN_CACHE_DIR": env["FLATTEN_CACHE_DIR"]},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    _git(work, env, "init", "-q", "-b", "main")
+    _commit_all(work, env, "sources and their flattened output")
+
+    def run_hook() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+
+    fresh = run_hook()
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert "flatten output is up to date" in fresh.stdout
+    assert "Passed" in fresh.stdout
+
+    main_tf = work / "infra" / "live" / "main.tf"
+    edited = re.sub(
+        r"instance_type(\s*)= var\.instance_type", r'instance_type\1= "t3.small"', main_tf.read_text()
+    )
+    main_tf.write_text(edited)
+    assert main_tf.read_text().count('"t3.small"') == 1
+    stale = run_hook()
+    assert stale.returncode == 1, stale.stdout + stale.stderr
+    assert "Failed" in stale.stdout
+    assert "changed: main.tf.json" in stale.stdout
+    # The hook only checks: the stale output is left exactly as it was.
+    assert _git(work, env, "status", "--porcelain", "infra/flat") == ""

@@ -1,0 +1,377 @@
+"""Diagnostics for CI tools: --format json|sarif|junit, and GitHub annotations with text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from junitparser import Failure, JUnitXml
+from support.files import write_tree
+from support.paths import DATA
+
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.model import Pos, Range
+from flatten.reports.base import SourceBase, find_base
+from flatten.reports.github import escape_data, escape_property, render_github
+from flatten.reports.junit import render_junit
+from flatten.reports.sarif import render_sarif
+from flatten.shell import parse_cache
+
+SCHEMA = json.loads((DATA / "reports" / "sarif-schema-2.1.0.json").read_text())
+OLD = 1_600_000_000 * 10**9
+
+# A root with one warning of its own and two errors in a child module; the root sits one level
+# down in its repository, so repository-relative paths differ from root-relative ones.
+BROKEN = {
+    "infra/main.tf": (
+        'module "net" {\n  source = "./modules/net"\n}\n\nprovider "aws" {\n  version = "~> 3.0"\n}\n'
+    ),
+    "infra/modules/net/main.tf": 'variable "v" {\n  type  = "string"\n  bogus = 1\n}\n',
+}
+# Builds, with one warning.
+WARNS = {"infra/main.tf": 'provider "aws" {\n  version = "~> 3.0"\n}\n'}
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_ACTIONS"}  # CI may set it
+    return {**env, "FLATTEN_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+def flatten(tmp_path: Path, *args: str | Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flatten", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path, **env),
+    )
+
+
+def _repo(tmp_path: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` into a fresh git repository and return its ``infra`` root module."""
+    repo = write_tree(tmp_path / "repo", files)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    return repo / "infra"
+
+
+def _json_diags(tmp_path: Path, root: Path) -> list[dict[str, object]]:
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "json")
+    return json.loads(proc.stdout)["diagnostics"]  # type: ignore[no-any-return]
+
+
+def test_sarif_is_schema_valid_with_rule_ids_and_repository_regions(tmp_path: Path) -> None:
+    root = _repo(tmp_path, BROKEN)
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "sarif")
+    assert proc.returncode == 1
+    assert proc.stderr == ""  # the report is all there is, on stdout
+    log = json.loads(proc.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    (run,) = log["runs"]
+    diags = _json_diags(tmp_path, root)
+    assert len(run["results"]) == len(diags) == 3
+    rules = run["tool"]["driver"]["rules"]
+    for result, diag in zip(run["results"], diags, strict=True):
+        assert result["level"] == diag["severity"]
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["message"]["text"].startswith(diag["summary"])
+        assert diag["detail"] in result["message"]["text"]
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        # Relative to the repository, not to the root module.
+        assert physical["artifactLocation"] == {
+            "uri": "infra/" + diag["range"]["filename"],
+            "uriBaseId": "%SRCROOT%",
+        }
+        start, end = diag["range"]["start"], diag["range"]["end"]
+        assert physical["region"] == {
+            "startLine": start["line"],
+            "startColumn": start["column"],
+            "endLine": end["line"],
+            "endColumn": end["column"],
+        }
+    by_rule = {r["ruleId"]: r for r in run["results"]}
+    assert sorted(by_rule) == [
+        "invalid-quoted-type-constraints",
+        "unsupported-argument",
+        "version-constraints-inside-provider-configuration-blocks-are-deprecated",
+    ]
+    assert by_rule["unsupported-argument"]["level"] == "error"
+    assert by_rule["unsupported-argument"]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == (
+        "infra/modules/net/main.tf"
+    )
+    assert by_rule["unsupported-argument"]["locations"][0]["logicalLocations"] == [
+        {"fullyQualifiedName": "module.net", "kind": "module"}
+    ]
+    assert by_rule["version-constraints-inside-provider-configuration-blocks-are-deprecated"]["level"] == (
+        "warning"
+    )
+    # Same input, same bytes.
+    again = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "sarif")
+    assert again.stdout == proc.stdout
+
+
+def test_one_rule_per_summary_whatever_names_it_quotes(tmp_path: Path) -> None:
+    main = "".join(f'resource "{t}" "a" {{}}\nresource "{t}" "a" {{}}\n' for t in ("x_one", "x_two"))
+    root = _repo(tmp_path, {"infra/main.tf": main})
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "sarif")
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert [r["ruleId"] for r in run["results"]] == ["duplicate-resource-configuration"] * 2
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["duplicate-resource-configuration"]
+
+
+def test_sarif_outside_a_repository_is_relative_to_the_root(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", BROKEN) / "infra"
+    if find_base(root).in_repository:
+        pytest.skip("the temporary directory is inside a git repository")
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "sarif")
+    log = json.loads(proc.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    uris = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]
+    ]
+    assert uris == ["main.tf", "modules/net/main.tf", "modules/net/main.tf"]
+
+
+def test_sarif_file_outside_the_repository_is_placed_on_the_root(tmp_path: Path) -> None:
+    # GitHub code scanning rejects a whole log when one result has no file location.
+    root = _repo(tmp_path, {"infra/main.tf": 'module "s" {\n  source = "../../shared"\n}\n'})
+    write_tree(tmp_path / "shared", {"main.tf": 'variable "v" {\n  bogus = 1\n}\n'})
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "sarif")
+    assert proc.returncode == 1
+    log = json.loads(proc.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "infra/", "uriBaseId": "%SRCROOT%"}
+    }
+    assert "(../../shared/main.tf:2,3-8, in module.s)" in result["message"]["text"]
+
+
+def test_junit_one_case_per_root_one_failure_per_error(tmp_path: Path) -> None:
+    root = _repo(tmp_path, BROKEN)
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "junit")
+    assert proc.returncode == 1
+    report = tmp_path / "report.xml"
+    report.write_text(proc.stdout)
+    xml = JUnitXml.fromfile(str(report))
+    stated = (xml.tests, xml.failures, xml.errors)
+    xml.update_statistics()  # the counts the file states are the ones its elements give
+    assert stated == (xml.tests, xml.failures, xml.errors)
+    diags = _json_diags(tmp_path, root)
+    errors = [d for d in diags if d["severity"] == "error"]
+    warnings = [d for d in diags if d["severity"] == "warning"]
+    assert (xml.tests, xml.failures, xml.errors) == (1, len(errors), 0) == (1, 2, 0)
+    (suite,) = xml
+    (case,) = suite
+    assert (case.classname, case.name) == ("flatten.build", "infra")
+    assert all(isinstance(r, Failure) for r in case.result)
+    assert [r.message for r in case.result] == [d["summary"] for d in errors]
+    assert [r.type for r in case.result] == ["invalid-quoted-type-constraints", "unsupported-argument"]
+    assert "on infra/modules/net/main.tf:3,3-8, in module.net" in case.result[1].text
+    assert warnings[0]["summary"] in case.system_out
+
+
+def test_junit_passes_when_there_is_no_error(tmp_path: Path) -> None:
+    root = _repo(tmp_path, WARNS)
+    proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "junit")
+    assert proc.returncode == 0
+    report = tmp_path / "report.xml"
+    report.write_text(proc.stdout)
+    (suite,) = JUnitXml.fromfile(str(report))
+    (case,) = suite
+    assert case.is_passed and "Version constraints" in case.system_out
+    assert (tmp_path / "out" / "main.tf.json").is_file()  # the build itself happened
+
+
+def test_github_annotations_only_on_github_actions_with_text(tmp_path: Path) -> None:
+    root = _repo(tmp_path, BROKEN)
+    out = tmp_path / "out"
+    plain = flatten(tmp_path, "build", root, "--out", out)
+    annotated = flatten(tmp_path, "build", root, "--out", out, GITHUB_ACTIONS="true")
+    assert plain.returncode == annotated.returncode == 1
+    assert "::" not in plain.stderr
+    assert annotated.stderr.startswith(plain.stderr)  # the text stays; annotations follow it
+    lines = annotated.stderr[len(plain.stderr) :].splitlines()
+    assert len(lines) == 3
+    detail = str(_json_diags(tmp_path, root)[0]["detail"])
+    assert lines[0] == (
+        "::warning file=infra/main.tf,line=6,col=13,endLine=6,endColumn=21,title=Version constraints "
+        "inside provider configuration blocks are deprecated::" + escape_data(detail)
+    )
+    assert lines[1].startswith(
+        "::error file=infra/modules/net/main.tf,line=2,col=11,endLine=2,endColumn=19,"
+        "title=Invalid quoted type constraints::"
+    )
+    assert lines[2].startswith(
+        "::error file=infra/modules/net/main.tf,line=3,col=3,endLine=3,endColumn=8,"
+        "title=Unsupported argument::"
+    )
+    assert lines[2].endswith("%0A%0A(in module.net)")
+    # Only with text: the machine formats stay exactly what they are.
+    sarif = flatten(tmp_path, "build", root, "--out", out, "--format", "sarif", GITHUB_ACTIONS="true")
+    assert sarif.stderr == "" and sarif.stdout.startswith("{")
+    other = flatten(tmp_path, "build", root, "--out", out, GITHUB_ACTIONS="false")
+    assert other.stderr == plain.stderr
+
+
+def test_github_escaping_follows_the_toolkit() -> None:
+    assert escape_data("50% done\r\nnext: a, b") == "50%25 done%0D%0Anext: a, b"
+    assert escape_property("a:b,c%\r\n") == "a%3Ab%2Cc%25%0D%0A"
+    diag = Diagnostic.error(
+        "Bad: thing, here", "line one\nline two: 100%", Range.point("dir,x/a:b.tf", 3, 4), module="module.m"
+    )
+    base = find_base(Path("/nonexistent-flatten-root"))
+    (line,) = render_github([diag], base).splitlines()
+    head, _, message = line.partition("::")[2].partition("::")
+    assert head == (
+        "error file=dir%2Cx/a%3Ab.tf,line=3,col=4,endLine=3,endColumn=4,title=Bad%3A thing%2C here"
+    )
+    assert message == "line one%0Aline two: 100%25%0A%0A(in module.m)"
+    # A file not in the checkout: no file property, the location goes into the message.
+    remote = Diagnostic.warning("W", "d", Range.point("registry.terraform.io/a/b/c//main.tf", 2, 1))
+    assert (
+        render_github([remote], base) == "::warning title=W::registry.terraform.io/a/b/c//main.tf:2,1-1: d\n"
+    )
+
+
+@pytest.mark.parametrize("command", ["build", "providers"])
+def test_diagnostics_json_is_format_json(tmp_path: Path, command: str) -> None:
+    root = _repo(tmp_path, BROKEN)
+    extra = ["--out", str(tmp_path / "out")] if command == "build" else []
+    old = flatten(tmp_path, command, root, *extra, "--diagnostics-json")
+    new = flatten(tmp_path, command, root, *extra, "--format", "json")
+    assert old.returncode == new.returncode == 1
+    assert (old.stdout, old.stderr) == (new.stdout, new.stderr)
+    stream = old.stdout if command == "build" else old.stderr
+    assert json.loads(stream)["error_count"] == 2
+    both = flatten(tmp_path, command, root, *extra, "--diagnostics-json", "--format", "json")
+    assert (both.returncode, both.stdout) == (1, old.stdout)
+    clash = flatten(tmp_path, command, root, *extra, "--diagnostics-json", "--format", "sarif")
+    assert clash.returncode == 2 and "--diagnostics-json means --format json" in clash.stderr
+
+
+def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) -> None:
+    root = _repo(tmp_path, BROKEN)
+    text = flatten(tmp_path, "providers", root)
+    assert text.returncode == 1 and "! Error: Unsupported argument" in text.stdout
+    sarif = flatten(tmp_path, "providers", root, "--format", "sarif")
+    assert sarif.returncode == 1
+    assert sarif.stdout == text.stdout  # the report is unchanged; SARIF goes beside it, on stderr
+    log = json.loads(sarif.stderr)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == [
+        "version-constraints-inside-provider-configuration-blocks-are-deprecated",
+        "invalid-quoted-type-constraints",
+        "unsupported-argument",
+    ]
+    report_json = flatten(tmp_path, "providers", root, "--json")
+    junit = flatten(tmp_path, "providers", root, "--json", "--format", "junit")
+    assert junit.returncode == 1 and junit.stdout == report_json.stdout
+    report = tmp_path / "providers.xml"
+    report.write_text(junit.stderr)
+    xml = JUnitXml.fromfile(str(report))
+    (suite,) = xml
+    (case,) = suite
+    assert (case.classname, xml.failures) == ("flatten.providers", 2)
+    annotated = flatten(tmp_path, "providers", root, GITHUB_ACTIONS="true")
+    assert annotated.stdout == text.stdout
+    # A usage error prints no half report: the usage error alone.
+    unknown = flatten(tmp_path, "providers", root, "--explain", "aws_vpc.nope", "--format", "sarif")
+    assert unknown.returncode == 2
+    assert unknown.stderr == "Error: no resource aws_vpc.nope in the configuration.\n"
+    assert [line.split(" ", 1)[0] for line in annotated.stderr.splitlines()] == [
+        "::warning",
+        "::error",
+        "::error",
+    ]
+
+
+def _age(root: Path) -> None:
+    for current, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(current, name), ns=(OLD, OLD))
+        os.utime(current, ns=(OLD, OLD))
+
+
+def test_build_records_never_replay_the_wrong_report(tmp_path: Path) -> None:
+    root = _repo(tmp_path, WARNS)
+    _age(root.parent)
+    out = tmp_path / "out"
+    first = flatten(tmp_path, "build", root, "--out", out, "--format", "sarif")
+    second = flatten(tmp_path, "build", root, "--out", out, "--format", "sarif")
+    assert first.returncode == second.returncode == 0
+    assert first.stdout == second.stdout
+    assert json.loads(second.stdout)["runs"][0]["results"][0]["level"] == "warning"
+    # A plain text build is recorded (and replayed); turning GITHUB_ACTIONS on must not replay it.
+    plain = flatten(tmp_path, "build", root, "--out", out)
+    assert plain.returncode == 0 and "Warning: Version constraints" in plain.stderr
+    records = list((tmp_path / "cache" / "builds").iterdir())
+    assert len(records) == 1
+    assert flatten(tmp_path, "build", root, "--out", out).stderr == plain.stderr
+    annotated = flatten(tmp_path, "build", root, "--out", out, GITHUB_ACTIONS="true")
+    assert "\n::warning file=infra/main.tf,line=2," in annotated.stderr
+    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "sarif"])[3] is False  # type: ignore[index]
+    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format=text"])[3] is True  # type: ignore[index]
+    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "xml"]) is None
+
+
+# Any text a diagnostic can carry: control characters, XML and URI specials, quotes, newlines,
+# characters outside the BMP; file names as loaders make them (below the root, beside it, or in a
+# downloaded package).
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
+_NAMES = st.sampled_from(
+    [
+        "main.tf",
+        "a b/c%d#e.tf",
+        "sub/x&<y>.tf.json",
+        "../beside/m.tf",
+        "../../../out/of/repo.tf",
+        "registry.terraform.io/a/b/c//modules/x/main.tf",
+        "git::https://h/r.git?ref=v1//main.tf",
+    ]
+)
+_POS = st.builds(Pos, st.integers(1, 10**6), st.integers(1, 10**4), st.integers(0, 10**9))
+_DIAGS = st.lists(
+    st.builds(
+        Diagnostic,
+        st.sampled_from(list(Severity)),
+        _TEXT,
+        _TEXT,
+        st.none() | st.builds(Range, _NAMES, _POS, _POS),
+        st.sampled_from(["", "module.a", "module.a.module.b[0]"]),
+    ),
+    max_size=6,
+)
+_VALIDATOR = jsonschema.Draft4Validator(SCHEMA)
+
+
+@settings(max_examples=150, deadline=None, database=None, derandomize=True)
+@given(diags=_DIAGS)
+def test_any_diagnostics_give_valid_reports(
+    tmp_path_factory: pytest.TempPathFactory, diags: list[Diagnostic]
+) -> None:
+    repo = tmp_path_factory.getbasetemp() / "anyrepo"
+    base = SourceBase(repo / "infra" / "prod", repo, True)
+    items = Diagnostics(diags)
+    log = json.loads(render_sarif(items, base))
+    _VALIDATOR.validate(log)
+    results = log["runs"][0]["results"]
+    assert [r["level"] for r in results] == [d.severity.value for d in diags]
+    for result in results:  # GitHub rejects a log with a result that has no file location
+        uri = result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        assert uri and ".." not in uri.split("/") and uri == quote(unquote(uri), safe="/")
+    report = repo.parent / "any.xml"
+    report.write_text(render_junit(items, base, command="build"), encoding="utf-8")
+    xml = JUnitXml.fromfile(str(report))
+    assert (xml.tests, xml.failures) == (1, len(items.errors))
+    lines = render_github(items, base).split("\n")
+    assert lines.pop() == ""
+    assert [line.split(" ", 1)[0] for line in lines] == [f"::{d.severity.value}" for d in diags]
+    assert all("\r" not in line for line in lines)

@@ -1,0 +1,588 @@
+"""The parse cache, the module cache, parallel prefetching and whole-build records.
+
+(``flatten.shell.parse_cache`` and ``flatten.shell.build_cache``.)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from support.files import write_tree
+
+from flatten.build import build
+from flatten.lang.model import Attribute, Block, Body, Expr, Module, Pos, Range
+from flatten.lang.options import Dialect, Options
+from flatten.shell import build_cache, parse_cache
+from flatten.stages import merge
+from flatten.stages.load import load_dir
+from flatten.stages.merge import merge_module
+from flatten.syntax.hcl import parse_native
+
+OLD = 1_000_000_000  # an mtime (2001) safely older than any build
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(directory))
+    monkeypatch.delenv("FLATTEN_PARSE_CACHE", raising=False)
+    monkeypatch.delenv("FLATTEN_MODULE_CACHE", raising=False)
+    _reset(monkeypatch)
+    return directory
+
+
+def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget every cache's in-process state (as a new process would start)."""
+    parse_cache.finish()
+    monkeypatch.setattr(parse_cache, "_CACHE", {})
+    monkeypatch.setattr(parse_cache, "_MEMO", {})
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    monkeypatch.setattr(build_cache, "MEMO", {})
+    monkeypatch.setattr(build_cache, "PREREAD", {})
+    monkeypatch.setattr(build_cache, "_PENDING", {})
+    monkeypatch.setattr(build_cache, "EMITTED", {})
+    monkeypatch.setattr(build_cache, "READ", set())
+
+
+def _tree(root: Path, modules: int = 6) -> Path:
+    files = {
+        "main.tf": "".join(f'module "m{i}" {{\n  source = "./modules/m{i}"\n}}\n' for i in range(modules))
+    }
+    for i in range(modules):
+        files[f"modules/m{i}/main.tf"] = (
+            f'variable "v" {{\n  default = {i}\n}}\n'
+            f'resource "null_resource" "r" {{\n  triggers = {{ v = "${{var.v}}-{i}" }}\n}}\n'
+        )
+        files[f"modules/m{i}/override.tf"] = 'variable "v" {\n  default = 7\n}\n'
+    write_tree(root, files)
+    return root
+
+
+def _age(root: Path) -> None:
+    for current, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(current, name), ns=(OLD, OLD))
+        os.utime(current, ns=(OLD, OLD))
+
+
+def test_cache_root(tmp_path: Path) -> None:
+    assert parse_cache.cache_root({"FLATTEN_CACHE_DIR": "/x"}) == Path("/x")
+    assert parse_cache.cache_root({"XDG_CACHE_HOME": "/y"}) == Path("/y/flatten")
+    assert parse_cache.cache_root({}) == Path.home() / ".cache" / "flatten"
+
+
+def test_hit_returns_the_same_and_does_not_parse(monkeypatch: pytest.MonkeyPatch, _cache_dir: Path) -> None:
+    text = 'locals {\n  a = "x-${var.y}"\n  b = 1.5\n}\n'
+    first = parse_cache.parse_cached(text, "main.tf", "native", options=Options())
+    assert repr(first) == repr(parse_native(text, "main.tf", options=Options()))
+    assert list((_cache_dir / "parse").rglob("*"))
+
+    def boom(*args: object) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(parse_cache, "_parse", boom)
+    assert repr(parse_cache.parse_cached(text, "main.tf", "native", options=Options())) == repr(first)
+
+
+def test_key_covers_text_name_syntax_dialect() -> None:
+    cache = parse_cache.default_cache()
+    assert cache is not None
+    base = cache.key("a = 1\n", "a.tf", "native", Dialect.TERRAFORM)
+    assert base != cache.key("a = 2\n", "a.tf", "native", Dialect.TERRAFORM)
+    assert base != cache.key("a = 1\n", "b.tf", "native", Dialect.TERRAFORM)
+    assert base != cache.key("a = 1\n", "a.tf", "json", Dialect.TERRAFORM)
+    assert base != cache.key("a = 1\n", "a.tf", "native", Dialect.OPENTOFU)
+    assert base == cache.key("a = 1\n", "a.tf", "native", Dialect.TERRAFORM)
+
+
+def test_corrupt_entry_is_ignored_and_rewritten(_cache_dir: Path) -> None:
+    text = "locals {\n  a = 1\n}\n"
+    good = parse_cache.parse_cached(text, "m.tf", "native", options=Options())
+    (entry,) = [p for p in (_cache_dir / "parse").rglob("*") if p.is_file()]
+    for junk in (b"", b"garbage", entry.read_bytes()[:-5]):
+        entry.write_bytes(junk)
+        assert repr(parse_cache.parse_cached(text, "m.tf", "native", options=Options())) == repr(good)
+    assert entry.read_bytes().startswith(b"flatten-parse-2")
+
+
+def test_json_files_are_cached_too() -> None:
+    text = '{"locals": {"a": "${b}"}}'
+    first = parse_cache.parse_cached(text, "m.tf.json", "json", options=Options())
+    assert repr(parse_cache.parse_cached(text, "m.tf.json", "json", options=Options())) == repr(first)
+
+
+def test_turned_off(monkeypatch: pytest.MonkeyPatch, _cache_dir: Path) -> None:
+    monkeypatch.setenv("FLATTEN_PARSE_CACHE", "off")
+    parse_cache.parse_cached("locals {\n  a = 1\n}\n", "m.tf", "native", options=Options())
+    assert not _cache_dir.exists()
+
+
+def test_concurrent_writers(_cache_dir: Path) -> None:
+    texts = [f"locals {{\n  a = {i % 5}\n}}\n" for i in range(60)]
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for text in texts:
+                parse_cache.parse_cached(text, "m.tf", "native", options=Options())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert not list((_cache_dir / "parse").rglob(".*.tmp"))
+    assert len([p for p in (_cache_dir / "parse").rglob("*") if p.is_file()]) == 5
+
+
+def _files(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.is_file()] if directory.exists() else []
+
+
+def _uncached_build(root: Path, monkeypatch: pytest.MonkeyPatch, **options: object) -> dict[str, bytes]:
+    """A fresh build with every cache off (the reference a cached build must equal byte for byte)."""
+    with monkeypatch.context() as m:
+        m.setenv("FLATTEN_PARSE_CACHE", "off")
+        _reset(m)
+        files = build(root, options=Options(**options))[0].files  # type: ignore[arg-type]
+        _reset(m)
+    return files
+
+
+def _boom(*args: object, **kwargs: object) -> None:
+    raise AssertionError("computed again")
+
+
+def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
+    assert parse_cache.prefetch(root, options=Options(), workers=2) == 25  # 12 modules of 2 files, root
+    parse_cache.finish()
+    cache = tmp_path / "cache"
+    assert len(_files(cache / "modules")) == 13  # one entry per module
+    assert len(_files(cache / "parse")) == 1  # whole modules computed in parallel store no per-file entry
+    assert parse_cache.prefetch(root, options=Options(), workers=2) == 0  # everything cached now
+    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
+    assert build(root, options=Options())[0].files == want
+
+
+@pytest.mark.parametrize("provenance", [False, True])
+def test_prefetch_workers_emit_the_modules_that_call_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provenance: bool
+) -> None:
+    from flatten.stages import layout
+
+    root = _tree(tmp_path / "src", modules=12)
+    options = Options(provenance=provenance)
+    want = _uncached_build(root, monkeypatch, provenance=provenance)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
+    build_cache.track_modules()  # as the command line does
+    parse_cache.prefetch(root, options=options, workers=2)
+    assert len(build_cache.EMITTED) == 12  # every module but the root, which calls them
+    rendered: list[str] = []
+    real = layout.module_json
+
+    def counting(module: Module, *, provenance: bool) -> object:
+        rendered.append(module.directory)
+        return real(module, provenance=provenance)
+
+    monkeypatch.setattr(layout, "module_json", counting)
+    assert build(root, options=options)[0].files == want
+    assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
+    parse_cache.finish()
+    assert len(_files(tmp_path / "cache" / "emit")) == 13  # and stored for the next build
+
+
+def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src")
+    assert build(root, options=Options())[0].files == _uncached_build(root, monkeypatch)
+    _reset(monkeypatch)
+    edited = root / "modules" / "m3" / "main.tf"
+    edited.write_text(edited.read_text() + 'output "o" {\n  value = var.v\n}\n')
+    merged: list[str] = []
+    real = merge_module
+
+    def counting(files: list, *, directory: str, options: Options) -> object:  # type: ignore[type-arg]
+        if build_cache.merged(files, directory, options) is None:
+            merged.append(directory)
+        return real(files, directory=directory, options=options)
+
+    monkeypatch.setattr("flatten.stages.graph.merge_module", counting)
+    for prefetch in (False, True):
+        if prefetch:
+            edited.write_text(edited.read_text() + "# again\n")
+            parse_cache.prefetch(root, options=Options())
+        merged.clear()
+        got = build(root, options=Options())[0].files
+        assert merged == ([] if prefetch else ["modules/m3"])  # prefetch merged it already
+        assert got == _uncached_build(root, monkeypatch)
+        assert b'"o"' in got["modules/m3/main.tf.json"]
+        _reset(monkeypatch)
+
+
+def test_cached_build_equals_uncached_for_every_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=3)
+    for options in ({"provenance": True}, {"dialect": Dialect.OPENTOFU}, {}, {"provenance": True}):
+        want = _uncached_build(root, monkeypatch, **options)
+        for _ in range(2):  # computed, then from the cache
+            assert build(root, options=Options(**options))[0].files == want  # type: ignore[arg-type]
+            _reset(monkeypatch)
+
+
+def test_module_key_covers_content_names_options_and_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = [("m/a.tf", "native", False, b"a = 1\n"), ("m/o_override.tf", "native", True, b"")]
+    base = build_cache.module_key("m", files, Options())
+    assert base == build_cache.module_key("m", list(files), Options())
+    assert base != build_cache.module_key("n", files, Options())
+    assert base != build_cache.module_key("m", [("m/a.tf", "native", False, b"a = 2\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", [("m/b.tf", "native", False, b"a = 1\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", [("m/a.tf", "native", True, b"a = 1\n"), files[1]], Options())
+    assert base != build_cache.module_key("m", files[:1], Options())
+    assert base != build_cache.module_key("m", files, Options(provenance=True))
+    assert base != build_cache.module_key("m", files, Options(dialect=Dialect.OPENTOFU))
+    monkeypatch.setitem(build_cache._STATE, "version", "another flatten")
+    assert base != build_cache.module_key("m", files, Options())
+
+
+def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "src", modules=1)
+    want = build(root, options=Options())[0].files
+    parse_cache.finish()
+    entries = _files(tmp_path / "cache" / "modules")
+    assert len(entries) == 2
+    good = {p: p.read_bytes() for p in entries}
+    for junk in (b"", b"garbage", b"flatten-module-1\n\x00\x00", good[entries[0]][:-7], good[entries[1]]):
+        for p in entries:
+            p.write_bytes(junk)
+        _reset(monkeypatch)
+        assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
+    for p in entries:  # rewritten, holding what they held
+        assert build_cache.decode(p.read_bytes(), p.name) == build_cache.decode(good[p], p.name) is not None
+
+
+def test_merge_uses_the_stored_result_only_for_the_list_load_dir_returned(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "src", modules=1)
+    directory = root / "modules" / "m0"
+    files, _ = load_dir(directory, root=root, options=Options())
+    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    parse_cache.finish()
+    files, _ = load_dir(directory, root=root, options=Options())  # from the cache now
+    assert build_cache.merged(list(files), "modules/m0", Options()) is None  # another list
+    assert build_cache.merged(files, "elsewhere", Options()) is None  # another directory: no result
+    files, _ = load_dir(directory, root=root, options=Options())
+    files.pop()  # the caller changed the list: merged again, not taken from the cache
+    assert merge_module(files, directory="modules/m0", options=Options())[0] != want
+    files, _ = load_dir(directory, root=root, options=Options())
+    assert merge_module(files, directory="modules/m0", options=Options())[0] == want
+
+
+def test_module_cache_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
+    root = _tree(tmp_path / "src", modules=2)
+    build(root, options=Options())
+    parse_cache.finish()
+    assert not _files(tmp_path / "cache" / "modules") and _files(tmp_path / "cache" / "parse")
+
+
+def test_fast_constructors_build_the_same_objects() -> None:
+    a, b = build_cache.make_pos(1, 2, 3), Pos(1, 2, 3)
+    assert a == b and hash(a) == hash(b) and repr(a) == repr(b) and not (a < b)
+    r = build_cache.make_range("f.tf", a, build_cache.make_pos(2, 1, 9))
+    assert r == Range("f.tf", b, Pos(2, 1, 9)) and str(r) == "f.tf:1,2-2,1"
+    e = build_cache.make_expr("${x}", r)
+    attr = build_cache.make_attribute("a", e, r)
+    body = build_cache.make_body((attr,), r)
+    block = build_cache.make_block("t", ("l",), body, r, (r,), ())
+    assert block == Block("t", ("l",), Body((Attribute("a", Expr("${x}", r), r),), r), r, (r,))
+    with pytest.raises(AttributeError):
+        a.line = 5  # type: ignore[misc]
+    import pickle
+
+    assert pickle.loads(build_cache.dumps(block)) == block
+
+
+def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Path) -> None:
+    import copy
+    import dataclasses
+    import pickle
+
+    root = _tree(tmp_path / "src", modules=1)
+    directory = root / "modules" / "m0"
+    files, _ = load_dir(directory, root=root, options=Options())
+    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    entry = build_cache.ModuleEntry("modules/m0", tuple(files), (), "modules/m0", want, ())
+    _, data = build_cache.encode("k", entry)
+
+    def fresh() -> Module:
+        found = build_cache.decode(data, "k")
+        assert found is not None
+        return found.module
+
+    got = fresh()
+    resource = next(got.blocks_of("resource"))
+    assert isinstance(resource.body, build_cache.LazyBody)
+    # Asking for what a body does not hold answers from the stored names, without decoding.
+    assert resource.body.attribute("provider") is None and not list(resource.body.blocks_of("lifecycle"))
+    assert resource.body.stored() is not None
+    # Re-encoding an untouched entry reuses the stored bodies without decoding them.
+    again = build_cache.encode("k", build_cache.ModuleEntry("modules/m0", (), (), "modules/m0", got, ()))[1]
+    assert resource.body.stored() is not None
+    decoded = build_cache.decode(again, "k")
+    assert decoded is not None and decoded.module == want
+    assert got == want and want == got and repr(got) == repr(want)
+    assert resource.body.stored() is None  # compared: decoded now
+    assert resource.body.attribute("triggers") == next(want.blocks_of("resource")).body.attribute("triggers")
+    # Any other pickler, copy or replace() sees an ordinary body with the same items.
+    other = fresh()
+    plain = pickle.loads(pickle.dumps(other))
+    assert type(next(plain.blocks_of("resource")).body) is Body and plain == want
+    assert copy.deepcopy(fresh()) == want
+    replaced = dataclasses.replace(next(fresh().blocks_of("resource")).body, items=())
+    assert replaced.items == () and replaced.attribute("triggers") is None
+
+
+def test_concurrent_builds_share_the_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path / "src", modules=10)
+    want = _uncached_build(root, monkeypatch)
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "shared")}
+
+    def start(i: int) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "flatten", "build", str(root), "--out", str(tmp_path / f"out{i}")]
+        return subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+
+    for rounds in range(3):
+        if rounds == 2:  # an edit between rounds: some modules from the cache, one computed again
+            (root / "modules" / "m4" / "main.tf").write_text('variable "v" {\n  default = 44\n}\n')
+            want = _uncached_build(root, monkeypatch)
+        procs = [start(i) for i in range(4)]
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        for i in range(4):
+            out = tmp_path / f"out{i}"
+            got = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+            assert got == want
+    assert not [p for p in (tmp_path / "shared").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_prefetch_never_raises(tmp_path: Path) -> None:
+    assert parse_cache.prefetch(tmp_path / "missing", options=Options()) == 0
+
+
+def _fork_or_skip() -> None:
+    parse_cache.finish()
+    if threading.active_count() > 1:
+        pytest.skip("other threads are running in the test process: a forked child could deadlock")
+
+
+def test_forked_prefetch_hands_its_results_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    _fork_or_skip()
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert len(build_cache.MEMO) == 13 and len(build_cache.PREREAD) == 13  # every module, as bytes
+    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
+    assert build(root, options=Options())[0].files == want  # nothing parsed or merged again
+    parse_cache.finish()  # waits for the child, which writes its entries after handing them over
+    assert not parse_cache._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
+    # Everything cached now: entries the child only read are not sent; the build reads them.
+    _reset(monkeypatch)
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert not build_cache.MEMO and len(build_cache.PREREAD) == 13
+    assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
+
+
+def test_forked_prefetch_never_taken_does_not_hang_the_exit(tmp_path: Path) -> None:
+    # A build stopped before it took what the child prefetched (Ctrl-C while importing): the
+    # child is blocked writing more than a pipe holds, and finish() must still return.
+    root = _tree(tmp_path / "src", modules=60)
+    _fork_or_skip()
+    assert parse_cache.prefetch_forked(root, options=Options()) is not None
+    pid = parse_cache._CHILDREN[-1][0]
+    time.sleep(0.5)  # the child computes and starts writing meanwhile
+    done = threading.Thread(target=parse_cache.finish, daemon=True)
+    done.start()
+    done.join(timeout=30)
+    if done.is_alive():
+        os.kill(pid, 9)
+    assert not done.is_alive(), "finish() waited forever for a child blocked on its pipe"
+
+
+def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=3)
+    want = _uncached_build(root, monkeypatch)
+    _fork_or_skip()
+
+    def crash(*args: object, **kwargs: object) -> int:
+        raise MemoryError("in the child")
+
+    monkeypatch.setattr(parse_cache, "prefetch", crash)  # seen by the forked child only
+    take = parse_cache.prefetch_forked(root, options=Options())
+    assert take is not None
+    take()
+    assert not build_cache.MEMO
+    assert build(root, options=Options())[0].files == want
+    parse_cache.finish()
+
+
+def _cli(argv: list[str], calls: list[int]) -> None:
+    def run() -> None:
+        calls.append(1)
+        from flatten.cli import main
+
+        sys.argv = ["flatten", *argv]
+        main()
+
+    try:
+        parse_cache.run_build_command(argv, run)
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+
+
+def test_build_record_replays_only_when_nothing_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _tree(tmp_path / "src")
+    _age(root)
+    out = tmp_path / "out"
+    argv = ["build", str(root), "--out", str(out)]
+    calls: list[int] = []
+    _cli(argv, calls)
+    first = capsys.readouterr().err
+    assert calls == [1] and "wrote" in first
+    _cli(argv, calls)
+    assert calls == [1] and capsys.readouterr().err == first  # replayed, same messages
+    (root / "modules" / "m1" / "main.tf").write_text('variable "v" {\n  default = 2\n}\n')
+    _cli(argv, calls)
+    assert calls == [1, 1]
+    _age(root)
+    _cli(argv, calls)
+    _cli(argv, calls)
+    assert calls == [1, 1, 1]
+    (out / "main.tf.json").write_text("{}")  # the output was touched: build again
+    _cli(argv, calls)
+    assert calls == [1, 1, 1, 1]
+    (root / "notes.txt").write_text("copied along")  # a new file beside a module
+    _age(root)
+    _cli(argv, calls)
+    assert calls == [1, 1, 1, 1, 1] and (out / "notes.txt").exists()
+
+
+def test_build_record_refused_for_fresh_inputs(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "src")  # written just now: it may still be changing
+    out = tmp_path / "out"
+    calls: list[int] = []
+    for _ in range(2):
+        _cli(["build", str(root), "--out", str(out)], calls)
+    assert calls == [1, 1]
+
+
+def test_command_lines_it_does_not_understand_run_unchanged(tmp_path: Path) -> None:
+    calls: list[int] = []
+    parse_cache.run_build_command(["graph", "."], lambda: calls.append(1))
+    parse_cache.run_build_command(["build", ".", "--out", "o", "--unknown"], lambda: calls.append(2))
+    assert calls == [1, 2]
+    assert parse_cache._plain_build(["build", "r", "-o", "o", "--dialect=opentofu"]) == (
+        Path("r").resolve(),
+        Path("o").resolve(),
+        Options(Dialect.OPENTOFU),
+        True,
+    )
+    # Prefetch computes under the build's own options, so the build finds what it computed.
+    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--explicit-providers"])
+    assert found is not None and found[2] == Options(provenance=True, explicit_providers=True)
+    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--no-provenance"])
+    assert found is not None and found[2] == Options()
+    assert parse_cache._plain_build(["build", "r", "--out", "o", "--check"])[3] is False  # type: ignore[index]
+
+
+def test_entry_point_end_to_end(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "src")
+    _age(root)
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "c")}
+    outs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "flatten", "build", str(root), "--out", str(tmp_path / "out")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outs.append(proc.stderr)
+    assert outs[0] == outs[1] and "wrote" in outs[0]
+    assert list((tmp_path / "c" / "builds").iterdir())
+
+
+def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from flatten.stages.emit import dumps, module_json
+
+    root = _tree(tmp_path / "src", modules=2)
+    (root / "locals.tf").write_text("locals {\n  a = 1\n}\n")
+    computed: list[int] = []
+
+    def emit(module: Module) -> Callable[[], bytes]:
+        def compute() -> bytes:
+            computed.append(1)
+            return dumps(module_json(module)).encode()
+
+        return compute
+
+    def load() -> Module:
+        files, _ = load_dir(root, root=root, options=Options())
+        return merge_module(files, directory=".", options=Options())[0]
+
+    untracked = load()
+    assert build_cache.emitted(untracked, untracked, False, emit(untracked)) == emit(untracked)()
+    computed.clear()
+    for _ in range(2):
+        _reset(monkeypatch)
+        build_cache.track_modules()
+        module = load()
+        want = dumps(module_json(module)).encode()
+        assert build_cache.emitted(module, module, False, emit(module)) == want
+        parse_cache.finish()
+    assert computed == [1]  # the second time from the cache
+    calls = [replace(b, labels=("renamed",)) if b.type == "module" else b for b in module.blocks]
+    other = replace(module, blocks=tuple(calls))
+    assert build_cache.emitted(module, other, False, emit(other)) == emit(other)()
+    assert build_cache.emitted(module, module, True, emit(module)) == want
+    assert len(computed) == 4  # another call block, provenance: other keys
+    changed = replace(module, blocks=tuple(replace(b, labels=()) if b.type == "locals" else b for b in calls))
+    computed.clear()
+    for _ in range(2):
+        build_cache.emitted(module, changed, False, emit(changed))
+    assert computed == [1, 1]  # a block other than a module call differs: never cached
