@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import write_tree
-from oracle import terraform
+from support.files import write_tree
+from support.oracle import terraform
 
 from flatten.build import build
 from flatten.lang.model import Range
