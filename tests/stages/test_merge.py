@@ -344,7 +344,7 @@ def test_override_to_any_of_a_default_holding_typed_nulls_is_refused(base: str, 
     `any` has none, so an output or a terraform_data input holding the variable plans as changed
     against the original's state (found by scripts/difftest, seed 484: a second plan not empty;
     ``test_an_untyped_null_plans_as_a_change`` shows it with Terraform)."""
-    from conftest import write_tree
+    from support.files import write_tree
 
     override = 'variable "v" {\n  type = object({ o = any })\n}\n' if base == "attribute-made-any" else None
     case = write_tree(
@@ -367,7 +367,7 @@ def test_override_to_any_of_a_default_holding_typed_nulls_is_refused(base: str, 
 def test_an_override_to_any_with_nulls_it_cannot_type_is_not_refused(tmp_path: Path) -> None:
     """Nulls the earlier type leaves untyped (`optional(any)`), or a default the override gives
     itself, are written as they are: the refusal is only for what no output can say."""
-    from conftest import write_tree
+    from support.files import write_tree
 
     case = write_tree(
         tmp_path / "case",
@@ -392,7 +392,7 @@ def test_an_untyped_null_plans_as_a_change(tmp_path: Path) -> None:
     """Why the refusal: the output flatten could write (`type = any`, the null as it reads) plans
     changes against the state of the original, whose null is typed."""
     import oracle
-    from conftest import write_tree
+    from support.files import write_tree
 
     tf = oracle.terraform()
     uses = 'output "o" {\n  value = { k = var.v }\n}\nresource "terraform_data" "r" {\n  input = var.v\n}\n'
