@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from flatten import __version__
+from flatten.lang.release import __version__
 from flatten.lang.diagnostics import Diagnostic, Severity
 from flatten.reports.base import SourceBase, location_text, rule_id
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flatten import __version__
+from flatten.lang.release import __version__
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
