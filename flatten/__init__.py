@@ -32,21 +32,17 @@ if TYPE_CHECKING:
 
 __all__ = ["BuildResult", "Diagnostic", "Diagnostics", "Dialect", "Options", "__version__", "build"]
 
-# Where each public name is defined; imported on first use (PEP 562), since the pipeline's
-# import costs most of a replayed build's start-up.
-_HOMES = {
-    "build": "flatten.build",
-    "BuildResult": "flatten.build",
-    "Diagnostic": "flatten.lang.diagnostics",
-    "Diagnostics": "flatten.lang.diagnostics",
-    "Dialect": "flatten.lang.options",
-    "Options": "flatten.lang.options",
-}
-
 
 def __getattr__(name: str) -> object:
-    home = _HOMES.get(name)
-    if home is None:
+    """Import a public name from its module on first use (PEP 562): the pipeline's import costs
+    most of a replayed build's start-up, which needs none of it."""
+    if name in ("build", "BuildResult"):
+        home = "flatten.build"
+    elif name in ("Diagnostic", "Diagnostics"):
+        home = "flatten.lang.diagnostics"
+    elif name in ("Dialect", "Options"):
+        home = "flatten.lang.options"
+    else:
         raise AttributeError(f"module 'flatten' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)
 
