@@ -8,9 +8,11 @@ typer parses a ``build`` command line once, into a :class:`BuildRequest`; whoeve
 command (``main``'s ``runner``: flatten.shell.process for the ``flatten`` program) runs it, or
 :func:`run_request` does. This module imports only what parsing needs: the pipeline is imported
 by the command that runs it, so a replayed build never loads it.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: typer reads every command's annotations at each
+start, and evaluating them from strings (a compile per annotation) cost a replayed build 15 ms;
+names imported only for type checking are quoted instead.
+"""
 
 import os
 import sys
@@ -91,7 +93,7 @@ class BuildRequest:
 BuildRunner = Callable[[BuildRequest], int]
 
 
-def exit_code(diags: Diagnostics) -> int:
+def exit_code(diags: "Diagnostics") -> int:
     """Return the exit code for a finished command: 1 when any error diagnostic exists."""
     return 1 if diags.has_errors else 0
 
@@ -159,7 +161,7 @@ def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
 _OFFLINE_HELP = "Never use the network: remote modules come only from .terraform/modules (terraform init)."
 
 
-def _source_env(environ: Mapping[str, str]) -> SourceEnv:
+def _source_env(environ: Mapping[str, str]) -> "SourceEnv":
     """Settings for remote sources from the environment; progress only when stderr is a terminal."""
     from flatten.sources.env import SourceEnv
 
@@ -167,8 +169,8 @@ def _source_env(environ: Mapping[str, str]) -> SourceEnv:
 
 
 def _fetcher(
-    root: Path, *, options: Options, out: Path | None = None, env: SourceEnv | None = None
-) -> ModuleFetcher:
+    root: Path, *, options: Options, out: Path | None = None, env: "SourceEnv | None" = None
+) -> "ModuleFetcher":
     """Return the fetcher for registry and remote sources, with settings from the environment.
 
     The lock for ``--locked`` is the manifest of the previous build in ``out``. Progress is drawn
@@ -198,7 +200,7 @@ def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFo
     return fmt
 
 
-def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command: str) -> str:
+def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, command: str) -> str:
     """Return the diagnostics in a machine format (json, sarif, junit); the renderers load on demand."""
     from flatten.reports.base import find_base
 
@@ -215,7 +217,7 @@ def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command
     return render_json(diags)
 
 
-def _annotate(diags: Diagnostics, *, root: Path, environ: Mapping[str, str]) -> None:
+def _annotate(diags: "Diagnostics", *, root: Path, environ: Mapping[str, str]) -> None:
     """On GitHub Actions, also print the diagnostics as workflow annotations (on stderr)."""
     if diags and environ.get("GITHUB_ACTIONS") == "true":
         from flatten.reports.base import find_base
@@ -268,7 +270,7 @@ def _check_out(out: Path, out_abs: Path, root: Path, root_abs: Path, cache: Path
         )
 
 
-def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: ModuleGraph | None) -> None:
+def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleGraph | None") -> None:
     """Refuse an --out that holds, or lies inside, a module directory of the build (a usage error).
 
     Module directories are known only once the graph is built: a local module outside the root

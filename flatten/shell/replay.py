@@ -44,9 +44,8 @@ def _build_version() -> str:
     import importlib.util
 
     h = hashlib.blake2b(digest_size=16)
-    h.update(parser_version().encode())
+    h.update(parser_version().encode())  # flatten's version and every source file of the package
     h.update(sys.version.encode())
-    file_digest(Path(__file__).parent.parent.rglob("*.py"), h)
     for package in ("networkx", "typer", "click", "packaging"):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
