@@ -3,29 +3,34 @@
 Exit codes: 0 success (warnings allowed), 1 configuration errors (or a stale output with
 ``--check``), 2 usage errors. Stdout carries only results (for ``build``, the diagnostics report
 with ``--format json|sarif|junit``); everything else goes to stderr.
-"""
 
-from __future__ import annotations
+typer parses a ``build`` command line once, into a :class:`BuildRequest`; whoever started the
+command (``main``'s ``runner``: flatten.shell.process for the ``flatten`` program) runs it, or
+:func:`run_request` does. This module imports only what parsing needs: the pipeline is imported
+by the command that runs it, so a replayed build never loads it.
+
+No ``from __future__ import annotations`` here: typer reads every command's annotations at each
+start, and evaluating them from strings (a compile per annotation) cost a replayed build 15 ms;
+names imported only for type checking are quoted instead.
+"""
 
 import os
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from flatten import __version__
-from flatten.build import build as run_build
-from flatten.lang.diagnostics import Diagnostics, render_json, render_text
 from flatten.lang.options import Dialect, Options
-from flatten.providers.audit import audit_json, audit_text, explain
-from flatten.providers.checks import check_wiring
-from flatten.reports import ReportFormat
-from flatten.reports.graph_render import GraphFormat, render_graph
-from flatten.sources.env import SourceEnv
-from flatten.sources.fetcher import RemoteFetcher, read_lock
-from flatten.stages.emit import MANIFEST_NAME, OutputError, dumps, write_tree
-from flatten.stages.graph import ModuleFetcher, ModuleGraph, build_graph
+from flatten.lang.release import __version__
+from flatten.reports import GraphFormat, ReportFormat
+
+if TYPE_CHECKING:
+    from flatten.lang.diagnostics import Diagnostics
+    from flatten.sources.env import SourceEnv
+    from flatten.stages.graph import ModuleFetcher, ModuleGraph
 
 app = typer.Typer(
     # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
@@ -41,7 +46,54 @@ app = typer.Typer(
 )
 
 
-def exit_code(diags: Diagnostics) -> int:
+#: The environment variables a build reads, by name prefix: Terraform's and OpenTofu's settings
+#: and credentials, flatten's, the cache and home directories, the terminal's, and GITHUB_ACTIONS
+#: (workflow annotations in the text diagnostics).
+BUILD_ENVIRON = (
+    "TF_",
+    "TERRAFORM_CONFIG",
+    "FLATTEN_",
+    "XDG_",
+    "TOFU_",
+    "NO_COLOR",
+    "TERM",
+    "COLUMNS",
+    "HOME",
+    "GITHUB_ACTIONS",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildRequest:
+    """One ``flatten build`` command line as typer parsed it, with the environment it reads.
+
+    Paths are as typed (messages name them so); :func:`run_request` resolves and checks them.
+    """
+
+    root: Path
+    out: Path
+    options: Options
+    report_format: ReportFormat | None  # --format, when given
+    diagnostics_json: bool
+    check: bool
+    environ: tuple[tuple[str, str], ...]  # the BUILD_ENVIRON variables, sorted by name
+
+    @staticmethod
+    def environ_of(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        """Return the variables of ``environ`` a build reads; never the cache key (a secret that
+        flatten.shell.cache_auth reads itself)."""
+        return tuple(
+            sorted(
+                (k, v) for k, v in environ.items() if k.startswith(BUILD_ENVIRON) and k != "FLATTEN_CACHE_KEY"
+            )
+        )
+
+
+#: Runs a build request and returns its exit code (``main``'s ``runner``).
+BuildRunner = Callable[[BuildRequest], int]
+
+
+def exit_code(diags: "Diagnostics") -> int:
     """Return the exit code for a finished command: 1 when any error diagnostic exists."""
     return 1 if diags.has_errors else 0
 
@@ -109,20 +161,25 @@ def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
 _OFFLINE_HELP = "Never use the network: remote modules come only from .terraform/modules (terraform init)."
 
 
-def _source_env() -> SourceEnv:
+def _source_env(environ: Mapping[str, str]) -> "SourceEnv":
     """Settings for remote sources from the environment; progress only when stderr is a terminal."""
-    return SourceEnv.from_environ(os.environ, progress=sys.stderr.isatty())
+    from flatten.sources.env import SourceEnv
+
+    return SourceEnv.from_environ(environ, progress=sys.stderr.isatty())
 
 
 def _fetcher(
-    root: Path, *, options: Options, out: Path | None = None, env: SourceEnv | None = None
-) -> ModuleFetcher:
+    root: Path, *, options: Options, out: Path | None = None, env: "SourceEnv | None" = None
+) -> "ModuleFetcher":
     """Return the fetcher for registry and remote sources, with settings from the environment.
 
     The lock for ``--locked`` is the manifest of the previous build in ``out``. Progress is drawn
     only when stderr is a terminal, so piped and CI output stays quiet.
     """
-    env = env or _source_env()
+    from flatten.sources.fetcher import RemoteFetcher, read_lock
+    from flatten.stages.emit import MANIFEST_NAME
+
+    env = env or _source_env(os.environ)
     manifest = out / MANIFEST_NAME if out is not None else None
     lock = read_lock(manifest.read_bytes()) if manifest is not None and manifest.is_file() else None
     return RemoteFetcher(root, options=options, env=env, lock=lock)
@@ -143,7 +200,7 @@ def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFo
     return fmt
 
 
-def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command: str) -> str:
+def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, command: str) -> str:
     """Return the diagnostics in a machine format (json, sarif, junit); the renderers load on demand."""
     from flatten.reports.base import find_base
 
@@ -155,12 +212,14 @@ def _render_report(fmt: ReportFormat, diags: Diagnostics, *, root: Path, command
         from flatten.reports.junit import render_junit
 
         return render_junit(diags, find_base(root), command=command)
+    from flatten.lang.diagnostics import render_json
+
     return render_json(diags)
 
 
-def _annotate(diags: Diagnostics, *, root: Path) -> None:
+def _annotate(diags: "Diagnostics", *, root: Path, environ: Mapping[str, str]) -> None:
     """On GitHub Actions, also print the diagnostics as workflow annotations (on stderr)."""
-    if diags and os.environ.get("GITHUB_ACTIONS") == "true":
+    if diags and environ.get("GITHUB_ACTIONS") == "true":
         from flatten.reports.base import find_base
         from flatten.reports.github import render_github
 
@@ -211,7 +270,7 @@ def _check_out(out: Path, out_abs: Path, root: Path, root_abs: Path, cache: Path
         )
 
 
-def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: ModuleGraph | None) -> None:
+def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleGraph | None") -> None:
     """Refuse an --out that holds, or lies inside, a module directory of the build (a usage error).
 
     Module directories are known only once the graph is built: a local module outside the root
@@ -237,6 +296,7 @@ def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: ModuleGr
 
 @app.command()
 def build(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
     root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
     dialect: Annotated[
@@ -283,36 +343,73 @@ def build(
     ] = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT."""
+    request = BuildRequest(
+        root=root,
+        out=out,
+        options=Options(
+            dialect=dialect,
+            provenance=provenance,
+            explicit_providers=explicit_providers,
+            offline=offline,
+            locked=locked,
+            inline=inline,
+            inline_only=inline_module,
+        ),
+        report_format=report_format,
+        diagnostics_json=diagnostics_json,
+        check=check,
+        environ=BuildRequest.environ_of(os.environ),
+    )
+    # The flatten program runs it through flatten.shell (replay, prefetch); a library caller
+    # (typer's CliRunner, scripts) gets the plain build.
+    runner: BuildRunner = ctx.obj if callable(ctx.obj) else run_request
+    raise typer.Exit(runner(request))
+
+
+def load_pipeline() -> None:
+    """Import what ``run_request`` runs: flatten.shell does it while prefetch works in its fork."""
+    import flatten.build
+    import flatten.lang.diagnostics
+    import flatten.sources.fetcher
+    import flatten.stages.emit  # noqa: F401
+
+
+def run_request(request: BuildRequest) -> int:
+    """Check the paths, build, write the output tree and print the diagnostics; return the exit code."""
+    try:
+        return _run_request(request)
+    except typer.Exit as exc:  # a usage error (already printed)
+        return exc.exit_code
+
+
+def _run_request(request: BuildRequest) -> int:
+    from flatten.build import build as run_build
+    from flatten.lang.diagnostics import render_text
+    from flatten.stages.emit import OutputError, write_tree
+
+    root, out, options = request.root, request.out, request.options
+    environ = dict(request.environ)
     root_abs = _root_dir(root)
     out_abs = _real(out, "--out")
-    env = _source_env()
+    env = _source_env(environ)
     _check_out(out, out_abs, root, root_abs, env.cache_dir)
-    if inline_module is not None and not inline:
+    if options.inline_only is not None and not options.inline:
         raise _usage_error("--module only applies with --inline.")
-    fmt = _report_format(report_format, diagnostics_json)
-    options = Options(
-        dialect=dialect,
-        provenance=provenance,
-        explicit_providers=explicit_providers,
-        offline=offline,
-        locked=locked,
-        inline=inline,
-        inline_only=inline_module,
-    )
+    fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
     result, diags = run_build(root_abs, options=options, fetcher=fetcher)
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
         sys.stderr.write(render_text(diags, root=root_abs))
-        _annotate(diags, root=root_abs)
+        _annotate(diags, root=root_abs, environ=environ)
     if diags.has_errors:
-        raise typer.Exit(1)
-    if check:
+        return 1
+    if request.check:
         problems = _stale(out_abs, result.files)
         for line in problems:
             typer.echo(line, err=True)
-        raise typer.Exit(1 if problems else 0)
+        return 1 if problems else 0
     _check_out_modules(out, out_abs, root_abs, result.graph)
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
@@ -323,7 +420,7 @@ def build(
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
-    raise typer.Exit(exit_code(diags))
+    return exit_code(diags)
 
 
 @app.command()
@@ -337,6 +434,10 @@ def graph(
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
+    from flatten.lang.diagnostics import render_json, render_text
+    from flatten.reports.graph_render import render_graph
+    from flatten.stages.graph import build_graph
+
     root_abs = _root_dir(root)
     options = Options(dialect=dialect, offline=offline)
     module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
@@ -373,6 +474,11 @@ def providers(
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
+    from flatten.providers.audit import audit_json, audit_text, explain
+    from flatten.providers.checks import check_wiring
+    from flatten.stages.emit import dumps
+    from flatten.stages.graph import build_graph
+
     root_abs = _root_dir(root)
     fmt = _report_format(report_format, diagnostics_json)
     options = Options(dialect=dialect, offline=offline)
@@ -389,7 +495,7 @@ def providers(
     else:
         report = audit_text(wiring, diags)
     if fmt is ReportFormat.TEXT:
-        _annotate(diags, root=root_abs)  # the text diagnostics are part of the report
+        _annotate(diags, root=root_abs, environ=os.environ)  # the text diagnostics are part of the report
     else:
         sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
     sys.stdout.write(report)
@@ -400,11 +506,12 @@ def providers(
 INTERNAL_ERROR = 3
 
 
-def main() -> None:
+def main(runner: BuildRunner | None = None) -> None:
+    """Run the command line in ``sys.argv``; ``runner`` runs a build request (else ``run_request``)."""
     try:
         # One program name however it was started (`flatten`, `python -m flatten`): the usage
         # lines read the same, and shell completion answers to _FLATTEN_COMPLETE in both.
-        app(prog_name="flatten")
+        app(prog_name="flatten", obj=runner)
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["ReportFormat"]
+__all__ = ["GraphFormat", "ReportFormat"]
 
 
 class ReportFormat(StrEnum):
@@ -21,3 +21,13 @@ class ReportFormat(StrEnum):
     JSON = "json"
     SARIF = "sarif"
     JUNIT = "junit"
+
+
+class GraphFormat(StrEnum):
+    """How ``graph`` prints the module tree (flatten.reports.graph_render); here, so that the
+    command line names it without importing the renderer."""
+
+    TEXT = "text"
+    DOT = "dot"
+    MERMAID = "mermaid"
+    JSON = "json"

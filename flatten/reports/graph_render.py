@@ -8,10 +8,10 @@ with, the directory it loads, and the call's meta-arguments. Output is sorted th
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import JsonValue
+from flatten.reports import GraphFormat
 from flatten.sources.redact import redact_url
 from flatten.stages.emit import dumps
 from flatten.stages.graph import ModuleGraph, ModuleNode
@@ -20,13 +20,6 @@ from flatten.stages.load import display_path
 __all__ = ["GraphFormat", "render_graph"]
 
 _META = ("count", "for_each", "depends_on", "providers")
-
-
-class GraphFormat(StrEnum):
-    TEXT = "text"
-    DOT = "dot"
-    MERMAID = "mermaid"
-    JSON = "json"
 
 
 def _meta(node: ModuleNode) -> dict[str, JsonValue]:

@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable
 from urllib.parse import quote
 
-from flatten import __version__
 from flatten.lang.diagnostics import Diagnostic, Severity
+from flatten.lang.release import __version__
 from flatten.reports.base import SourceBase, location_text, rule_id
 
 __all__ = ["SCHEMA_URI", "render_sarif"]

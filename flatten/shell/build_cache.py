@@ -336,7 +336,7 @@ def enabled() -> bool:
 def _directory() -> Path:
     found = _STATE.get("directory")
     if found is None:
-        from flatten.shell.parse_cache import cache_root
+        from flatten.shell.cache_dir import cache_root
 
         found = _STATE["directory"] = cache_root() / "modules"
     assert isinstance(found, Path)
@@ -347,7 +347,7 @@ def version() -> str:
     """Return the tag of the code that computes an entry: flatten's source, parser libraries, Python."""
     found = _STATE.get("version")
     if found is None:
-        from flatten.shell.parse_cache import parser_version
+        from flatten.shell.cache_dir import parser_version
 
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())

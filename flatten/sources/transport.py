@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from flatten import __version__
+from flatten.lang.release import __version__
 from flatten.sources.env import Secret
 from flatten.sources.package import FetchError
 from flatten.sources.redact import redact_url

@@ -33,10 +33,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flatten import __version__
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
+from flatten.lang.release import __version__
 from flatten.shell.build_cache import emitted
 from flatten.sources.redact import redact_url
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_json

@@ -964,7 +964,7 @@ def _keep_grammar_cache() -> None:
         current = Path(hcl2_parser.PARSER_FILE)
         if current.exists() or os.access(current.parent, os.W_OK):
             return
-        from flatten.shell.parse_cache import cache_root
+        from flatten.shell.cache_dir import cache_root
 
         directory = cache_root() / "lark"
         directory.mkdir(parents=True, exist_ok=True)

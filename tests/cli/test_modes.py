@@ -7,6 +7,7 @@ nothing is written outside the test's temporary directory.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -165,7 +166,7 @@ def test_internal_error_is_one_paragraph_and_exit_3(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "run_build", broken)
+    monkeypatch.setattr(importlib.import_module("flatten.build"), "build", broken)
     monkeypatch.delenv("FLATTEN_TRACEBACK", raising=False)
     monkeypatch.setattr(sys, "argv", ["flatten", "build", str(root), "--out", str(tmp_path / "out")])
     with pytest.raises(SystemExit) as exc:

@@ -16,14 +16,16 @@ from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
 from support.files import write_tree
 from support.paths import DATA
+from typer.testing import CliRunner
 
+from flatten import cli
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Pos, Range
 from flatten.reports.base import SourceBase, find_base
 from flatten.reports.github import escape_data, escape_property, render_github
 from flatten.reports.junit import render_junit
 from flatten.reports.sarif import render_sarif
-from flatten.shell import parse_cache
+from flatten.shell import replay
 
 SCHEMA = json.loads((DATA / "reports" / "sarif-schema-2.1.0.json").read_text())
 OLD = 1_600_000_000 * 10**9
@@ -317,9 +319,15 @@ def test_build_records_never_replay_the_wrong_report(tmp_path: Path) -> None:
     assert flatten(tmp_path, "build", root, "--out", out).stderr == plain.stderr
     annotated = flatten(tmp_path, "build", root, "--out", out, GITHUB_ACTIONS="true")
     assert "\n::warning file=infra/main.tf,line=2," in annotated.stderr
-    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "sarif"])[3] is False  # type: ignore[index]
-    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format=text"])[3] is True  # type: ignore[index]
-    assert parse_cache._plain_build(["build", "r", "--out", "o", "--format", "xml"]) is None
+
+    def requests(*extra: str) -> list[cli.BuildRequest]:  # what typer parsed, not run
+        seen: list[cli.BuildRequest] = []
+        CliRunner().invoke(cli.app, ["build", "r", "--out", "o", *extra], obj=lambda r: seen.append(r) or 0)
+        return seen
+
+    [sarif], [text] = requests("--format", "sarif"), requests("--format=text")
+    assert not replay.replayable(sarif) and replay.replayable(text)
+    assert requests("--format", "xml") == []  # a usage error: no build at all
 
 
 # Any text a diagnostic can carry: control characters, XML and URI specials, quotes, newlines,

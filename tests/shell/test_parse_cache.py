@@ -1,6 +1,7 @@
 """The parse cache, the module cache, parallel prefetching and whole-build records.
 
-(``flatten.shell.parse_cache`` and ``flatten.shell.build_cache``.)
+(``flatten.shell.parse_cache``, ``flatten.shell.build_cache``, ``flatten.shell.prefetch``,
+``flatten.shell.replay`` and ``flatten.shell.process``.)
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from pathlib import Path
 
 import pytest
 from support.files import write_tree
+from typer.testing import CliRunner
 
+from flatten import cli
 from flatten.build import build
 from flatten.lang.model import Attribute, Block, Body, Expr, Module, Pos, Range
 from flatten.lang.options import Dialect, Options
-from flatten.shell import build_cache, parse_cache
+from flatten.shell import build_cache, parse_cache, process, replay
+from flatten.shell import prefetch as prefetching
 from flatten.stages import merge
 from flatten.stages.load import load_dir
 from flatten.stages.merge import merge_module
@@ -40,7 +44,7 @@ def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget every cache's in-process state (as a new process would start)."""
-    parse_cache.finish()
+    prefetching.finish()
     monkeypatch.setattr(parse_cache, "_CACHE", {})
     monkeypatch.setattr(parse_cache, "_MEMO", {})
     monkeypatch.setattr(build_cache, "_STATE", {})
@@ -87,7 +91,7 @@ def test_hit_returns_the_same_and_does_not_parse(monkeypatch: pytest.MonkeyPatch
     def boom(*args: object) -> None:
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(parse_cache, "_parse", boom)
+    monkeypatch.setattr(parse_cache, "parse_file", boom)
     assert repr(parse_cache.parse_cached(text, "main.tf", "native", options=Options())) == repr(first)
 
 
@@ -166,15 +170,15 @@ def _boom(*args: object, **kwargs: object) -> None:
 def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=12)
     want = _uncached_build(root, monkeypatch)
-    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
-    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
-    assert parse_cache.prefetch(root, options=Options(), workers=2) == 25  # 12 modules of 2 files, root
-    parse_cache.finish()
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    assert prefetching.prefetch(root, options=Options(), workers=2) == 25  # 12 modules of 2 files, root
+    prefetching.finish()
     cache = tmp_path / "cache"
     assert len(_files(cache / "modules")) == 13  # one entry per module
     assert len(_files(cache / "parse")) == 1  # whole modules computed in parallel store no per-file entry
-    assert parse_cache.prefetch(root, options=Options(), workers=2) == 0  # everything cached now
-    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    assert prefetching.prefetch(root, options=Options(), workers=2) == 0  # everything cached now
+    monkeypatch.setattr(parse_cache, "parse_file", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
     assert build(root, options=Options())[0].files == want
 
@@ -188,10 +192,10 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
     root = _tree(tmp_path / "src", modules=12)
     options = Options(provenance=provenance)
     want = _uncached_build(root, monkeypatch, provenance=provenance)
-    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_FILES", 2)
-    monkeypatch.setattr(parse_cache, "MIN_PARALLEL_BYTES", 1)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
     build_cache.track_modules()  # as the command line does
-    parse_cache.prefetch(root, options=options, workers=2)
+    prefetching.prefetch(root, options=options, workers=2)
     assert len(build_cache.EMITTED) == 12  # every module but the root, which calls them
     rendered: list[str] = []
     real = layout.module_json
@@ -203,7 +207,7 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
     monkeypatch.setattr(layout, "module_json", counting)
     assert build(root, options=options)[0].files == want
     assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
-    parse_cache.finish()
+    prefetching.finish()
     assert len(_files(tmp_path / "cache" / "emit")) == 13  # and stored for the next build
 
 
@@ -227,7 +231,7 @@ def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
     for prefetch in (False, True):
         if prefetch:
             edited.write_text(edited.read_text() + "# again\n")
-            parse_cache.prefetch(root, options=Options())
+            prefetching.prefetch(root, options=Options())
         merged.clear()
         got = build(root, options=Options())[0].files
         assert merged == ([] if prefetch else ["modules/m3"])  # prefetch merged it already
@@ -265,7 +269,7 @@ def test_module_key_covers_content_names_options_and_version(monkeypatch: pytest
 def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=1)
     want = build(root, options=Options())[0].files
-    parse_cache.finish()
+    prefetching.finish()
     entries = _files(tmp_path / "cache" / "modules")
     assert len(entries) == 2
     good = {p: p.read_bytes() for p in entries}
@@ -274,7 +278,7 @@ def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: 
             p.write_bytes(junk)
         _reset(monkeypatch)
         assert build(root, options=Options())[0].files == want
-    parse_cache.finish()
+    prefetching.finish()
     for p in entries:  # rewritten, holding what they held
         assert build_cache.decode(p.read_bytes(), p.name) == build_cache.decode(good[p], p.name) is not None
 
@@ -284,7 +288,7 @@ def test_merge_uses_the_stored_result_only_for_the_list_load_dir_returned(tmp_pa
     directory = root / "modules" / "m0"
     files, _ = load_dir(directory, root=root, options=Options())
     want, _ = merge_module(files, directory="modules/m0", options=Options())
-    parse_cache.finish()
+    prefetching.finish()
     files, _ = load_dir(directory, root=root, options=Options())  # from the cache now
     assert build_cache.merged(list(files), "modules/m0", Options()) is None  # another list
     assert build_cache.merged(files, "elsewhere", Options()) is None  # another directory: no result
@@ -299,7 +303,7 @@ def test_module_cache_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
     root = _tree(tmp_path / "src", modules=2)
     build(root, options=Options())
-    parse_cache.finish()
+    prefetching.finish()
     assert not _files(tmp_path / "cache" / "modules") and _files(tmp_path / "cache" / "parse")
 
 
@@ -385,11 +389,11 @@ def test_concurrent_builds_share_the_caches(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_prefetch_never_raises(tmp_path: Path) -> None:
-    assert parse_cache.prefetch(tmp_path / "missing", options=Options()) == 0
+    assert prefetching.prefetch(tmp_path / "missing", options=Options()) == 0
 
 
 def _fork_or_skip() -> None:
-    parse_cache.finish()
+    prefetching.finish()
     if threading.active_count() > 1:
         pytest.skip("other threads are running in the test process: a forked child could deadlock")
 
@@ -400,23 +404,23 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     root = _tree(tmp_path / "src", modules=12)
     want = _uncached_build(root, monkeypatch)
     _fork_or_skip()
-    take = parse_cache.prefetch_forked(root, options=Options())
+    take = prefetching.prefetch_forked(root, options=Options())
     assert take is not None
     take()
     assert len(build_cache.MEMO) == 13 and len(build_cache.PREREAD) == 13  # every module, as bytes
-    monkeypatch.setattr(parse_cache, "_parse", _boom)
+    monkeypatch.setattr(parse_cache, "parse_file", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
     assert build(root, options=Options())[0].files == want  # nothing parsed or merged again
-    parse_cache.finish()  # waits for the child, which writes its entries after handing them over
-    assert not parse_cache._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
+    prefetching.finish()  # waits for the child, which writes its entries after handing them over
+    assert not prefetching._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
     # Everything cached now: entries the child only read are not sent; the build reads them.
     _reset(monkeypatch)
-    take = parse_cache.prefetch_forked(root, options=Options())
+    take = prefetching.prefetch_forked(root, options=Options())
     assert take is not None
     take()
     assert not build_cache.MEMO and len(build_cache.PREREAD) == 13
     assert build(root, options=Options())[0].files == want
-    parse_cache.finish()
+    prefetching.finish()
 
 
 def test_forked_prefetch_never_taken_does_not_hang_the_exit(tmp_path: Path) -> None:
@@ -424,10 +428,10 @@ def test_forked_prefetch_never_taken_does_not_hang_the_exit(tmp_path: Path) -> N
     # child is blocked writing more than a pipe holds, and finish() must still return.
     root = _tree(tmp_path / "src", modules=60)
     _fork_or_skip()
-    assert parse_cache.prefetch_forked(root, options=Options()) is not None
-    pid = parse_cache._CHILDREN[-1][0]
+    assert prefetching.prefetch_forked(root, options=Options()) is not None
+    pid = prefetching._CHILDREN[-1][0]
     time.sleep(0.5)  # the child computes and starts writing meanwhile
-    done = threading.Thread(target=parse_cache.finish, daemon=True)
+    done = threading.Thread(target=prefetching.finish, daemon=True)
     done.start()
     done.join(timeout=30)
     if done.is_alive():
@@ -445,27 +449,31 @@ def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
     def crash(*args: object, **kwargs: object) -> int:
         raise MemoryError("in the child")
 
-    monkeypatch.setattr(parse_cache, "prefetch", crash)  # seen by the forked child only
-    take = parse_cache.prefetch_forked(root, options=Options())
+    monkeypatch.setattr(prefetching, "prefetch", crash)  # seen by the forked child only
+    take = prefetching.prefetch_forked(root, options=Options())
     assert take is not None
     take()
     assert not build_cache.MEMO
     assert build(root, options=Options())[0].files == want
-    parse_cache.finish()
+    prefetching.finish()
 
 
 def _cli(argv: list[str], calls: list[int]) -> None:
-    def run() -> None:
+    """Run the command line as the flatten program does (flatten.shell.process runs its build
+    requests); ``calls`` counts the builds that ran (not replayed)."""
+    real = cli.run_request
+
+    def counting(request: cli.BuildRequest) -> int:
         calls.append(1)
-        from flatten.cli import main
+        return real(request)
 
-        sys.argv = ["flatten", *argv]
-        main()
-
-    try:
-        parse_cache.run_build_command(argv, run)
-    except SystemExit as exc:
-        assert exc.code in (0, None)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cli, "run_request", counting)
+        m.setattr(sys, "argv", ["flatten", *argv])
+        try:
+            cli.main(runner=process.run_build)
+        except SystemExit as exc:
+            assert exc.code in (0, None)
 
 
 def test_build_record_replays_only_when_nothing_changed(
@@ -506,23 +514,52 @@ def test_build_record_refused_for_fresh_inputs(tmp_path: Path) -> None:
     assert calls == [1, 1]
 
 
-def test_command_lines_it_does_not_understand_run_unchanged(tmp_path: Path) -> None:
-    calls: list[int] = []
-    parse_cache.run_build_command(["graph", "."], lambda: calls.append(1))
-    parse_cache.run_build_command(["build", ".", "--out", "o", "--unknown"], lambda: calls.append(2))
-    assert calls == [1, 2]
-    assert parse_cache._plain_build(["build", "r", "-o", "o", "--dialect=opentofu"]) == (
-        Path("r").resolve(),
-        Path("o").resolve(),
-        Options(Dialect.OPENTOFU),
-        True,
-    )
+def _request(argv: list[str]) -> cli.BuildRequest | None:
+    """Return the build request typer makes of ``argv`` (None when it runs no build)."""
+    seen: list[cli.BuildRequest] = []
+
+    def runner(request: cli.BuildRequest) -> int:
+        seen.append(request)
+        return 0
+
+    CliRunner().invoke(cli.app, argv, obj=runner)
+    return seen[0] if seen else None
+
+
+def test_the_command_line_is_parsed_once_into_the_request_prefetch_and_records_use() -> None:
+    assert _request(["graph", "."]) is None and _request(["build", ".", "-o", "o", "--unknown"]) is None
+    request = _request(["build", "r", "-o", "o", "--dialect=opentofu"])
+    assert request is not None and (request.root, request.out) == (Path("r"), Path("o"))
     # Prefetch computes under the build's own options, so the build finds what it computed.
-    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--explicit-providers"])
-    assert found is not None and found[2] == Options(provenance=True, explicit_providers=True)
-    found = parse_cache._plain_build(["build", "r", "-o", "o", "--provenance", "--no-provenance"])
-    assert found is not None and found[2] == Options()
-    assert parse_cache._plain_build(["build", "r", "--out", "o", "--check"])[3] is False  # type: ignore[index]
+    assert request.options == Options(Dialect.OPENTOFU) and replay.replayable(request)
+    found = _request(["build", "r", "-o", "o", "--provenance", "--explicit-providers"])
+    assert found is not None and found.options == Options(provenance=True, explicit_providers=True)
+    found = _request(["build", "r", "-o", "o", "--provenance", "--no-provenance"])
+    assert found is not None and found.options == Options()
+    # A record replays stderr only, of a build that writes its output, with no network or inlining.
+    for extra in (["--check"], ["--diagnostics-json"], ["--format", "json"], ["--offline"], ["--inline"]):
+        found = _request(["build", "r", "-o", "o", *extra])
+        assert found is not None and not replay.replayable(found), extra
+
+
+def test_the_record_key_covers_the_request_and_the_environment_a_build_reads(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def key(*argv: str) -> Path:
+        request = _request(["build", *argv])
+        assert request is not None
+        return replay.record_path(tmp_path, request, Path("/r"), Path("/o"))
+
+    base = key("r", "-o", "o")
+    assert key("r", "--out", "o") == base  # the same request, however it was spelt
+    assert key("r", "-o", "/o") != base  # "wrote ... to /o": another message to replay
+    assert key("r", "-o", "o", "--provenance") != base
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # annotations in the text diagnostics
+    assert key("r", "-o", "o") != base
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    monkeypatch.setenv("FLATTEN_CACHE_KEY", "secret")  # a secret: never in a record's name
+    monkeypatch.setenv("UNRELATED", "1")
+    assert key("r", "-o", "o") == base
 
 
 def test_entry_point_end_to_end(tmp_path: Path) -> None:
@@ -574,7 +611,7 @@ def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
         module = load()
         want = dumps(module_json(module)).encode()
         assert build_cache.emitted(module, module, False, emit(module)) == want
-        parse_cache.finish()
+        prefetching.finish()
     assert computed == [1]  # the second time from the cache
     calls = [replace(b, labels=("renamed",)) if b.type == "module" else b for b in module.blocks]
     other = replace(module, blocks=tuple(calls))

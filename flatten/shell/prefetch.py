@@ -1,0 +1,509 @@
+"""Prefetch: compute ahead, in worker processes, what a build of a root will read from the caches.
+
+``prefetch`` follows local module calls from the root and parses (or, with the module cache,
+loads and merges) what the caches lack, in worker processes when there are enough files to pay
+for them (python-hcl2-notes §1.7). Results are keyed by content, so worker order never shows.
+``prefetch_forked`` runs it in a forked child while the build process imports the pipeline, and
+``finish`` waits for every writer and child it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flatten.lang.options import Dialect, Options
+from flatten.shell import parse_cache
+from flatten.shell.parse_cache import ParseCache, Result, default_cache, encode, module_sources
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from flatten.lang.model import Module
+    from flatten.stages.files import DirectoryListing
+
+__all__ = ["MIN_PARALLEL_BYTES", "MIN_PARALLEL_FILES", "finish", "prefetch", "prefetch_forked"]
+
+# Parallel parsing pays off above these (measured with scripts/bench, docs/performance.md).
+MIN_PARALLEL_FILES = 8
+MIN_PARALLEL_BYTES = 32_000
+_BATCH_BYTES = 64_000
+
+
+class _Writer:
+    """Writes entries on a background thread (file creation is slow; it releases the GIL)."""
+
+    def __init__(self, cache: ParseCache) -> None:
+        import queue
+
+        self.cache = cache
+        self.queue: queue.SimpleQueue[tuple[str, bytes | Result] | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="flatten-parse-cache", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            key, value = item
+            try:
+                data = value if isinstance(value, bytes) else encode(key, value)[1]
+                self.cache.write(key, data)
+            except Exception:
+                continue
+
+    def put(self, key: str, value: bytes | Result) -> None:
+        self.queue.put((key, value))
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join()
+
+
+_WRITERS: list[_Writer] = []
+# Prefetching processes (prefetch_forked), waited for by finish(): process id and pipe.
+_CHILDREN: list[tuple[int, io.BufferedReader]] = []
+
+
+def finish() -> None:
+    """Wait until every cache entry ``prefetch`` (or the module cache) queued is written."""
+    while _WRITERS:
+        _WRITERS.pop().close()
+    while _CHILDREN:
+        pid, pipe = _CHILDREN.pop()
+        # When nothing was taken (the build stopped first), a child still writing to the pipe
+        # would wait for a reader forever: closed, its write fails and it exits.
+        pipe.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    from flatten.shell import build_cache
+
+    build_cache.finish()
+
+
+_Job = tuple[str, str, str, str, Dialect]  # key, text, name, syntax, dialect
+
+
+def _work(jobs: list[_Job]) -> list[tuple[str, tuple[str, ...], bytes]]:
+    """Worker: parse each job; return each key's module sources and entry bytes."""
+    out = []
+    for key, text, name, syntax, dialect in jobs:
+        calls, data = encode(key, parse_cache.parse_file(text, name, syntax, dialect))
+        out.append((key, calls, data))
+    return out
+
+
+def _batches(jobs: list[_Job], parts: int) -> list[list[_Job]]:
+    total = sum(len(j[1]) for j in jobs)
+    size = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_Job]] = [[]]
+    acc = 0
+    for job in sorted(jobs, key=lambda j: -len(j[1])):
+        if acc >= size:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += len(job[1])
+    return out
+
+
+def prefetch(
+    root: Path, *, options: Options, workers: int | None = None, meanwhile: Callable[[], object] | None = None
+) -> int:
+    """Parse into the cache, in parallel, the files a build of ``root`` will read; return how many.
+
+    Follows local module calls (``./``, ``../``) from ``root``, level by level. Only files the
+    cache lacks are parsed; below ``MIN_PARALLEL_FILES``/``MIN_PARALLEL_BYTES`` uncached files
+    they are left to the build. ``meanwhile`` runs once while the workers parse (the command line
+    imports the rest of flatten there). Never raises: any trouble just leaves the work to the build.
+    """
+    cache = default_cache()
+    if cache is None:
+        return 0
+    from flatten.shell import build_cache
+
+    try:
+        if build_cache.enabled():
+            return _prefetch_modules(root.absolute(), options, workers, meanwhile)
+        return _prefetch(root.absolute(), cache, options, workers, meanwhile)
+    except Exception:
+        return 0
+
+
+def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | None:
+    """Run ``prefetch`` in a forked process; return a function that waits for it and takes in
+    what it prefetched, or None where it cannot (no fork, or the module cache is off).
+
+    Meanwhile this process imports the rest of flatten (0.2 s of a rebuild after one edit, which
+    prefetches in-process: reading every file and cache entry, parsing the edited file). The
+    child may start its own workers. It must be started before anything else runs threads (it is
+    forked). It writes the cache entries it computed after handing them over: ``finish`` waits
+    for it. Any trouble in the child just leaves the work to the build.
+    """
+    from flatten.shell import build_cache
+
+    if not hasattr(os, "fork") or not build_cache.enabled() or default_cache() is None:
+        return None
+    if threading.active_count() > 1:  # a lock another thread holds would stay held in the child
+        return None
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(read_end)
+            _worker_init(parent)
+            prefetch(root, options=options)
+            with os.fdopen(write_end, "wb") as sending:
+                sending.write(build_cache.export_prefetched())
+            finish()
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    received = os.fdopen(read_end, "rb")
+    _CHILDREN.append((pid, received))
+
+    def take() -> None:
+        with received:
+            data = received.read()
+        # A pickle, but from our own fork through a pipe only the two processes hold: trusted
+        # (what the child read from the cache it verified first; the rest it computed).
+        if data:  # else the child failed: the build computes what it needs
+            with contextlib.suppress(Exception):
+                build_cache.import_prefetched(data)
+
+    return take
+
+
+def _prefetch(
+    root: Path,
+    cache: ParseCache,
+    options: Options,
+    workers: int | None,
+    meanwhile: Callable[[], object] | None,
+) -> int:
+    from flatten.stages.files import list_config_files
+    from flatten.stages.load import display_path
+
+    if workers:
+        cpus = workers
+    elif hasattr(os, "sched_getaffinity"):
+        cpus = len(os.sched_getaffinity(0))
+    else:
+        cpus = os.cpu_count() or 1
+    pool: ProcessPoolExecutor | None = None
+    writer = _Writer(cache)
+    _WRITERS.append(writer)
+    seen = {root.resolve()}
+    level = [root]
+    done = 0
+    try:
+        while level:
+            jobs: list[_Job] = []
+            sources: list[tuple[Path, tuple[str, ...]]] = []
+            owner: dict[str, Path] = {}
+            for directory in level:
+                try:
+                    listing = list_config_files(directory, dialect=options.dialect)
+                except OSError:
+                    continue
+                for entry in listing.files:
+                    try:
+                        text = entry.path.read_bytes().decode("utf-8")
+                    except (OSError, UnicodeDecodeError):
+                        continue
+                    name = display_path(entry.path, root)
+                    key = cache.key(text, name, entry.syntax, options.dialect)
+                    found = cache.read(key)
+                    if found is None:
+                        jobs.append((key, text, name, entry.syntax, options.dialect))
+                        owner[key] = directory
+                    else:
+                        # Verified by read: the build decodes it from memory.
+                        parse_cache.remember(key, found[1])
+                        sources.append((directory, found[0]))
+            if jobs:
+                size = sum(len(j[1]) for j in jobs)
+                if cpus > 1 and len(jobs) >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                    if pool is None:
+                        pool = _pool(max(cpus - 1, 1))  # this process is the other worker
+                    batches = _batches(jobs, cpus)
+                    futures = [pool.submit(_work, b) for b in batches]
+                    if meanwhile is not None:
+                        meanwhile()
+                        meanwhile = None
+                    # This process parses too: it takes back batches no worker has started yet,
+                    # from the end of the queue, and keeps those results in memory for the build.
+                    results = []
+                    for future, batch in zip(reversed(futures), reversed(batches), strict=True):
+                        if not future.cancel():
+                            break
+                        for key, text, name, syntax, dialect in batch:
+                            result = parse_cache.parse_file(text, name, syntax, dialect)
+                            parse_cache.remember(key, result)
+                            writer.put(key, result)
+                            results.append((key, module_sources(result[0])))
+                    for future in futures:
+                        if not future.cancelled():
+                            # From our own worker processes (through the pool's pipes): trusted.
+                            for key, calls, data in future.result():
+                                parse_cache.remember(key, data)
+                                writer.put(key, data)
+                                results.append((key, calls))
+                    sources.extend((owner[key], calls) for key, calls in results)
+                    done += len(jobs)
+                else:
+                    # Too little to pay for processes: read them here, for their module calls.
+                    for key, text, name, syntax, dialect in jobs:
+                        result = parse_cache.parse_file(text, name, syntax, dialect)
+                        parse_cache.remember(key, result)
+                        writer.put(key, result)
+                        sources.append((owner[key], module_sources(result[0])))
+            level = _next_level(sources, seen)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) -> list[Path]:
+    """Return the directories not yet ``seen`` that local module calls in ``sources`` load, sorted.
+
+    ``sources`` pairs each module directory with the sources of its module calls.
+    """
+    level = []
+    for directory, calls in sources:
+        for source in calls:
+            if not source.startswith(("./", "../")):
+                continue
+            child = Path(os.path.normpath(directory / source))
+            try:
+                real = child.resolve()
+            except OSError:
+                continue
+            if real not in seen and child.is_dir():
+                seen.add(real)
+                level.append(child)
+    return sorted(level)
+
+
+def _cpus(workers: int | None) -> int:
+    if workers:
+        return workers
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+_ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, display path
+
+
+def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> list[tuple[str, object]]:
+    """Load and merge each module directory (through load_dir and merge_module, which fill the
+    module cache); return the entries computed, by key, instead of storing them. Per-file parse
+    entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
+    from flatten.shell import build_cache
+    from flatten.stages.load import load_dir
+    from flatten.stages.merge import merge_module
+
+    def run() -> None:
+        for directory, root, options, rel in jobs:
+            files, _ = load_dir(directory, root=root, options=options)
+            merge_module(files, directory=rel, options=options)
+
+    was_enabled = gc.isenabled()
+    gc.disable()  # loading allocates many small objects and frees none of them
+    try:
+        with parse_cache.file_entries(store_parses):
+            return list(build_cache.capture(run))
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+_Computed = tuple[str, tuple[str, ...], bytes, tuple[str, bytes] | None]
+
+
+def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
+    """Worker: compute each module; return each entry's key, module sources and bytes, and the
+    module's output bytes (by emit key) when it calls no other module."""
+    from flatten.shell import build_cache
+    from flatten.stages.emit import dumps, module_json
+
+    provenance = bool(jobs) and jobs[0][2].provenance  # one build's jobs: the same options
+
+    def render(module: Module) -> bytes:
+        return dumps(module_json(module, provenance=provenance)).encode("utf-8")
+
+    out: list[_Computed] = []
+    for key, entry in _compute_modules(jobs):
+        assert isinstance(entry, build_cache.ModuleEntry)
+        calls, data = build_cache.encode(key, entry)
+        out.append((key, calls, data, build_cache.emit_ahead(key, entry.module, provenance, render)))
+    return out
+
+
+def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
+    total = sum(size for _, size in jobs)
+    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_ModuleJob]] = [[]]
+    acc = 0
+    for job, size in sorted(jobs, key=lambda j: -j[1]):
+        if acc >= limit:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += size
+    return out
+
+
+def _prefetch_modules(
+    root: Path, options: Options, workers: int | None, meanwhile: Callable[[], object] | None
+) -> int:
+    """``prefetch`` with the module cache: whole modules are computed ahead, level by level.
+
+    A module whose entry exists is only read (its bytes wait in ``build_cache.MEMO`` for the
+    build, and its header names the modules it calls). The others are loaded and merged, in
+    worker processes (one per CPU) when there are enough files to pay for them, else in this
+    process, which keeps those entries as objects. A worker also emits the output of each
+    module that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
+    modules hold.
+    """
+    from flatten.shell import build_cache
+    from flatten.stages.files import list_config_files
+    from flatten.stages.load import display_path
+
+    cpus = _cpus(workers)
+    pool: ProcessPoolExecutor | None = None
+    seen = {root.resolve()}
+    level = [root]
+    done = 0
+    try:
+        while level:
+            jobs: list[tuple[_ModuleJob, int]] = []
+            files = 0
+            sources: list[tuple[Path, tuple[str, ...]]] = []
+            owner: dict[str, Path] = {}
+            listed: dict[str, DirectoryListing] = {}
+            for directory in level:
+                try:
+                    listing = list_config_files(directory, dialect=options.dialect)
+                    raws = [e.path.read_bytes() for e in listing.files]
+                except OSError:
+                    continue
+                rel = display_path(directory, root)
+                key = build_cache.module_key(
+                    rel,
+                    [
+                        (display_path(e.path, root), e.syntax, e.is_override, raw)
+                        for e, raw in zip(listing.files, raws, strict=True)
+                    ],
+                    options,
+                )
+                data = build_cache.read(key)
+                calls = None if data is None else build_cache.entry_calls(data, key)
+                if data is not None and calls is not None:
+                    build_cache.MEMO[key] = data  # the build decodes it from memory
+                    build_cache.READ.add(key)
+                    build_cache.note_read(directory, root, options, listing, key)
+                    sources.append((directory, calls))
+                    continue
+                owner[key] = directory
+                listed[key] = listing
+                jobs.append(((directory, root, options, rel), sum(len(r) for r in raws)))
+                files += len(raws)
+            if jobs:
+                size = sum(n for _, n in jobs)
+                results: list[tuple[str, tuple[str, ...]]] = []
+                if cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                    if pool is None:
+                        # One worker per CPU, and this process does not parse: whatever it
+                        # computes itself it must also encode, and emit in the layout, after the
+                        # parallel part (measured: 0.2 s more for the 200-module tree on 2 CPUs).
+                        # Meanwhile it imports the rest of flatten and keeps what workers send.
+                        pool = _pool(cpus)
+                    batches = _module_batches(jobs, cpus)
+                    futures = [pool.submit(_work_modules, b) for b in batches]
+                    if meanwhile is not None:
+                        meanwhile()
+                        meanwhile = None
+                    for future in futures:
+                        if not future.cancelled():
+                            for key, calls, data, output in future.result():
+                                build_cache.MEMO[key] = data
+                                build_cache.store(key, data)
+                                if output is not None:
+                                    build_cache.keep_emitted(*output)
+                                results.append((key, calls))
+                else:
+                    # Too little to pay for processes (typically the modules changed since the last build).
+                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True)))
+                for key, calls in results:
+                    if key in owner:  # else a file changed while it was read: the build reads it again
+                        sources.append((owner[key], calls))
+                        build_cache.note_read(owner[key], root, options, listed[key], key)
+                done += files
+            level = _next_level(sources, seen)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    return done
+
+
+def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]]]:
+    """Keep entries computed in this process for the build (as objects) and queue them for writing."""
+    from flatten.shell import build_cache
+
+    out = []
+    while computed:
+        key, entry = computed.pop()
+        assert isinstance(entry, build_cache.ModuleEntry)
+        # Encoded once, here, for both the writer and the build (which receives it as bytes from
+        # this forked child anyway): two encodings at once, one of them on the writer's thread,
+        # each with its pickler's memo, doubled the peak memory of a large module.
+        calls, data = build_cache.encode(key, entry)
+        del entry
+        build_cache.MEMO[key] = data
+        build_cache.store(key, data)
+        out.append((key, calls))
+    out.reverse()
+    return out
+
+
+def _pool(cpus: int) -> ProcessPoolExecutor:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    # fork reuses the modules this process already imported: workers start in milliseconds.
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(
+        max_workers=cpus, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)
+    )
+
+
+def _worker_init(parent: int) -> None:
+    """Make a worker die with the build: killed outright (SIGTERM while prefetching, SIGKILL), the
+    build would otherwise leave its workers waiting forever for work, holding its stderr open."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+    if os.getppid() != parent:  # the build ended before this worker could ask
+        os._exit(0)

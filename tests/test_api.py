@@ -1,0 +1,68 @@
+"""The library API (``flatten/__init__.py``) and what the ``flatten`` program loads at start-up."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import write_tree
+
+import flatten
+
+OLD = 1_000_000_000  # an mtime (2001) safely older than any build: the build may be recorded
+
+
+def test_the_public_names_build_a_configuration_even_after_the_pipeline_module_loads(
+    tmp_path: Path,
+) -> None:
+    import flatten.build  # the submodule of the same name must not hide the function
+
+    root = write_tree(tmp_path / "src", {"main.tf": 'variable "v" {\n  default = 1\n}\n'})
+    result, diags = flatten.build(root, options=flatten.Options(dialect=flatten.Dialect.OPENTOFU))
+    assert isinstance(result, flatten.BuildResult) and isinstance(diags, flatten.Diagnostics)
+    assert not diags.has_errors and b'"default": 1' in result.files["main.tf.json"]
+    broken = write_tree(tmp_path / "bad", {"main.tf": "variable {\n"})
+    result, diags = flatten.build(broken, options=flatten.Options())
+    [error] = diags.errors
+    assert isinstance(error, flatten.Diagnostic) and error.range is not None
+    assert result.files == {}
+    assert set(flatten.__all__) == {
+        "build",
+        "BuildResult",
+        "Options",
+        "Dialect",
+        "Diagnostic",
+        "Diagnostics",
+        "__version__",
+    }
+    assert all(getattr(flatten, name) is not None for name in flatten.__all__)
+
+
+def _imports(args: list[str], tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    """Run ``python -m flatten ARGS``; return it and the flatten modules it imported."""
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "flatten", *args], capture_output=True, text=True, env=env
+    )
+    found = {
+        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    }
+    return proc, {name for name in found if name.startswith("flatten")}
+
+
+def test_version_and_a_replayed_build_never_load_the_pipeline(tmp_path: Path) -> None:
+    proc, loaded = _imports(["--version"], tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith(f"flatten {flatten.__version__} (")
+    assert "flatten.build" not in loaded and "flatten.lang.model" not in loaded, sorted(loaded)
+    root = write_tree(tmp_path / "src", {"main.tf": 'module "m" {\n  source = "./m"\n}\n', "m/main.tf": ""})
+    for current, _, names in os.walk(root):
+        for name in [*names, "."]:
+            os.utime(os.path.join(current, name), ns=(OLD, OLD))
+    argv = ["build", str(root), "--out", str(tmp_path / "out")]
+    first, loaded = _imports(argv, tmp_path)
+    assert first.returncode == 0 and "flatten.build" in loaded  # built and recorded
+    again, loaded = _imports(argv, tmp_path)
+    assert again.returncode == 0 and "flatten: wrote 3 files to" in again.stderr
+    assert "flatten.build" not in loaded and "flatten.lang.model" not in loaded, sorted(loaded)  # replayed
