@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import write_tree
+from support.files import write_tree
 
 import flatten
 
