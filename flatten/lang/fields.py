@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 
-from flatten.lang.options import Dialect
+from flatten.lang.dialect import Dialect
 
 __all__ = ["BlockSchema", "Mode", "generic_schema", "top_schema"]
 
@@ -98,22 +98,26 @@ def _dynamic() -> BlockSchema:
     )
 
 
+def _static(dialect: Dialect) -> Mode:
+    """The mode of an argument OpenTofu evaluates statically and Terraform reads as a literal."""
+    return Mode.EXPR if dialect.allows("static_evaluation") else Mode.LITERAL
+
+
 def _resource(kind: str, dialect: Dialect) -> BlockSchema:
-    tofu = dialect is Dialect.OPENTOFU
     lifecycle_attrs: dict[str, Mode] = {}
     if kind in ("resource", "ephemeral"):
         lifecycle_attrs = {
             "create_before_destroy": Mode.LITERAL,
-            "prevent_destroy": Mode.EXPR if tofu else Mode.LITERAL,
+            "prevent_destroy": _static(dialect),
             "ignore_changes": Mode.IGNORE_CHANGES,
             "replace_triggered_by": Mode.EXPR_SOURCE_LIST,
         }
-        if tofu:
+        if dialect.allows("lifecycle_destroy"):
             lifecycle_attrs["destroy"] = Mode.LITERAL
-    if tofu:
+    if dialect.allows("enabled"):
         lifecycle_attrs["enabled"] = Mode.EXPR
     lifecycle_blocks: dict[str, BlockSchema] = dict(_conditions())
-    if kind == "resource" and not tofu:
+    if kind == "resource" and dialect.allows("actions"):
         lifecycle_blocks["action_trigger"] = BlockSchema(
             attributes={
                 "events": Mode.KEYWORD_LIST,
@@ -144,19 +148,18 @@ def _resource(kind: str, dialect: Dialect) -> BlockSchema:
 
 
 def _terraform(dialect: Dialect) -> BlockSchema:
-    tofu = dialect is Dialect.OPENTOFU
     # OpenTofu evaluates backend arguments with a static context (templates work);
     # Terraform reads them as literal values (spec §7.4).
-    backend_mode = Mode.EXPR if tofu else Mode.LITERAL
+    backend_mode = _static(dialect)
     blocks: dict[str, BlockSchema] = {
         "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
         "backend": generic_schema(backend_mode, 1),
         "cloud": generic_schema(backend_mode, 0),
         "provider_meta": generic_schema(Mode.LITERAL, 1),
     }
-    if tofu:
+    if dialect.allows("encryption"):
         blocks["encryption"] = generic_schema(Mode.EXPR, 0)
-    else:
+    if dialect.allows("state_store"):
         blocks["state_store"] = generic_schema(Mode.LITERAL, 1)
     return BlockSchema(
         attributes={
@@ -171,8 +174,7 @@ def _terraform(dialect: Dialect) -> BlockSchema:
 @cache
 def top_schema(dialect: Dialect) -> BlockSchema:
     """Return the schema of a configuration file's top level for ``dialect`` (spec §1)."""
-    tofu = dialect is Dialect.OPENTOFU
-    literal_or_static = Mode.EXPR if tofu else Mode.LITERAL
+    literal_or_static = _static(dialect)
     conditions = _conditions()
     variable = BlockSchema(
         labels=("name",),
@@ -196,11 +198,11 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         "deprecated": Mode.LITERAL,
         "depends_on": Mode.TRAVERSAL_LIST,
     }
-    if not tofu:
+    if dialect.allows("output_type"):
         output_attrs["type"] = Mode.TYPE
     output = BlockSchema(labels=("name",), attributes=output_attrs, blocks=conditions)
     module_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
-    if tofu:
+    if dialect.allows("enabled"):
         module_blocks["lifecycle"] = BlockSchema(attributes={"enabled": Mode.EXPR})
     module = BlockSchema(
         labels=("name",),
@@ -262,7 +264,7 @@ def top_schema(dialect: Dialect) -> BlockSchema:
             },
         ),
     }
-    if tofu:
+    if dialect.allows("language_block"):
         # Other software may add its own arguments under compatible_with; tofu ignores them.
         compatible_with = BlockSchema(
             attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True
@@ -271,7 +273,7 @@ def top_schema(dialect: Dialect) -> BlockSchema:
             attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
             blocks={"compatible_with": compatible_with},
         )
-    else:
+    if dialect.allows("actions"):
         blocks["action"] = BlockSchema(
             labels=("type", "name"),
             attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},

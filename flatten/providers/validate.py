@@ -4,7 +4,7 @@ Rule for the whole file: the checks of spec §4.7 run depth first over the modul
 before their parent, and within a module in the code order of ``provider_validation.go``
 (numbered 1–13 below); OpenTofu's instance-key checks (§4.8) are items 5–6. Severity and summary
 are copied from the engines; where the two word a summary differently it comes from
-``flatten.lang.diagnostics.SUMMARIES``. Each diagnostic carries the module path whose file its range
+``Dialect.word`` (``flatten/lang/dialect.py``). Each diagnostic carries the module path whose file its range
 points into. Maps that Go iterates in random order are iterated in declaration order here.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, summary
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Expr, Range
 from flatten.lang.options import Dialect, Options
 from flatten.stages.decode import value_traversals
@@ -316,7 +316,7 @@ def _check_module(
         words = "count, for_each, enabled or depends_on" if ctx.tofu else "count, for_each, or depends_on"
         out.append(
             Diagnostic.error(
-                summary("module_incompatible_meta", ctx.dialect),
+                ctx.dialect.word("module_incompatible_meta"),
                 f"The module at {module_text} is a legacy module which contains its own local provider "
                 f"configurations, and so calls to it may not use the {words} arguments.\n\nIf you also "
                 f"control the module {_q(parent_call.source)}, consider updating this module to instead "

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, summary
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Options
 from flatten.lang.types import (
     AnyType,
     ConversionError,
@@ -274,9 +274,9 @@ class _Merger:
     provider_metas: dict[str, tuple[int, Block]] = field(default_factory=dict)
     extra_terraform: int | None = None
 
-    @property
-    def tofu(self) -> bool:
-        return self.options.dialect is Dialect.OPENTOFU
+    def allows(self, feature: str) -> bool:
+        """Whether the dialect has ``feature`` (flatten/lang/dialect.py)."""
+        return self.options.dialect.allows(feature)
 
     # -- slots --
 
@@ -332,9 +332,9 @@ class _Merger:
                 self._first_only(i, item, "backend", self._dup_backend)
             elif item.type == "cloud":
                 self._first_only(i, item, "cloud", self._dup_cloud)
-            elif item.type == "state_store" and not self.tofu:
+            elif item.type == "state_store" and self.allows("state_store"):
                 self._first_only(i, item, "state_store", self._dup_state_store)
-            elif item.type == "encryption" and self.tofu:
+            elif item.type == "encryption" and self.allows("encryption"):
                 self._first_only(i, item, "encryption", self._dup_encryption)
             elif item.type == "provider_meta" and item.labels:
                 self._append_provider_meta(i, item)
@@ -365,7 +365,7 @@ class _Merger:
 
     def _dup_backend(self, existing: Block, item: Block) -> None:
         self.dup(
-            summary("duplicate_backend", self.options.dialect),
+            self.options.dialect.word("duplicate_backend"),
             "A module may have only one backend configuration. The backend was previously "
             f"configured at {existing.range}.",
             item.range,
@@ -373,7 +373,7 @@ class _Merger:
 
     def _dup_cloud(self, existing: Block, item: Block) -> None:
         self.dup(
-            summary("duplicate_cloud", self.options.dialect),
+            self.options.dialect.word("duplicate_cloud"),
             "A module may have only one 'cloud' block configuring a cloud backend. A cloud backend "
             f"was previously configured at {existing.range}.",
             item.range,
@@ -398,13 +398,13 @@ class _Merger:
     def check_state_settings(self) -> None:
         """After every primary file: at most one of backend, cloud and (tf) state_store (spec §2)."""
         backend, cloud = self._tf_find("backend"), self._tf_find("cloud")
-        store = None if self.tofu else self._tf_find("state_store")
+        store = self._tf_find("state_store") if self.allows("state_store") else None
         if store is not None and (backend is not None or cloud is not None):
             self._state_store_conflict(store, backend, cloud)
             return
         if backend is not None and cloud is not None:
             self.diags.error(
-                summary("backend_and_cloud", self.options.dialect),
+                self.options.dialect.word("backend_and_cloud"),
                 "A module may declare either one 'cloud' block configuring a cloud backend OR one "
                 f"'backend' block configuring a state backend. A cloud backend is configured at "
                 f"{cloud.range}; a backend is configured at {backend.range}. Remove the backend "
@@ -544,7 +544,7 @@ class _Merger:
             return f'Duplicate data "{type_}" configuration'
         if kind == "action":
             return f'Duplicate action "{type_}" configuration'
-        return summary("duplicate_ephemeral", self.options.dialect, type=type_)
+        return self.options.dialect.word("duplicate_ephemeral", type=type_)
 
     def _append_resource(self, i: int, block: Block) -> None:
         if len(block.labels) < 2:
@@ -683,7 +683,7 @@ class _Merger:
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(over.body.items, "deprecated")
-        if self.tofu and deprecated is not None and deprecated.value not in ("", None):
+        if self.allows("deprecation_messages") and deprecated is not None and deprecated.value not in ("", None):
             items = _set_attr(items, deprecated)
         merged = _with_items(base, items)
         state = self.variables.get(name) or _VarState(parse_type("any"), False, None)
@@ -862,7 +862,7 @@ class _Merger:
             self._merge_required_providers(rp)
         backends = _blocks(items, "backend")
         clouds = _blocks(items, "cloud")
-        stores = _blocks(items, "state_store") if not self.tofu else []
+        stores = _blocks(items, "state_store") if self.allows("state_store") else []
         settings = ("backend", "cloud", "state_store")
         if len(backends) > 1:
             self.diags.error(
@@ -875,7 +875,7 @@ class _Merger:
             self._replace_settings(settings, backends[0], backends[0].range)
         if len(clouds) > 1:
             self.diags.error(
-                summary("duplicate_cloud", self.options.dialect),
+                self.options.dialect.word("duplicate_cloud"),
                 "A module may have only one 'cloud' block configuring a cloud backend. A cloud backend "
                 f"was previously configured at {clouds[0].range}.",
                 clouds[1].range,
@@ -891,7 +891,7 @@ class _Merger:
             )
         elif stores:
             self._replace_settings(settings, stores[0], stores[0].range)
-        if self.tofu:
+        if self.allows("encryption"):
             encryptions = _blocks(items, "encryption")
             if len(encryptions) > 1:
                 self.diags.error(
@@ -932,7 +932,7 @@ class _Merger:
         self.set_block(i, _with_items(slot.block, _swap_identity(slot.block, base, new)), enc.range)
 
     def _merge_required_version(self, versions: list[Attribute], where: Range) -> None:
-        if self.tofu:
+        if self.allows("required_version_per_file"):
             # OpenTofu checks every file's constraint on its own: an override adds one (§3.2).
             for attr in versions:
                 self.add(Block("terraform", (), Body((attr,)), where))
@@ -1058,13 +1058,13 @@ class _Merger:
         description = _attr(o_items, "description")
         if description is not None and description.value not in ("", None):
             items = _set_attr(items, description)
-        names = ["value", "sensitive", "ephemeral"] + ([] if self.tofu else ["type"])
+        names = ["value", "sensitive", "ephemeral"] + (["type"] if self.allows("output_type") else [])
         for attr_name in names:
             attr = _attr(o_items, attr_name)
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(o_items, "deprecated")
-        if self.tofu and deprecated is not None and deprecated.value not in ("", None):
+        if self.allows("deprecation_messages") and deprecated is not None and deprecated.value not in ("", None):
             items = _set_attr(items, deprecated)
         self._unsupported_depends_on(o_items)
         self._no_conditions(o_items)
@@ -1111,7 +1111,7 @@ class _Merger:
 
     def _merge_resource(self, over: Block) -> None:
         kind = over.type
-        if kind == "ephemeral" and not self.tofu:
+        if kind == "ephemeral" and not self.allows("ephemeral_overrides"):
             return  # Terraform ignores ephemeral blocks in override files.
         if len(over.labels) < 2:
             return
@@ -1187,7 +1187,7 @@ class _Merger:
         base_lcs = _blocks(meta, "lifecycle")
         base = base_lcs[0] if base_lcs else None
         items: list[Item] = list(base.body.items) if base is not None else []
-        settable = {"create_before_destroy", "prevent_destroy"} | ({"destroy"} if self.tofu else set())
+        settable = {"create_before_destroy", "prevent_destroy"} | ({"destroy"} if self.allows("lifecycle_destroy") else set())
         for lc in overrides:
             for item in lc.body.items:
                 if isinstance(item, Attribute) and item.name in settable:
@@ -1203,7 +1203,7 @@ class _Merger:
                     ):
                         items = _set_attr(items, item)  # a non-empty list replaces; "all" is sticky (§3.8)
             triggers = _blocks(lc.body.items, "action_trigger")
-            if triggers and not self.tofu:
+            if triggers and self.allows("actions"):
                 items = [*_without(items, "action_trigger"), *triggers]
         if base is None:
             if not items:
@@ -1225,7 +1225,7 @@ class _Merger:
         if count is not None:
             present.append(("count", count))
         lifecycle = next(block.body.blocks_of("lifecycle"), None)
-        enabled = lifecycle.body.attribute("enabled") if lifecycle is not None and self.tofu else None
+        enabled = lifecycle.body.attribute("enabled") if lifecycle is not None and self.allows("enabled") else None
         if enabled is not None:
             present.append(("enabled", enabled))
         for_each = block.body.attribute("for_each")
@@ -1241,7 +1241,7 @@ class _Merger:
             f"Override leaves both {what} set" if len(names) == 2 else f"Override leaves {what} set",
             f"After override files were applied, {block.address} sets "
             + ", ".join(f'"{name}"' for name in names)
-            + f'. {"OpenTofu" if self.tofu else "Terraform"} evaluates "{kept}" first, so the flattened '
+            + f'. {self.options.dialect.product} evaluates "{kept}" first, so the flattened '
             f'configuration keeps "{kept}" and drops {dropped_text}.',
             kept_attr.name_range,
         )
@@ -1280,9 +1280,9 @@ class _Merger:
                 "A language block cannot appear in an override file.",
             ),
         }
-        if over.type == "removed" and not self.tofu:
+        if over.type == "removed" and not self.allows("removed_override_error"):
             return
-        if over.type == "language" and not self.tofu:
+        if over.type == "language" and not self.allows("language_block"):
             return
         summary_, detail = messages[over.type]
         self.diags.error(summary_, detail, over.range)
