@@ -2,8 +2,8 @@
 
 A summary is a short fixed phrase copied word for word from Terraform or OpenTofu; where the two
 engines word it differently the text comes from ``Dialect.word`` (the one table of differences,
-``flatten/lang/dialect.py``, not ``if`` statements at call sites). The detail is full sentences. Rendering follows ``terraform validate`` for text
-and ``terraform validate -json`` for JSON.
+``flatten/lang/dialect.py``, not ``if`` statements at call sites). The detail is full sentences.
+Rendering follows ``terraform validate`` for text and ``terraform validate -json`` for JSON.
 """
 
 from __future__ import annotations

@@ -87,13 +87,16 @@ WORDING: Mapping[str, Differs[str]] = MappingProxyType(
         "duplicate_backend": Differs(
             "Duplicate 'backend' configuration block", "Duplicate backend configuration"
         ),
-        "duplicate_cloud": Differs("Duplicate HCP Terraform configurations", "Duplicate cloud configurations"),
+        "duplicate_cloud": Differs(
+            "Duplicate HCP Terraform configurations", "Duplicate cloud configurations"
+        ),
         "backend_and_cloud": Differs(
             "Conflicting 'cloud' and 'backend' configuration blocks are present",
             "Both a backend and a cloud configuration are present",
         ),
         "duplicate_ephemeral": Differs(
-            'Duplicate ephemeral "{type}" configuration', 'Duplicate ephemeral resource "{type}" configuration'
+            'Duplicate ephemeral "{type}" configuration',
+            'Duplicate ephemeral resource "{type}" configuration',
         ),
         "module_incompatible_meta": Differs(
             "Module is incompatible with count, for_each, and depends_on",
@@ -104,7 +107,9 @@ WORDING: Mapping[str, Differs[str]] = MappingProxyType(
             "Invalid lifecycle configuration for ephemeral resource",
         ),
         # Phrases inside details.
-        "repetition_arguments": Differs("count, for_each, or depends_on", "count, for_each, enabled or depends_on"),
+        "repetition_arguments": Differs(
+            "count, for_each, or depends_on", "count, for_each, enabled or depends_on"
+        ),
         "invalid_source_noun": Differs("address", "string"),  # "invalid source address: x"
         "ssh_url_kind": Differs("Git", "GitHub"),  # "error parsing Git SSH URL: ..."
     }

@@ -30,7 +30,6 @@ __all__ = ["for_each_identical", "validate_provider_configs"]
 @dataclass(frozen=True, slots=True)
 class _Context:
     naming: Naming
-    tofu: bool
     dialect: Dialect
     resolved: bool  # False: the tree had load errors, so provider types were never resolved
 
@@ -50,7 +49,7 @@ def validate_provider_configs(
     types"). Never raises; malformed declarations were already reported by the decoder and are
     skipped.
     """
-    ctx = _Context(Naming(options.dialect), options.dialect is Dialect.OPENTOFU, options.dialect, resolved)
+    ctx = _Context(Naming(options.dialect), options.dialect, resolved)
     return _validate(graph, graph.root, decls, None, None, {}, ctx)
 
 
@@ -131,7 +130,7 @@ def _check_module(
     naming = ctx.naming
     path = decl.path
     caller_path = path[:-1]
-    product = naming.product
+    product = ctx.dialect.product
 
     configured: dict[str, Range] = {}
     empty_configs: dict[str, Range] = {}
@@ -184,7 +183,11 @@ def _check_module(
             config_aliases[alias.compact] = req.provider
 
     # 3–4: implied local names of resources without a provider argument.
-    modes = ("managed", "data", "ephemeral") if ctx.tofu else ("managed", "data")
+    modes = (
+        ("managed", "data", "ephemeral")
+        if ctx.dialect.allows("ephemeral_implied_providers")
+        else ("managed", "data")
+    )
     for res in decl.resources:
         if res.mode not in modes or res.ref is not None:
             continue
@@ -229,7 +232,7 @@ def _check_module(
     parent_text = "the root module" if len(path) <= 1 else module_address(caller_path)
 
     # 5–6 (OpenTofu): instance keys on provider references.
-    if ctx.tofu:
+    if ctx.dialect.allows("provider_instance_keys"):
         for call in decl.calls:
             for entry in call.passed:
                 if entry.child.key is not None:
@@ -313,7 +316,7 @@ def _check_module(
 
     # 9: legacy modules under count / for_each / enabled / depends_on.
     if configured and no_config is not None:
-        words = "count, for_each, enabled or depends_on" if ctx.tofu else "count, for_each, or depends_on"
+        words = ctx.dialect.word("repetition_arguments")
         out.append(
             Diagnostic.error(
                 ctx.dialect.word("module_incompatible_meta"),

@@ -596,7 +596,11 @@ class _Checker:
             if attr is not None:
                 self.bool_argument(attr)
         deprecated = body.attribute("deprecated")
-        if self.dialect.allows("deprecation_messages") and deprecated is not None and _blank(deprecated.value):
+        if (
+            self.dialect.allows("deprecation_messages")
+            and deprecated is not None
+            and _blank(deprecated.value)
+        ):
             self.error(
                 "Invalid `deprecated` value",
                 'The "deprecated" argument must not be empty, and should provide instructions on how '
@@ -713,7 +717,11 @@ class _Checker:
             if attr is not None:
                 self.bool_argument(attr)
         deprecated = body.attribute("deprecated")
-        if self.dialect.allows("deprecation_messages") and deprecated is not None and _blank(deprecated.value):
+        if (
+            self.dialect.allows("deprecation_messages")
+            and deprecated is not None
+            and _blank(deprecated.value)
+        ):
             self.error(
                 "Invalid `deprecated` attribute",
                 'The "deprecated" argument must not be empty, and should provide instructions on how '
@@ -788,7 +796,9 @@ class _Checker:
                 version.expr.range,
             )
             self.version_constraint(version)
-        reserved = ["count", "depends_on", "source"] + ([] if self.dialect.allows("provider_for_each") else ["for_each"])
+        reserved = ["count", "depends_on", "source"] + (
+            [] if self.dialect.allows("provider_for_each") else ["for_each"]
+        )
         for attr in body.attributes:
             if attr.name in reserved:
                 self.error(
@@ -798,7 +808,12 @@ class _Checker:
                     attr.name_range,
                 )
         for_each = body.attribute("for_each")
-        if self.dialect.allows("provider_for_each") and for_each is not None and alias is None and not self.file.is_override:
+        if (
+            self.dialect.allows("provider_for_each")
+            and for_each is not None
+            and alias is None
+            and not self.file.is_override
+        ):
             self.error(
                 'Alias required when using "for_each"',
                 'The "for_each" argument in a provider block requires an "alias" argument, because '
@@ -1028,7 +1043,9 @@ class _Checker:
             for key, val in providers.value.items():
                 self.provider_reference(key, providers.expr.range)
                 self.provider_reference(val, providers.expr.range)
-        reserved = ("locals", "provider") if self.dialect.allows("enabled") else ("locals", "provider", "lifecycle")
+        reserved = (
+            ("locals", "provider") if self.dialect.allows("enabled") else ("locals", "provider", "lifecycle")
+        )
         for nested in body.blocks:
             if nested.type in reserved:
                 self.reserved_block(nested, "module")
@@ -1302,7 +1319,9 @@ class _Checker:
         return destroy
 
     def only_self_refs(self, body: Body, skip: tuple[str, ...] = ()) -> None:
-        allowed = {"self", "path", "terraform"} | ({"tofu"} if self.dialect.allows("tofu_references") else set())
+        allowed = {"self", "path", "terraform"} | (
+            {"tofu"} if self.dialect.allows("tofu_references") else set()
+        )
         for attr in body.attributes:
             if attr.name in skip:
                 continue

@@ -683,7 +683,11 @@ class _Merger:
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(over.body.items, "deprecated")
-        if self.allows("deprecation_messages") and deprecated is not None and deprecated.value not in ("", None):
+        if (
+            self.allows("deprecation_messages")
+            and deprecated is not None
+            and deprecated.value not in ("", None)
+        ):
             items = _set_attr(items, deprecated)
         merged = _with_items(base, items)
         state = self.variables.get(name) or _VarState(parse_type("any"), False, None)
@@ -1064,7 +1068,11 @@ class _Merger:
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(o_items, "deprecated")
-        if self.allows("deprecation_messages") and deprecated is not None and deprecated.value not in ("", None):
+        if (
+            self.allows("deprecation_messages")
+            and deprecated is not None
+            and deprecated.value not in ("", None)
+        ):
             items = _set_attr(items, deprecated)
         self._unsupported_depends_on(o_items)
         self._no_conditions(o_items)
@@ -1187,7 +1195,9 @@ class _Merger:
         base_lcs = _blocks(meta, "lifecycle")
         base = base_lcs[0] if base_lcs else None
         items: list[Item] = list(base.body.items) if base is not None else []
-        settable = {"create_before_destroy", "prevent_destroy"} | ({"destroy"} if self.allows("lifecycle_destroy") else set())
+        settable = {"create_before_destroy", "prevent_destroy"} | (
+            {"destroy"} if self.allows("lifecycle_destroy") else set()
+        )
         for lc in overrides:
             for item in lc.body.items:
                 if isinstance(item, Attribute) and item.name in settable:
@@ -1225,7 +1235,9 @@ class _Merger:
         if count is not None:
             present.append(("count", count))
         lifecycle = next(block.body.blocks_of("lifecycle"), None)
-        enabled = lifecycle.body.attribute("enabled") if lifecycle is not None and self.allows("enabled") else None
+        enabled = (
+            lifecycle.body.attribute("enabled") if lifecycle is not None and self.allows("enabled") else None
+        )
         if enabled is not None:
             present.append(("enabled", enabled))
         for_each = block.body.attribute("for_each")
