@@ -19,7 +19,7 @@ from functools import cache
 
 from flatten.lang.dialect import Dialect
 
-__all__ = ["BlockSchema", "Mode", "generic_schema", "top_schema"]
+__all__ = ["BlockSchema", "Mode", "generic_schema"]
 
 
 class Mode(Enum):
@@ -147,7 +147,11 @@ def _resource(kind: str, dialect: Dialect) -> BlockSchema:
     )
 
 
-def _terraform(dialect: Dialect) -> BlockSchema:
+# -- one schema per top-level block type; flatten/lang/blocks.py says which types a dialect has,
+# -- and gives each its labels.
+
+
+def terraform_schema(dialect: Dialect) -> BlockSchema:
     # OpenTofu evaluates backend arguments with a static context (templates work);
     # Terraform reads them as literal values (spec §7.4).
     backend_mode = _static(dialect)
@@ -171,13 +175,13 @@ def _terraform(dialect: Dialect) -> BlockSchema:
     )
 
 
-@cache
-def top_schema(dialect: Dialect) -> BlockSchema:
-    """Return the schema of a configuration file's top level for ``dialect`` (spec §1)."""
-    literal_or_static = _static(dialect)
-    conditions = _conditions()
-    variable = BlockSchema(
-        labels=("name",),
+def required_providers_schema(dialect: Dialect) -> BlockSchema:
+    # Only valid inside terraform {}; read so that decode can say so (spec §4.1).
+    return BlockSchema(other=Mode.REQUIRED_PROVIDER)
+
+
+def variable_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
         attributes={
             "type": Mode.TYPE,
             "default": Mode.LITERAL,
@@ -190,6 +194,13 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         },
         blocks={"validation": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR})},
     )
+
+
+def locals_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(other=Mode.EXPR)
+
+
+def output_schema(dialect: Dialect) -> BlockSchema:
     output_attrs = {
         "value": Mode.EXPR,
         "description": Mode.LITERAL,
@@ -200,12 +211,15 @@ def top_schema(dialect: Dialect) -> BlockSchema:
     }
     if dialect.allows("output_type"):
         output_attrs["type"] = Mode.TYPE
-    output = BlockSchema(labels=("name",), attributes=output_attrs, blocks=conditions)
+    return BlockSchema(attributes=output_attrs, blocks=_conditions())
+
+
+def module_schema(dialect: Dialect) -> BlockSchema:
+    literal_or_static = _static(dialect)
     module_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
     if dialect.allows("enabled"):
         module_blocks["lifecycle"] = BlockSchema(attributes={"enabled": Mode.EXPR})
-    module = BlockSchema(
-        labels=("name",),
+    return BlockSchema(
         attributes={
             "source": literal_or_static,
             "version": literal_or_static,
@@ -218,65 +232,77 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         other=Mode.EXPR,
         other_blocks=True,
     )
+
+
+def provider_schema(dialect: Dialect) -> BlockSchema:
     provider_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
-    provider = BlockSchema(
-        labels=("name",),
+    return BlockSchema(
         attributes={"alias": Mode.LITERAL, "version": Mode.LITERAL, "for_each": Mode.EXPR},
         blocks=provider_blocks,
         other=Mode.EXPR,
         other_blocks=True,
     )
-    removed_lifecycle = BlockSchema(attributes={"destroy": Mode.LITERAL})
-    blocks: dict[str, BlockSchema] = {
-        "terraform": _terraform(dialect),
-        "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
-        "provider": provider,
-        "variable": variable,
-        "locals": BlockSchema(other=Mode.EXPR),
-        "output": output,
-        "module": module,
-        "resource": _resource("resource", dialect),
-        "data": _resource("data", dialect),
-        "ephemeral": _resource("ephemeral", dialect),
-        "moved": BlockSchema(attributes={"from": Mode.TRAVERSAL, "to": Mode.TRAVERSAL}),
-        "import": BlockSchema(
-            attributes={
-                "to": Mode.TRAVERSAL,
-                "id": Mode.EXPR,
-                "identity": Mode.EXPR,
-                "provider": Mode.TRAVERSAL,
-                "for_each": Mode.EXPR,
-            }
-        ),
-        "removed": BlockSchema(
-            attributes={"from": Mode.TRAVERSAL},
-            blocks={
-                "lifecycle": removed_lifecycle,
-                "provisioner": _provisioner(),
-                "connection": _connection(),
-            },
-        ),
-        "check": BlockSchema(
-            labels=("name",),
-            blocks={
-                "data": _resource("data", dialect),
-                "assert": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR}),
-            },
-        ),
-    }
-    if dialect.allows("language_block"):
-        # Other software may add its own arguments under compatible_with; tofu ignores them.
-        compatible_with = BlockSchema(
-            attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True
-        )
-        blocks["language"] = BlockSchema(
-            attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
-            blocks={"compatible_with": compatible_with},
-        )
-    if dialect.allows("actions"):
-        blocks["action"] = BlockSchema(
-            labels=("type", "name"),
-            attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},
-            blocks={"config": generic_schema(Mode.EXPR, 0)},
-        )
-    return BlockSchema(blocks=blocks)
+
+
+def resource_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("resource", dialect)
+
+
+def data_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("data", dialect)
+
+
+def ephemeral_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("ephemeral", dialect)
+
+
+def moved_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(attributes={"from": Mode.TRAVERSAL, "to": Mode.TRAVERSAL})
+
+
+def import_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={
+            "to": Mode.TRAVERSAL,
+            "id": Mode.EXPR,
+            "identity": Mode.EXPR,
+            "provider": Mode.TRAVERSAL,
+            "for_each": Mode.EXPR,
+        }
+    )
+
+
+def removed_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={"from": Mode.TRAVERSAL},
+        blocks={
+            "lifecycle": BlockSchema(attributes={"destroy": Mode.LITERAL}),
+            "provisioner": _provisioner(),
+            "connection": _connection(),
+        },
+    )
+
+
+def check_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        blocks={
+            "data": _resource("data", dialect),
+            "assert": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR}),
+        },
+    )
+
+
+def language_schema(dialect: Dialect) -> BlockSchema:
+    # Other software may add its own arguments under compatible_with; tofu ignores them.
+    compatible_with = BlockSchema(attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True)
+    return BlockSchema(
+        attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
+        blocks={"compatible_with": compatible_with},
+    )
+
+
+def action_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},
+        blocks={"config": generic_schema(Mode.EXPR, 0)},
+    )

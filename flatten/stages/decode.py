@@ -20,8 +20,10 @@ table of differences (``flatten/lang/dialect.py``): ``dialect.word(...)``, ``dia
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 
+from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
@@ -559,9 +561,9 @@ class _Checker:
 
     def run(self) -> Diagnostics:
         for block in self.file.body.blocks:
-            handler = getattr(self, "block_" + block.type, None)
+            handler = _CHECKS.get(block.type)  # the check BLOCKS names for this type (lang/blocks.py)
             if handler is not None:
-                handler(block)
+                handler(self, block)
         return self.diags
 
     # -- top-level blocks --------------------------------------------------------------------
@@ -1371,6 +1373,12 @@ class _Checker:
                         if _within(rng, lc.body.range):
                             return res.type
         return None
+
+
+# Block type -> its per-file check, as flatten/lang/blocks.py names it (a missing method fails here).
+_CHECKS: Mapping[str, Callable[[_Checker, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Checker, "block_" + b.check) for b in BLOCKS if b.check is not None}
+)
 
 
 def _ignored_attributes(value: JsonValue, ty: Type, path: str) -> Iterator[str]:

@@ -22,10 +22,12 @@ block that overrides merged into records every contributing definition in ``Bloc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from types import MappingProxyType
 
+from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
 from flatten.lang.options import Options
@@ -317,7 +319,7 @@ class _Merger:
 
     def append_file(self, file: ParsedFile) -> None:
         for block in file.body.blocks:
-            handler = _APPEND.get(block.type)
+            handler = _APPEND.get(block.type)  # the rule BLOCKS names for this type (lang/blocks.py)
             i = self.add(block)
             if handler is not None:
                 handler(self, i, block)
@@ -669,7 +671,7 @@ class _Merger:
             )
         return state
 
-    def _merge_variable(self, i: int, base: Block, over: Block) -> None:
+    def _merge_variable_into(self, i: int, base: Block, over: Block) -> None:
         name = base.labels[0]
         items = list(base.body.items)
         for block in _blocks(over.body.items, "validation"):
@@ -813,7 +815,7 @@ class _Merger:
         for block in file.body.blocks:
             if block.type == "terraform":
                 continue
-            handler = _MERGE.get(block.type)
+            handler = _MERGE.get(block.type)  # the rule BLOCKS names for this type (lang/blocks.py)
             if handler is not None:
                 handler(self, block)
 
@@ -999,7 +1001,7 @@ class _Merger:
 
     # -- variable, locals, output (§3.4–§3.6) --
 
-    def _merge_variable_block(self, over: Block) -> None:
+    def _merge_variable(self, over: Block) -> None:
         name = over.labels[0] if over.labels else ""
         i = self.index.get(("variable", name))
         if i is None:
@@ -1010,7 +1012,7 @@ class _Merger:
                 over.range,
             )
             return
-        self._merge_variable(i, self.slots[i].block, over)
+        self._merge_variable_into(i, self.slots[i].block, over)
 
     def _merge_locals(self, over: Block) -> None:
         for attr in over.body.attributes:
@@ -1272,7 +1274,7 @@ class _Merger:
 
     # -- blocks that may not appear in override files (§3.9) --
 
-    def _cannot(self, over: Block) -> None:
+    def _merge_cannot(self, over: Block) -> None:
         messages = {
             "moved": (
                 "Cannot override 'moved' blocks",
@@ -1347,37 +1349,14 @@ def _merge_encryption_items(base: list[Item], override: list[Item]) -> list[Item
     return out
 
 
-_APPEND: dict[str, Callable[[_Merger, int, Block], None]] = {
-    "terraform": _Merger._append_terraform,
-    "provider": _Merger._append_provider,
-    "variable": _Merger._append_variable,
-    "locals": _Merger._append_locals,
-    "output": _Merger._append_output,
-    "module": _Merger._append_module,
-    "resource": _Merger._append_resource,
-    "data": _Merger._append_resource,
-    "ephemeral": _Merger._append_resource,
-    "action": _Merger._append_resource,
-    "check": _Merger._append_check,
-    "import": _Merger._append_import,
-}
-
-_MERGE: dict[str, Callable[[_Merger, Block], None]] = {
-    "provider": _Merger._merge_provider,
-    "variable": _Merger._merge_variable_block,
-    "locals": _Merger._merge_locals,
-    "output": _Merger._merge_output,
-    "module": _Merger._merge_module,
-    "resource": _Merger._merge_resource,
-    "data": _Merger._merge_resource,
-    "ephemeral": _Merger._merge_resource,
-    "action": _Merger._merge_resource,
-    "moved": _Merger._cannot,
-    "import": _Merger._cannot,
-    "removed": _Merger._cannot,
-    "check": _Merger._cannot,
-    "language": _Merger._cannot,
-}
+# Block type -> how a primary file's block is appended and an override file's block applied, as
+# flatten/lang/blocks.py names them (a missing method fails here, at import).
+_APPEND: Mapping[str, Callable[[_Merger, int, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Merger, "_append_" + b.append) for b in BLOCKS if b.append is not None}
+)
+_MERGE: Mapping[str, Callable[[_Merger, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Merger, "_merge_" + b.merge) for b in BLOCKS if b.merge is not None}
+)
 
 
 def _provider_sources(files: Sequence[ParsedFile]) -> dict[str, str]:
