@@ -51,12 +51,16 @@ _BAD_IDENTIFIER = (
 
 # Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
 # reports these situations with its own summary (see ``superseded``).
-_REPLACES: dict[str, tuple[str, ...]] = {
-    "Invalid language edition": ("Quoted keywords are deprecated",),
-    "Invalid data resource lifecycle argument": ("Unsupported argument", "Extraneous JSON object property"),
-    "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
-    "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
-}
+_REPLACES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "Invalid language edition": ("Quoted keywords are deprecated",),
+        "Invalid data resource lifecycle argument": (
+            "Unsupported argument",
+            "Extraneous JSON object property",
+        ),
+        **{d.word("ephemeral_lifecycle"): ("Invalid expression",) for d in Dialect},
+    }
+)
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")

@@ -60,7 +60,9 @@ _RESOURCE_META_ATTRS = frozenset({"count", "for_each", "provider", "depends_on"}
 _MODULE_META_ATTRS = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 _PROVIDER_META_ATTRS = frozenset({"alias", "version", "for_each"})
 # Nested block types the loaders know, with their label count (for JSON attribute forms).
-_KNOWN_BLOCKS = {"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0}
+_KNOWN_BLOCKS: Mapping[str, int] = MappingProxyType(
+    {"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0}
+)
 _CONDITIONS = ("precondition", "postcondition")
 _STATIC_ADDR = re.compile(r'^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*|\[(\d+|"[^"]*")\])*$')
 _DEFAULT_REGISTRY = re.compile(r"^(registry\.terraform\.io|registry\.opentofu\.org)/", re.IGNORECASE)
