@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.fields import top_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers

@@ -1,9 +1,9 @@
 """Diagnostics: what went wrong, where, and what to do; carried beside values, never raised.
 
 A summary is a short fixed phrase copied word for word from Terraform or OpenTofu; where the two
-engines word it differently the text comes from ``SUMMARIES`` (one table, not ``if`` statements
-at call sites). The detail is full sentences. Rendering follows ``terraform validate`` for text
-and ``terraform validate -json`` for JSON.
+engines word it differently the text comes from ``Dialect.word`` (the one table of differences,
+``flatten/lang/dialect.py``, not ``if`` statements at call sites). The detail is full sentences.
+Rendering follows ``terraform validate`` for text and ``terraform validate -json`` for JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import Range
-from flatten.lang.options import Dialect
 from flatten.sources.redact import redact_url
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "Severity",
     "render_json",
     "render_text",
-    "summary",
 ]
 
 
@@ -88,36 +86,6 @@ class Diagnostics(list[Diagnostic]):
     @property
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self if d.severity is Severity.WARNING]
-
-
-# Summaries that Terraform and OpenTofu word differently (spec §2, §3, §4.7).
-SUMMARIES: dict[str, dict[Dialect, str]] = {
-    "duplicate_backend": {
-        Dialect.TERRAFORM: "Duplicate 'backend' configuration block",
-        Dialect.OPENTOFU: "Duplicate backend configuration",
-    },
-    "duplicate_cloud": {
-        Dialect.TERRAFORM: "Duplicate HCP Terraform configurations",
-        Dialect.OPENTOFU: "Duplicate cloud configurations",
-    },
-    "backend_and_cloud": {
-        Dialect.TERRAFORM: "Conflicting 'cloud' and 'backend' configuration blocks are present",
-        Dialect.OPENTOFU: "Both a backend and a cloud configuration are present",
-    },
-    "duplicate_ephemeral": {
-        Dialect.TERRAFORM: 'Duplicate ephemeral "{type}" configuration',
-        Dialect.OPENTOFU: 'Duplicate ephemeral resource "{type}" configuration',
-    },
-    "module_incompatible_meta": {
-        Dialect.TERRAFORM: "Module is incompatible with count, for_each, and depends_on",
-        Dialect.OPENTOFU: "Module is incompatible with count, for_each, enabled and depends_on",
-    },
-}
-
-
-def summary(key: str, dialect: Dialect, **fields: str) -> str:
-    """Return the summary for ``key`` in ``dialect``'s wording, with ``fields`` filled in."""
-    return SUMMARIES[key][dialect].format(**fields)
 
 
 def _range_json(r: Range) -> dict[str, object]:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
 
-from flatten.lang.options import Dialect
+from flatten.lang.dialect import Dialect
 
-__all__ = ["BlockSchema", "Mode", "generic_schema", "top_schema"]
+__all__ = ["BlockSchema", "Mode", "generic_schema"]
 
 
 class Mode(Enum):
@@ -98,22 +98,26 @@ def _dynamic() -> BlockSchema:
     )
 
 
+def _static(dialect: Dialect) -> Mode:
+    """The mode of an argument OpenTofu evaluates statically and Terraform reads as a literal."""
+    return Mode.EXPR if dialect.allows("static_evaluation") else Mode.LITERAL
+
+
 def _resource(kind: str, dialect: Dialect) -> BlockSchema:
-    tofu = dialect is Dialect.OPENTOFU
     lifecycle_attrs: dict[str, Mode] = {}
     if kind in ("resource", "ephemeral"):
         lifecycle_attrs = {
             "create_before_destroy": Mode.LITERAL,
-            "prevent_destroy": Mode.EXPR if tofu else Mode.LITERAL,
+            "prevent_destroy": _static(dialect),
             "ignore_changes": Mode.IGNORE_CHANGES,
             "replace_triggered_by": Mode.EXPR_SOURCE_LIST,
         }
-        if tofu:
+        if dialect.allows("lifecycle_destroy"):
             lifecycle_attrs["destroy"] = Mode.LITERAL
-    if tofu:
+    if dialect.allows("enabled"):
         lifecycle_attrs["enabled"] = Mode.EXPR
     lifecycle_blocks: dict[str, BlockSchema] = dict(_conditions())
-    if kind == "resource" and not tofu:
+    if kind == "resource" and dialect.allows("actions"):
         lifecycle_blocks["action_trigger"] = BlockSchema(
             attributes={
                 "events": Mode.KEYWORD_LIST,
@@ -143,20 +147,23 @@ def _resource(kind: str, dialect: Dialect) -> BlockSchema:
     )
 
 
-def _terraform(dialect: Dialect) -> BlockSchema:
-    tofu = dialect is Dialect.OPENTOFU
+# -- one schema per top-level block type; flatten/lang/blocks.py says which types a dialect has,
+# -- and gives each its labels.
+
+
+def terraform_schema(dialect: Dialect) -> BlockSchema:
     # OpenTofu evaluates backend arguments with a static context (templates work);
     # Terraform reads them as literal values (spec §7.4).
-    backend_mode = Mode.EXPR if tofu else Mode.LITERAL
+    backend_mode = _static(dialect)
     blocks: dict[str, BlockSchema] = {
         "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
         "backend": generic_schema(backend_mode, 1),
         "cloud": generic_schema(backend_mode, 0),
         "provider_meta": generic_schema(Mode.LITERAL, 1),
     }
-    if tofu:
+    if dialect.allows("encryption"):
         blocks["encryption"] = generic_schema(Mode.EXPR, 0)
-    else:
+    if dialect.allows("state_store"):
         blocks["state_store"] = generic_schema(Mode.LITERAL, 1)
     return BlockSchema(
         attributes={
@@ -168,14 +175,13 @@ def _terraform(dialect: Dialect) -> BlockSchema:
     )
 
 
-@cache
-def top_schema(dialect: Dialect) -> BlockSchema:
-    """Return the schema of a configuration file's top level for ``dialect`` (spec §1)."""
-    tofu = dialect is Dialect.OPENTOFU
-    literal_or_static = Mode.EXPR if tofu else Mode.LITERAL
-    conditions = _conditions()
-    variable = BlockSchema(
-        labels=("name",),
+def required_providers_schema(dialect: Dialect) -> BlockSchema:
+    # Only valid inside terraform {}; read so that decode can say so (spec §4.1).
+    return BlockSchema(other=Mode.REQUIRED_PROVIDER)
+
+
+def variable_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
         attributes={
             "type": Mode.TYPE,
             "default": Mode.LITERAL,
@@ -188,6 +194,13 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         },
         blocks={"validation": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR})},
     )
+
+
+def locals_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(other=Mode.EXPR)
+
+
+def output_schema(dialect: Dialect) -> BlockSchema:
     output_attrs = {
         "value": Mode.EXPR,
         "description": Mode.LITERAL,
@@ -196,14 +209,17 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         "deprecated": Mode.LITERAL,
         "depends_on": Mode.TRAVERSAL_LIST,
     }
-    if not tofu:
+    if dialect.allows("output_type"):
         output_attrs["type"] = Mode.TYPE
-    output = BlockSchema(labels=("name",), attributes=output_attrs, blocks=conditions)
+    return BlockSchema(attributes=output_attrs, blocks=_conditions())
+
+
+def module_schema(dialect: Dialect) -> BlockSchema:
+    literal_or_static = _static(dialect)
     module_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
-    if tofu:
+    if dialect.allows("enabled"):
         module_blocks["lifecycle"] = BlockSchema(attributes={"enabled": Mode.EXPR})
-    module = BlockSchema(
-        labels=("name",),
+    return BlockSchema(
         attributes={
             "source": literal_or_static,
             "version": literal_or_static,
@@ -216,65 +232,77 @@ def top_schema(dialect: Dialect) -> BlockSchema:
         other=Mode.EXPR,
         other_blocks=True,
     )
+
+
+def provider_schema(dialect: Dialect) -> BlockSchema:
     provider_blocks: dict[str, BlockSchema] = {"_": BlockSchema(other=Mode.EXPR, other_blocks=True)}
-    provider = BlockSchema(
-        labels=("name",),
+    return BlockSchema(
         attributes={"alias": Mode.LITERAL, "version": Mode.LITERAL, "for_each": Mode.EXPR},
         blocks=provider_blocks,
         other=Mode.EXPR,
         other_blocks=True,
     )
-    removed_lifecycle = BlockSchema(attributes={"destroy": Mode.LITERAL})
-    blocks: dict[str, BlockSchema] = {
-        "terraform": _terraform(dialect),
-        "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
-        "provider": provider,
-        "variable": variable,
-        "locals": BlockSchema(other=Mode.EXPR),
-        "output": output,
-        "module": module,
-        "resource": _resource("resource", dialect),
-        "data": _resource("data", dialect),
-        "ephemeral": _resource("ephemeral", dialect),
-        "moved": BlockSchema(attributes={"from": Mode.TRAVERSAL, "to": Mode.TRAVERSAL}),
-        "import": BlockSchema(
-            attributes={
-                "to": Mode.TRAVERSAL,
-                "id": Mode.EXPR,
-                "identity": Mode.EXPR,
-                "provider": Mode.TRAVERSAL,
-                "for_each": Mode.EXPR,
-            }
-        ),
-        "removed": BlockSchema(
-            attributes={"from": Mode.TRAVERSAL},
-            blocks={
-                "lifecycle": removed_lifecycle,
-                "provisioner": _provisioner(),
-                "connection": _connection(),
-            },
-        ),
-        "check": BlockSchema(
-            labels=("name",),
-            blocks={
-                "data": _resource("data", dialect),
-                "assert": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR}),
-            },
-        ),
-    }
-    if tofu:
-        # Other software may add its own arguments under compatible_with; tofu ignores them.
-        compatible_with = BlockSchema(
-            attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True
-        )
-        blocks["language"] = BlockSchema(
-            attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
-            blocks={"compatible_with": compatible_with},
-        )
-    else:
-        blocks["action"] = BlockSchema(
-            labels=("type", "name"),
-            attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},
-            blocks={"config": generic_schema(Mode.EXPR, 0)},
-        )
-    return BlockSchema(blocks=blocks)
+
+
+def resource_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("resource", dialect)
+
+
+def data_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("data", dialect)
+
+
+def ephemeral_schema(dialect: Dialect) -> BlockSchema:
+    return _resource("ephemeral", dialect)
+
+
+def moved_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(attributes={"from": Mode.TRAVERSAL, "to": Mode.TRAVERSAL})
+
+
+def import_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={
+            "to": Mode.TRAVERSAL,
+            "id": Mode.EXPR,
+            "identity": Mode.EXPR,
+            "provider": Mode.TRAVERSAL,
+            "for_each": Mode.EXPR,
+        }
+    )
+
+
+def removed_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={"from": Mode.TRAVERSAL},
+        blocks={
+            "lifecycle": BlockSchema(attributes={"destroy": Mode.LITERAL}),
+            "provisioner": _provisioner(),
+            "connection": _connection(),
+        },
+    )
+
+
+def check_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        blocks={
+            "data": _resource("data", dialect),
+            "assert": BlockSchema(attributes={"condition": Mode.EXPR, "error_message": Mode.EXPR}),
+        },
+    )
+
+
+def language_schema(dialect: Dialect) -> BlockSchema:
+    # Other software may add its own arguments under compatible_with; tofu ignores them.
+    compatible_with = BlockSchema(attributes={"opentofu": Mode.LITERAL}, other=Mode.EXPR, other_blocks=True)
+    return BlockSchema(
+        attributes={"edition": Mode.KEYWORD, "experiments": Mode.KEYWORD_LIST},
+        blocks={"compatible_with": compatible_with},
+    )
+
+
+def action_schema(dialect: Dialect) -> BlockSchema:
+    return BlockSchema(
+        attributes={"count": Mode.EXPR, "for_each": Mode.EXPR, "provider": Mode.TRAVERSAL},
+        blocks={"config": generic_schema(Mode.EXPR, 0)},
+    )

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+
+# Dialect lives with the table of differences it answers from (flatten/lang/dialect.py).
+from flatten.lang.dialect import Dialect
 
 __all__ = ["Dialect", "Options"]
-
-
-class Dialect(StrEnum):
-    """Which engine's rules apply: file extensions, block types and diagnostic wording."""
-
-    TERRAFORM = "terraform"
-    OPENTOFU = "opentofu"
-
-    @property
-    def product(self) -> str:
-        """The engine's name as its diagnostics spell it: "Terraform" or "OpenTofu"."""
-        return "OpenTofu" if self is Dialect.OPENTOFU else "Terraform"
 
 
 @dataclass(frozen=True, slots=True)

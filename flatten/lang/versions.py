@@ -37,6 +37,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from flatten.lang.dialect import Dialect
+
 __all__ = [
     "Constraint",
     "Constraints",
@@ -51,7 +53,6 @@ __all__ = [
     "select_module_version",
 ]
 
-_PRODUCT = {"terraform": "Terraform", "opentofu": "OpenTofu"}
 
 # go-version's VersionRegexpRaw, verbatim. Python's re and Go's regexp both pick the leftmost-first
 # (backtracking-order) match, so the capture groups come out the same.
@@ -372,7 +373,7 @@ def check_core_version(
     True
     """
     if constraints.has_prerelease:
-        product = _PRODUCT[dialect]
+        product = Dialect(dialect).product
         raise InvalidConstraint(
             f"prerelease in {constraints}",
             summary="Invalid required_version constraint",
@@ -479,7 +480,7 @@ def _exactly_requested(text: str, v: Version, dialect: str) -> bool:
     try:
         union = _canon_parse(text)
     except _CanonError:
-        if dialect == "terraform":
+        if not Dialect(dialect).allows("v_prefixed_exact_versions"):
             return False
         stripped = re.sub(_VERSION_RAW, lambda m: m[0][1:] if m[0].startswith("v") else m[0], text)
         if stripped == text:

@@ -31,7 +31,8 @@ __all__ = [
 ]
 
 BUILTIN_HOST = "terraform.io"
-_DEFAULT_HOSTS = {Dialect.TERRAFORM: "registry.terraform.io", Dialect.OPENTOFU: "registry.opentofu.org"}
+# Either engine's default registry, for display (flatten/lang/dialect.py).
+_DEFAULT_HOSTS = frozenset(d.values.registry_host for d in Dialect)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -51,7 +52,7 @@ class Provider:
 
     def for_display(self) -> str:
         """Return the short form Terraform shows: ``hashicorp/aws`` on a default host."""
-        if self.hostname in _DEFAULT_HOSTS.values():
+        if self.hostname in _DEFAULT_HOSTS:
             return f"{self.namespace}/{self.type}"
         return str(self)
 
@@ -64,7 +65,7 @@ class Naming:
 
     @property
     def default_host(self) -> str:
-        return _DEFAULT_HOSTS[self.dialect]
+        return self.dialect.values.registry_host
 
     def default(self, name: str) -> Provider:
         """``NewDefaultProvider``: ``<default host>/hashicorp/<name>`` (no builtin special case)."""
@@ -86,10 +87,6 @@ class Naming:
         except ProviderAddressError:
             return None
         return Provider(host, namespace, type_)
-
-    @property
-    def product(self) -> str:
-        return "OpenTofu" if self.dialect is Dialect.OPENTOFU else "Terraform"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -20,7 +20,7 @@ providers`` alike (docs/providers.md, "Which checks run"):
 from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Options
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
 
@@ -38,17 +38,17 @@ def check_wiring(
     ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
     """
     load_errors = load_diags.has_terraform_errors
-    if options.dialect is Dialect.OPENTOFU:
-        validate, resolved = not load_errors, True
-    else:
+    if options.dialect.allows("validate_after_child_errors"):
         validate, resolved = True, not graph.tree_failed
+    else:
+        validate, resolved = not load_errors, True
     wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
     if load_errors or diags.has_errors:
         return wiring, diags
-    inputs = check_module_inputs(graph, unsupported=options.dialect is Dialect.TERRAFORM)
+    inputs = check_module_inputs(graph, unsupported=options.dialect.allows("unsupported_module_inputs"))
     diags.extend(inputs)
     # Only Terraform's provider transformers are reproduced: the OpenTofu conformance corpus
     # accepts passing on an inherited default (provider-pass-inherited), so OpenTofu's differ.
-    if not inputs.has_errors and options.dialect is Dialect.TERRAFORM:
+    if not inputs.has_errors and options.dialect.allows("provider_graph_checks"):
         diags.extend(check_provider_graph(wiring))
     return wiring, diags

@@ -339,7 +339,7 @@ def _call(call: ModuleCall, root: Path | None, dialect: Dialect) -> CallDecl:
     for name in ("count", "for_each"):
         attr = body.attribute(name)
         candidates.append((name, attr.expr.range if attr is not None else None))
-    if dialect is Dialect.OPENTOFU:
+    if dialect.allows("enabled"):
         enabled: Range | None = None
         for lc in body.blocks_of("lifecycle"):
             attr = lc.body.attribute("enabled")

@@ -4,7 +4,7 @@ Rule for the whole file: the checks of spec §4.7 run depth first over the modul
 before their parent, and within a module in the code order of ``provider_validation.go``
 (numbered 1–13 below); OpenTofu's instance-key checks (§4.8) are items 5–6. Severity and summary
 are copied from the engines; where the two word a summary differently it comes from
-``flatten.lang.diagnostics.SUMMARIES``. Each diagnostic carries the module path whose file its range
+``Dialect.word`` (``flatten/lang/dialect.py``). Each diagnostic carries the module path whose file its range
 points into. Maps that Go iterates in random order are iterated in declaration order here.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, summary
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Expr, Range
 from flatten.lang.options import Dialect, Options
 from flatten.stages.decode import value_traversals
@@ -30,7 +30,6 @@ __all__ = ["for_each_identical", "validate_provider_configs"]
 @dataclass(frozen=True, slots=True)
 class _Context:
     naming: Naming
-    tofu: bool
     dialect: Dialect
     resolved: bool  # False: the tree had load errors, so provider types were never resolved
 
@@ -50,7 +49,7 @@ def validate_provider_configs(
     types"). Never raises; malformed declarations were already reported by the decoder and are
     skipped.
     """
-    ctx = _Context(Naming(options.dialect), options.dialect is Dialect.OPENTOFU, options.dialect, resolved)
+    ctx = _Context(Naming(options.dialect), options.dialect, resolved)
     return _validate(graph, graph.root, decls, None, None, {}, ctx)
 
 
@@ -132,7 +131,7 @@ def _check_module(
     naming = ctx.naming
     path = decl.path
     caller_path = path[:-1]
-    product = naming.product
+    product = ctx.dialect.product
 
     configured: dict[str, Range] = {}
     empty_configs: dict[str, Range] = {}
@@ -185,7 +184,11 @@ def _check_module(
             config_aliases[alias.compact] = req.provider
 
     # 3–4: implied local names of resources without a provider argument.
-    modes = ("managed", "data", "ephemeral") if ctx.tofu else ("managed", "data")
+    modes = (
+        ("managed", "data", "ephemeral")
+        if ctx.dialect.allows("ephemeral_implied_providers")
+        else ("managed", "data")
+    )
     for res in decl.resources:
         if res.mode not in modes or res.ref is not None:
             continue
@@ -230,7 +233,7 @@ def _check_module(
     parent_text = "the root module" if len(path) <= 1 else module_address(caller_path)
 
     # 5–6 (OpenTofu): instance keys on provider references.
-    if ctx.tofu:
+    if ctx.dialect.allows("provider_instance_keys"):
         for call in decl.calls:
             for entry in call.passed:
                 if entry.child.key is not None:
@@ -314,10 +317,10 @@ def _check_module(
 
     # 9: legacy modules under count / for_each / enabled / depends_on.
     if configured and no_config is not None:
-        words = "count, for_each, enabled or depends_on" if ctx.tofu else "count, for_each, or depends_on"
+        words = ctx.dialect.word("repetition_arguments")
         out.append(
             Diagnostic.error(
-                summary("module_incompatible_meta", ctx.dialect),
+                ctx.dialect.word("module_incompatible_meta"),
                 f"The module at {module_text} is a legacy module which contains its own local provider "
                 f"configurations, and so calls to it may not use the {words} arguments.\n\nIf you also "
                 f"control the module {_q(parent_call.source)}, consider updating this module to instead "

@@ -32,6 +32,9 @@ from __future__ import annotations
 import encodings.idna
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
+
+from flatten.lang.dialect import Dialect
 
 __all__ = [
     "DEFAULT_REGISTRY_HOSTS",
@@ -46,9 +49,7 @@ __all__ = [
 ]
 
 #: The registry host assumed by a three-part registry address, per dialect.
-DEFAULT_REGISTRY_HOSTS = {"terraform": "registry.terraform.io", "opentofu": "registry.opentofu.org"}
-
-_PRODUCT = {"terraform": "Terraform", "opentofu": "OpenTofu"}
+DEFAULT_REGISTRY_HOSTS = MappingProxyType({d.value: d.values.registry_host for d in Dialect})
 _LOCAL_PREFIXES = ("./", "../", ".\\", "..\\")
 
 
@@ -161,7 +162,7 @@ def parse_module_source(raw: str, *, has_version: bool, dialect: str = "terrafor
     >>> parse_module_source("git::git@example.com:code/baz.git", has_version=False)
     RemoteSource(package='git::ssh://git@example.com/code/baz.git', subdir='')
     """
-    product = _PRODUCT[dialect]
+    product = Dialect(dialect).product
     if has_version:
         try:
             return _parse_registry(raw, dialect)
@@ -238,9 +239,9 @@ def join_subdir(
     hint = ""
     if package.startswith("/"):
         hint = (
-            f"\n\n{_PRODUCT[dialect]} treats absolute filesystem paths as external modules which establish a "
-            "new module package. To treat this directory as part of the same package as its caller, use a "
-            'local path starting with either "./" or "../".'
+            f"\n\n{Dialect(dialect).product} treats absolute filesystem paths as external modules which "
+            "establish a new module package. To treat this directory as part of the same package as its "
+            'caller, use a local path starting with either "./" or "../".'
         )
     raise InvalidSourceAddress(
         "Local module path escapes module package",
@@ -262,7 +263,7 @@ class _AddrError(Exception):
 class _MaybeRelativePath(_AddrError):
     def __init__(self, addr: str, dialect: str) -> None:
         super().__init__(
-            f"{_PRODUCT[dialect]} cannot detect a supported external module source type for {addr}"
+            f"{Dialect(dialect).product} cannot detect a supported external module source type for {addr}"
         )
         self.addr = addr
 
@@ -426,7 +427,9 @@ def _forced(src: str) -> tuple[str, str]:
 def _detect(src: str, dialect: str) -> str:
     """Return the detected go-getter address for a package string (go-getter ``Detect``)."""
     force, get_src = _forced(src)
-    split = _split_package_subdir if dialect == "terraform" else _source_dir_subdir
+    split = (
+        _source_dir_subdir if Dialect(dialect).allows("getter_source_dir_subdir") else _split_package_subdir
+    )
     get_src, subdir = split(get_src)
     try:
         if _url_parse(get_src).scheme:
@@ -452,20 +455,19 @@ def _detect(src: str, dialect: str) -> str:
         if force or detect_force:
             result = f"{force or detect_force}::{result}"
         return result
-    word = "address" if dialect == "terraform" else "string"
-    raise _AddrError(f"invalid source {word}: {src}")
+    raise _AddrError(f"invalid source {Dialect(dialect).word('invalid_source_noun')}: {src}")
 
 
 def _detect_github(src: str, dialect: str) -> str | None:
     if not src.startswith("github.com/"):
         return None
-    if dialect == "terraform":
-        path, _, query = src.partition("?")
-    else:
+    if Dialect(dialect).allows("getter_strict_github_query"):
         pieces = src.split("?")
         if len(pieces) > 2:
             raise _AddrError("there is more than 1 '?' in the URL")
         path, query = pieces[0], pieces[1] if len(pieces) == 2 else ""
+    else:
+        path, _, query = src.partition("?")
     parts = path.split("/")
     if len(parts) < 3:
         raise _AddrError("GitHub URLs should be github.com/username/repo")
@@ -492,7 +494,7 @@ def _detect_git(src: str, dialect: str) -> str | None:
         try:
             raw_query = _encode_query(_parse_query(query))
         except _URLError as exc:
-            which = "Git" if dialect == "terraform" else "GitHub"
+            which = Dialect(dialect).word("ssh_url_kind")
             raise _AddrError(f"error parsing {which} SSH URL: {exc}") from None
     if user != "git":  # only the user "git" marks an scp-like address as git
         return None
@@ -514,13 +516,12 @@ def _detect_bitbucket(src: str, dialect: str) -> str | None:
 
 
 def _detect_gcs(src: str, dialect: str) -> str | None:
-    if dialect == "terraform":
-        if "googleapis.com/" not in src:
-            return None
-    else:
+    if Dialect(dialect).allows("getter_strict_gcs_host"):
         if ".googleapis.com/" not in src:
             return None
         src = _go_clean(src)
+    elif "googleapis.com/" not in src:
+        return None
     parts = src.split("/")
     if len(parts) < 5:
         raise _AddrError("URL is not a valid GCS URL")

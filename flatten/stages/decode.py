@@ -13,15 +13,17 @@ Expressions are held as ``"${...}"`` templates of their source text (spec §7). 
 checks scan that text with a small conservative tokenizer: when it cannot read an expression it
 reports nothing about it.
 
-Summaries that the two dialects word differently come from ``_WORDING`` below (``diagnostics.py``'s
-table belongs to another stage; these are local to decoding).
+Summaries that the two dialects word differently, and every OpenTofu-only rule, come from the one
+table of differences (``flatten/lang/dialect.py``): ``dialect.word(...)``, ``dialect.allows(...)``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 
+from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
@@ -29,7 +31,6 @@ from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
 
 __all__ = [
-    "OPENTOFU_VERSION",
     "ProviderAddressError",
     "check_file",
     "check_versions",
@@ -41,8 +42,6 @@ __all__ = [
     "value_traversals",
 ]
 
-# The OpenTofu version whose rules flatten follows (conformance README point 6).
-OPENTOFU_VERSION = (1, 13, 0)
 _FIRST_EDITION = "tofu2024"
 
 _BAD_IDENTIFIER = (
@@ -50,30 +49,22 @@ _BAD_IDENTIFIER = (
     "underscores, and dashes."
 )
 
-_WORDING: dict[str, dict[Dialect, str]] = {
-    "product": {Dialect.OPENTOFU: "OpenTofu", Dialect.TERRAFORM: "Terraform"},
-    "ephemeral_lifecycle": {
-        Dialect.OPENTOFU: "Invalid lifecycle configuration for ephemeral resource",
-        Dialect.TERRAFORM: "Invalid ephemeral resource lifecycle argument",
-    },
-}
-
 # Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
 # reports these situations with its own summary (see ``superseded``).
-_REPLACES: dict[str, tuple[str, ...]] = {
-    "Invalid language edition": ("Quoted keywords are deprecated",),
-    "Invalid data resource lifecycle argument": ("Unsupported argument", "Extraneous JSON object property"),
-    "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
-    "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
-}
+_REPLACES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "Invalid language edition": ("Quoted keywords are deprecated",),
+        "Invalid data resource lifecycle argument": (
+            "Unsupported argument",
+            "Extraneous JSON object property",
+        ),
+        **{d.word("ephemeral_lifecycle"): ("Invalid expression",) for d in Dialect},
+    }
+)
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
 _ARG_IN_DETAIL = re.compile(r'(?:argument|block type) (?:is )?named "([^"]+)"')
-
-
-def _word(key: str, options: Options) -> str:
-    return _WORDING[key][options.dialect]
 
 
 def valid_identifier(name: str) -> bool:
@@ -139,7 +130,7 @@ def parse_provider_source(source: str, *, dialect: Dialect) -> tuple[str, str, s
     >>> parse_provider_source("hashicorp/aws", dialect=Dialect.OPENTOFU)
     ('registry.opentofu.org', 'hashicorp', 'aws')
     """
-    default_host = "registry.opentofu.org" if dialect is Dialect.OPENTOFU else "registry.terraform.io"
+    default_host = dialect.values.registry_host
     parts = source.split("/")
     if len(parts) > 3 or any(p == "" for p in parts):
         raise ProviderAddressError(
@@ -179,8 +170,7 @@ def parse_provider_source(source: str, *, dialect: Dialect) -> tuple[str, str, s
             "Invalid provider namespace",
             f'The legacy provider namespace "-" can be used only with hostname {default_host}.',
         )
-    prefixes = ["terraform-"] + (["opentofu-"] if dialect is Dialect.OPENTOFU else [])
-    for prefix in prefixes:
+    for prefix in dialect.values.provider_type_prefixes:
         if not type_.startswith(prefix):
             continue
         user_error = prefix + "provider-"
@@ -210,7 +200,10 @@ def _is_part(text: str) -> bool:
     return True
 
 
-def _version_text(version: tuple[int, ...]) -> str:
+def _engine_version(dialect: Dialect) -> str:
+    """The engine version whose rules flatten follows, as text (OpenTofu's; spec §1)."""
+    version = dialect.values.engine_version
+    assert version is not None, "only asked where the dialect has a version gate"
     return ".".join(str(n) for n in version)
 
 
@@ -532,8 +525,8 @@ class _Checker:
     def __init__(self, file: ParsedFile, options: Options, parse_diags: Sequence[Diagnostic]) -> None:
         self.file = file
         self.options = options
-        self.tofu = options.dialect is Dialect.OPENTOFU
-        self.product = _word("product", options)
+        self.dialect = options.dialect
+        self.product = options.dialect.product
         self.diags = Diagnostics()
         self.parse_diags = parse_diags
         self.quoted = {str(d.range) for d in parse_diags if d.summary == "Quoted keywords are deprecated"}
@@ -572,9 +565,9 @@ class _Checker:
 
     def run(self) -> Diagnostics:
         for block in self.file.body.blocks:
-            handler = getattr(self, "block_" + block.type, None)
+            handler = _CHECKS.get(block.type)  # the check BLOCKS names for this type (lang/blocks.py)
             if handler is not None:
-                handler(block)
+                handler(self, block)
         return self.diags
 
     # -- top-level blocks --------------------------------------------------------------------
@@ -595,7 +588,7 @@ class _Checker:
             self.error("Invalid variable name", _BAD_IDENTIFIER, rng)
         reserved = ["source", "version", "providers", "count", "for_each", "depends_on", "_", "lifecycle"]
         reserved += ["locals", "provider"]
-        if not self.tofu:
+        if self.dialect.allows("reserved_ignore_nested_deprecations"):
             reserved.append("ignore_nested_deprecations")
         if name in reserved:
             self.error(
@@ -609,14 +602,18 @@ class _Checker:
             if attr is not None:
                 self.bool_argument(attr)
         deprecated = body.attribute("deprecated")
-        if self.tofu and deprecated is not None and _blank(deprecated.value):
+        if (
+            self.dialect.allows("deprecation_messages")
+            and deprecated is not None
+            and _blank(deprecated.value)
+        ):
             self.error(
                 "Invalid `deprecated` value",
                 'The "deprecated" argument must not be empty, and should provide instructions on how '
                 "to migrate away from usage of this deprecated variable.",
                 rng,
             )
-        if self.tofu:
+        if self.dialect.allows("ignored_default_attribute_warning"):
             self.unused_default_attributes(body)
         for nested in body.blocks_of("validation"):
             self.validation(nested, name)
@@ -669,7 +666,7 @@ class _Checker:
                 condition.expr.range,
             )
         own = any(len(r) >= 2 and r[0] == "var" and r[1] == var_name for r in refs)
-        if not own and (self.tofu or not refs):
+        if not own and (self.dialect.allows("validation_refers_to_own_variable") or not refs):
             self.error(
                 "Invalid variable validation condition",
                 f'The condition for variable "{var_name}" must refer to var.{var_name} in order to test '
@@ -726,7 +723,11 @@ class _Checker:
             if attr is not None:
                 self.bool_argument(attr)
         deprecated = body.attribute("deprecated")
-        if self.tofu and deprecated is not None and _blank(deprecated.value):
+        if (
+            self.dialect.allows("deprecation_messages")
+            and deprecated is not None
+            and _blank(deprecated.value)
+        ):
             self.error(
                 "Invalid `deprecated` attribute",
                 'The "deprecated" argument must not be empty, and should provide instructions on how '
@@ -801,7 +802,9 @@ class _Checker:
                 version.expr.range,
             )
             self.version_constraint(version)
-        reserved = ["count", "depends_on", "source"] + ([] if self.tofu else ["for_each"])
+        reserved = ["count", "depends_on", "source"] + (
+            [] if self.dialect.allows("provider_for_each") else ["for_each"]
+        )
         for attr in body.attributes:
             if attr.name in reserved:
                 self.error(
@@ -811,7 +814,12 @@ class _Checker:
                     attr.name_range,
                 )
         for_each = body.attribute("for_each")
-        if self.tofu and for_each is not None and alias is None and not self.file.is_override:
+        if (
+            self.dialect.allows("provider_for_each")
+            and for_each is not None
+            and alias is None
+            and not self.file.is_override
+        ):
             self.error(
                 'Alias required when using "for_each"',
                 'The "for_each" argument in a provider block requires an "alias" argument, because '
@@ -933,7 +941,7 @@ class _Checker:
                     )
 
     def block_language(self, block: Block) -> None:
-        if not self.tofu or self.file.is_override:
+        if not self.dialect.allows("language_block") or self.file.is_override:
             return  # merge.py reports "Language selections in override file"
         edition = block.body.attribute("edition")
         if edition is not None:
@@ -981,7 +989,7 @@ class _Checker:
                 )
 
     def edition(self, attr: Attribute) -> None:
-        version = _version_text(OPENTOFU_VERSION)
+        version = _engine_version(self.dialect)
         kw = attr.value if isinstance(attr.value, str) else ""
         quoted = str(attr.expr.range) in self.quoted and self.file.syntax == "native"
         if not kw or quoted:
@@ -1033,7 +1041,7 @@ class _Checker:
         body = block.body
         enabled = None
         for nested in body.blocks_of("lifecycle"):
-            if self.tofu:
+            if self.dialect.allows("enabled"):
                 enabled = nested.body.attribute("enabled") or enabled
         self.repetition(block, enabled)
         providers = body.attribute("providers")
@@ -1041,7 +1049,9 @@ class _Checker:
             for key, val in providers.value.items():
                 self.provider_reference(key, providers.expr.range)
                 self.provider_reference(val, providers.expr.range)
-        reserved = ("locals", "provider") if self.tofu else ("locals", "provider", "lifecycle")
+        reserved = (
+            ("locals", "provider") if self.dialect.allows("enabled") else ("locals", "provider", "lifecycle")
+        )
         for nested in body.blocks:
             if nested.type in reserved:
                 self.reserved_block(nested, "module")
@@ -1055,7 +1065,7 @@ class _Checker:
         present = [a for a in (count, enabled, for_each) if a is not None]
         if len(present) < 2:
             return
-        if self.tofu:
+        if self.dialect.allows("enabled"):
             names = [f'"{a.name}"' for a in present]
             joined = (
                 f"{names[0]} and {names[1]}" if len(names) == 2 else f"{names[0]}, {names[1]}, and {names[2]}"
@@ -1101,7 +1111,7 @@ class _Checker:
         body = block.body
         lifecycles = list(body.blocks_of("lifecycle"))
         enabled = None
-        if self.tofu and lifecycles:
+        if self.dialect.allows("enabled") and lifecycles:
             enabled = lifecycles[0].body.attribute("enabled")
         if nested_in_check:
             for arg in ("count", "for_each"):
@@ -1137,7 +1147,7 @@ class _Checker:
             self.lifecycle(lc, kind, owner)
         connections = list(body.blocks_of("connection"))
         provisioners = list(body.blocks_of("provisioner"))
-        if kind == "ephemeral" and self.tofu:
+        if kind == "ephemeral" and self.dialect.allows("ephemeral_provisioners_rejected"):
             for nested in connections + provisioners:
                 self.error(
                     "Invalid configuration block for ephemeral resource",
@@ -1204,7 +1214,7 @@ class _Checker:
 
     def ephemeral_lifecycle_argument(self, name: str, rng: Range) -> None:
         self.error(
-            _word("ephemeral_lifecycle", self.options),
+            self.dialect.word("ephemeral_lifecycle"),
             f'The lifecycle argument "{name}" cannot be used in ephemeral resources. This is meant to be '
             'used strictly in "resource" blocks.',
             rng,
@@ -1315,7 +1325,9 @@ class _Checker:
         return destroy
 
     def only_self_refs(self, body: Body, skip: tuple[str, ...] = ()) -> None:
-        allowed = {"self", "path", "terraform"} | ({"tofu"} if self.tofu else set())
+        allowed = {"self", "path", "terraform"} | (
+            {"tofu"} if self.dialect.allows("tofu_references") else set()
+        )
         for attr in body.attributes:
             if attr.name in skip:
                 continue
@@ -1350,7 +1362,7 @@ class _Checker:
                     self.data_lifecycle_argument(m.group(1), diag.range)
             elif diag.summary == "Invalid expression" and self.lifecycle_kind(diag.range) == "ephemeral":
                 self.diags.error(
-                    _word("ephemeral_lifecycle", self.options),
+                    self.dialect.word("ephemeral_lifecycle"),
                     "This lifecycle argument cannot be used in ephemeral resources. It is meant to be used "
                     'strictly in "resource" blocks.',
                     diag.range,
@@ -1365,6 +1377,12 @@ class _Checker:
                         if _within(rng, lc.body.range):
                             return res.type
         return None
+
+
+# Block type -> its per-file check, as flatten/lang/blocks.py names it (a missing method fails here).
+_CHECKS: Mapping[str, Callable[[_Checker, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Checker, "block_" + b.check) for b in BLOCKS if b.check is not None}
+)
 
 
 def _ignored_attributes(value: JsonValue, ty: Type, path: str) -> Iterator[str]:
@@ -1434,24 +1452,24 @@ def check_versions(files: Sequence[ParsedFile], *, options: Options) -> Diagnost
     against the running Terraform later, which flatten does not know: no diagnostics.
     """
     diags = Diagnostics()
-    if options.dialect is not Dialect.OPENTOFU:
+    if not options.dialect.allows("version_gate"):
         return diags
+    version = _engine_version(options.dialect)
     for file in files:
         for block in file.body.blocks:
             if block.type == "language":
                 for nested in block.body.blocks_of("compatible_with"):
                     attr = nested.body.attribute("opentofu")
                     if attr is not None:
-                        _gate(attr, diags)
+                        _gate(attr, version, diags)
             elif block.type == "terraform" and _tofu_file(file.filename):
                 attr = block.body.attribute("required_version")
                 if attr is not None:
-                    _gate(attr, diags)
+                    _gate(attr, version, diags)
     return diags
 
 
-def _gate(attr: Attribute, diags: Diagnostics) -> None:
-    version = _version_text(OPENTOFU_VERSION)
+def _gate(attr: Attribute, version: str, diags: Diagnostics) -> None:
     if not isinstance(attr.value, str):
         diags.error(
             "Invalid version constraint",

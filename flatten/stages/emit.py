@@ -27,15 +27,13 @@ from decimal import Context, Decimal
 from pathlib import Path
 
 from flatten.lang.attributes_as_blocks import attribute_blocks
+from flatten.lang.blocks import Emit, emit_form
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
 from flatten.syntax.expressions import ExpressionError, template_references
 
 __all__ = ["MANIFEST_NAME", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
 
 MANIFEST_NAME = "flatten.manifest.json"
-
-# Unlabelled block types that may repeat and whose entries are kept as a list in source order.
-_LIST_TYPES = frozenset({"import", "moved", "removed"})
 
 
 class OutputError(Exception):
@@ -279,7 +277,8 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
     doc: dict[str, JsonValue] = {}
     for type_ in sorted(grouped):
         blocks = grouped[type_]
-        if type_ == "locals":
+        form = emit_form(type_)  # flatten/lang/blocks.py
+        if form is Emit.MERGED:
             merged: dict[str, JsonValue] = {}
             origins: tuple[Range, ...] = ()
             for block in blocks:
@@ -291,7 +290,7 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
             doc[type_] = merged
         elif blocks[0].labels:
             doc[type_] = _labelled(blocks, provenance=provenance)
-        elif type_ in _LIST_TYPES or len(blocks) > 1:
+        elif form is Emit.LIST or len(blocks) > 1:
             doc[type_] = [body_json(b.body, origins=b.origins, provenance=provenance) for b in blocks]
         else:
             doc[type_] = body_json(blocks[0].body, origins=blocks[0].origins, provenance=provenance)

@@ -14,23 +14,11 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from flatten.lang.options import Dialect
+from flatten.lang.dialect import Dialect
 
 __all__ = ["ConfigFile", "DirectoryListing", "is_override_name", "list_config_files", "split_extension"]
 
-# Suffixes in the order the engines test them (the first that matches wins).
-_CONFIG_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
-    Dialect.TERRAFORM: (".tf", ".tf.json"),
-    Dialect.OPENTOFU: (".tf", ".tf.json", ".tofu", ".tofu.json"),
-}
-_TEST_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
-    Dialect.TERRAFORM: (".tftest.hcl", ".tftest.json", ".tfquery.hcl", ".tfquery.json"),
-    Dialect.OPENTOFU: (".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json"),
-}
-# Longest first, so "x.tofu.json" is not read as "x.tofu" + ".json".
-_LONGEST_FIRST = {d: tuple(sorted(s, key=len, reverse=True)) for d, s in _CONFIG_SUFFIXES.items()}
-# OpenTofu: a file with the key suffix hides the same base name with the value suffix.
-_TOFU_SHADOWS = {".tofu": ".tf", ".tofu.json": ".tf.json"}
+# The suffixes, and which hides which, are the dialect's (flatten/lang/dialect.py).
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +54,12 @@ def split_extension(name: str, dialect: Dialect) -> tuple[str, str] | None:
     >>> split_extension("main.tf.json", Dialect.TERRAFORM)
     ('main', '.tf.json')
     """
-    for suffix in _TEST_SUFFIXES[dialect]:
+    values = dialect.values
+    for suffix in values.test_suffixes:
         if name.endswith(suffix):
             return None
-    for suffix in _LONGEST_FIRST[dialect]:
+    # No configuration suffix ends another (tests/test_dialect.py), so their order does not matter.
+    for suffix in values.config_suffixes:
         if name.endswith(suffix):
             return name[: -len(suffix)], suffix
     return None
@@ -81,7 +71,8 @@ def is_override_name(base: str) -> bool:
 
 
 def _shadow(files: list[ConfigFile], dialect: Dialect) -> list[ConfigFile]:
-    if dialect is not Dialect.OPENTOFU:
+    shadows = dialect.values.shadows  # (hiding suffix, hidden suffix): X.tofu hides X.tf
+    if not shadows:
         return files
     names = {f.name for f in files}
     kept = []
@@ -89,7 +80,7 @@ def _shadow(files: list[ConfigFile], dialect: Dialect) -> list[ConfigFile]:
         split = split_extension(f.name, dialect)
         assert split is not None
         base, suffix = split
-        shadowed = any(plain == suffix and base + tofu in names for tofu, plain in _TOFU_SHADOWS.items())
+        shadowed = any(plain == suffix and base + tofu in names for tofu, plain in shadows)
         if not shadowed:
             kept.append(f)
     return kept

@@ -30,7 +30,7 @@ import networkx as nx
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Options
 from flatten.lang.versions import parse_constraints
 from flatten.shell import build_cache
 from flatten.sources import (
@@ -242,7 +242,7 @@ def _decode_calls(
     """Decode a module's calls; ``scope`` is its static evaluation context (OpenTofu only)."""
     diags = Diagnostics()
     calls: list[ModuleCall] = []
-    tofu = options.dialect is Dialect.OPENTOFU
+    static = options.dialect.allows("static_evaluation")
     for block in module.blocks_of("module"):
         name = block.labels[0] if block.labels else ""
         # Like OpenTofu, a badly named call is still decoded (its other errors are reported), but
@@ -264,7 +264,7 @@ def _decode_calls(
             )
             continue
         version_attr = block.body.attribute("version")
-        if tofu:
+        if static:
             decoded = _static_call(name, source_attr, version_attr, scope or _Scope(module), diags)
         else:
             decoded = _literal_call(source_attr, version_attr, diags)
@@ -274,7 +274,7 @@ def _decode_calls(
         try:
             address = parse_module_source(
                 raw,
-                has_version=version_attr is not None if tofu else version is not None,
+                has_version=version_attr is not None if static else version is not None,
                 dialect=options.dialect.value,
             )
         except InvalidSourceAddress as exc:
@@ -481,7 +481,7 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
                     nested.range,
                 )
             )
-        if options.dialect is Dialect.TERRAFORM:
+        if options.dialect.allows("cloud_in_child_warning"):
             for nested in block.body.blocks_of("cloud"):
                 diags.warning(
                     "Cloud configuration ignored",
@@ -489,7 +489,7 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
                     "effect in a child module.",
                     nested.range,
                 )
-    if options.dialect is Dialect.OPENTOFU:
+    if options.dialect.allows("import_in_child_error"):
         for block in node.module.blocks_of("import"):
             diags.error(
                 "Invalid import configuration",
@@ -538,7 +538,7 @@ def build_graph(
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
-    if root_failed and options.dialect is Dialect.OPENTOFU:
+    if root_failed and options.dialect.allows("stop_after_root_errors"):
         # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
         # installs every call anyway and reports both kinds of error, so the Terraform dialect
         # goes on to the children.

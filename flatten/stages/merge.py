@@ -22,13 +22,15 @@ block that overrides merged into records every contributing definition in ``Bloc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from types import MappingProxyType
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, summary
+from flatten.lang.blocks import BLOCKS
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Options
 from flatten.lang.types import (
     AnyType,
     ConversionError,
@@ -58,7 +60,9 @@ _RESOURCE_META_ATTRS = frozenset({"count", "for_each", "provider", "depends_on"}
 _MODULE_META_ATTRS = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 _PROVIDER_META_ATTRS = frozenset({"alias", "version", "for_each"})
 # Nested block types the loaders know, with their label count (for JSON attribute forms).
-_KNOWN_BLOCKS = {"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0}
+_KNOWN_BLOCKS: Mapping[str, int] = MappingProxyType(
+    {"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0}
+)
 _CONDITIONS = ("precondition", "postcondition")
 _STATIC_ADDR = re.compile(r'^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*|\[(\d+|"[^"]*")\])*$')
 _DEFAULT_REGISTRY = re.compile(r"^(registry\.terraform\.io|registry\.opentofu\.org)/", re.IGNORECASE)
@@ -314,9 +318,9 @@ class _Merger:
     provider_metas: dict[str, tuple[int, Block]] = field(default_factory=dict)
     extra_terraform: int | None = None
 
-    @property
-    def tofu(self) -> bool:
-        return self.options.dialect is Dialect.OPENTOFU
+    def allows(self, feature: str) -> bool:
+        """Whether the dialect has ``feature`` (flatten/lang/dialect.py)."""
+        return self.options.dialect.allows(feature)
 
     # -- slots --
 
@@ -357,7 +361,7 @@ class _Merger:
 
     def append_file(self, file: ParsedFile) -> None:
         for block in file.body.blocks:
-            handler = _APPEND.get(block.type)
+            handler = _APPEND.get(block.type)  # the rule BLOCKS names for this type (lang/blocks.py)
             i = self.add(block)
             if handler is not None:
                 handler(self, i, block)
@@ -372,9 +376,9 @@ class _Merger:
                 self._first_only(i, item, "backend", self._dup_backend)
             elif item.type == "cloud":
                 self._first_only(i, item, "cloud", self._dup_cloud)
-            elif item.type == "state_store" and not self.tofu:
+            elif item.type == "state_store" and self.allows("state_store"):
                 self._first_only(i, item, "state_store", self._dup_state_store)
-            elif item.type == "encryption" and self.tofu:
+            elif item.type == "encryption" and self.allows("encryption"):
                 self._first_only(i, item, "encryption", self._dup_encryption)
             elif item.type == "provider_meta" and item.labels:
                 self._append_provider_meta(i, item)
@@ -405,7 +409,7 @@ class _Merger:
 
     def _dup_backend(self, existing: Block, item: Block) -> None:
         self.dup(
-            summary("duplicate_backend", self.options.dialect),
+            self.options.dialect.word("duplicate_backend"),
             "A module may have only one backend configuration. The backend was previously "
             f"configured at {existing.range}.",
             item.range,
@@ -413,7 +417,7 @@ class _Merger:
 
     def _dup_cloud(self, existing: Block, item: Block) -> None:
         self.dup(
-            summary("duplicate_cloud", self.options.dialect),
+            self.options.dialect.word("duplicate_cloud"),
             "A module may have only one 'cloud' block configuring a cloud backend. A cloud backend "
             f"was previously configured at {existing.range}.",
             item.range,
@@ -438,13 +442,13 @@ class _Merger:
     def check_state_settings(self) -> None:
         """After every primary file: at most one of backend, cloud and (tf) state_store (spec §2)."""
         backend, cloud = self._tf_find("backend"), self._tf_find("cloud")
-        store = None if self.tofu else self._tf_find("state_store")
+        store = self._tf_find("state_store") if self.allows("state_store") else None
         if store is not None and (backend is not None or cloud is not None):
             self._state_store_conflict(store, backend, cloud)
             return
         if backend is not None and cloud is not None:
             self.diags.error(
-                summary("backend_and_cloud", self.options.dialect),
+                self.options.dialect.word("backend_and_cloud"),
                 "A module may declare either one 'cloud' block configuring a cloud backend OR one "
                 f"'backend' block configuring a state backend. A cloud backend is configured at "
                 f"{cloud.range}; a backend is configured at {backend.range}. Remove the backend "
@@ -584,7 +588,7 @@ class _Merger:
             return f'Duplicate data "{type_}" configuration'
         if kind == "action":
             return f'Duplicate action "{type_}" configuration'
-        return summary("duplicate_ephemeral", self.options.dialect, type=type_)
+        return self.options.dialect.word("duplicate_ephemeral", type=type_)
 
     def _append_resource(self, i: int, block: Block) -> None:
         if len(block.labels) < 2:
@@ -709,7 +713,7 @@ class _Merger:
             )
         return state
 
-    def _merge_variable(self, i: int, base: Block, over: Block) -> None:
+    def _merge_variable_into(self, i: int, base: Block, over: Block) -> None:
         name = base.labels[0]
         items = list(base.body.items)
         for block in _blocks(over.body.items, "validation"):
@@ -723,7 +727,11 @@ class _Merger:
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(over.body.items, "deprecated")
-        if self.tofu and deprecated is not None and deprecated.value not in ("", None):
+        if (
+            self.allows("deprecation_messages")
+            and deprecated is not None
+            and deprecated.value not in ("", None)
+        ):
             items = _set_attr(items, deprecated)
         merged = _with_items(base, items)
         state = self.variables.get(name) or _VarState(parse_type("any"), False, None)
@@ -861,7 +869,7 @@ class _Merger:
         for block in file.body.blocks:
             if block.type == "terraform":
                 continue
-            handler = _MERGE.get(block.type)
+            handler = _MERGE.get(block.type)  # the rule BLOCKS names for this type (lang/blocks.py)
             if handler is not None:
                 handler(self, block)
 
@@ -914,7 +922,7 @@ class _Merger:
             self._merge_required_providers(rp)
         backends = _blocks(items, "backend")
         clouds = _blocks(items, "cloud")
-        stores = _blocks(items, "state_store") if not self.tofu else []
+        stores = _blocks(items, "state_store") if self.allows("state_store") else []
         settings = ("backend", "cloud", "state_store")
         if len(backends) > 1:
             self.diags.error(
@@ -927,7 +935,7 @@ class _Merger:
             self._replace_settings(settings, backends[0], backends[0].range)
         if len(clouds) > 1:
             self.diags.error(
-                summary("duplicate_cloud", self.options.dialect),
+                self.options.dialect.word("duplicate_cloud"),
                 "A module may have only one 'cloud' block configuring a cloud backend. A cloud backend "
                 f"was previously configured at {clouds[0].range}.",
                 clouds[1].range,
@@ -943,7 +951,7 @@ class _Merger:
             )
         elif stores:
             self._replace_settings(settings, stores[0], stores[0].range)
-        if self.tofu:
+        if self.allows("encryption"):
             encryptions = _blocks(items, "encryption")
             if len(encryptions) > 1:
                 self.diags.error(
@@ -984,7 +992,7 @@ class _Merger:
         self.set_block(i, _with_items(slot.block, _swap_identity(slot.block, base, new)), enc.range)
 
     def _merge_required_version(self, versions: list[Attribute], where: Range) -> None:
-        if self.tofu:
+        if self.allows("required_version_per_file"):
             # OpenTofu checks every file's constraint on its own: an override adds one (§3.2).
             for attr in versions:
                 self.add(Block("terraform", (), Body((attr,)), where))
@@ -1047,7 +1055,7 @@ class _Merger:
 
     # -- variable, locals, output (§3.4–§3.6) --
 
-    def _merge_variable_block(self, over: Block) -> None:
+    def _merge_variable(self, over: Block) -> None:
         name = over.labels[0] if over.labels else ""
         i = self.index.get(("variable", name))
         if i is None:
@@ -1058,7 +1066,7 @@ class _Merger:
                 over.range,
             )
             return
-        self._merge_variable(i, self.slots[i].block, over)
+        self._merge_variable_into(i, self.slots[i].block, over)
 
     def _merge_locals(self, over: Block) -> None:
         for attr in over.body.attributes:
@@ -1110,13 +1118,17 @@ class _Merger:
         description = _attr(o_items, "description")
         if description is not None and description.value not in ("", None):
             items = _set_attr(items, description)
-        names = ["value", "sensitive", "ephemeral"] + ([] if self.tofu else ["type"])
+        names = ["value", "sensitive", "ephemeral"] + (["type"] if self.allows("output_type") else [])
         for attr_name in names:
             attr = _attr(o_items, attr_name)
             if attr is not None:
                 items = _set_attr(items, attr)
         deprecated = _attr(o_items, "deprecated")
-        if self.tofu and deprecated is not None and deprecated.value not in ("", None):
+        if (
+            self.allows("deprecation_messages")
+            and deprecated is not None
+            and deprecated.value not in ("", None)
+        ):
             items = _set_attr(items, deprecated)
         self._unsupported_depends_on(o_items)
         self._no_conditions(o_items)
@@ -1163,7 +1175,7 @@ class _Merger:
 
     def _merge_resource(self, over: Block) -> None:
         kind = over.type
-        if kind == "ephemeral" and not self.tofu:
+        if kind == "ephemeral" and not self.allows("ephemeral_overrides"):
             return  # Terraform ignores ephemeral blocks in override files.
         if len(over.labels) < 2:
             return
@@ -1239,7 +1251,9 @@ class _Merger:
         base_lcs = _blocks(meta, "lifecycle")
         base = base_lcs[0] if base_lcs else None
         items: list[Item] = list(base.body.items) if base is not None else []
-        settable = {"create_before_destroy", "prevent_destroy"} | ({"destroy"} if self.tofu else set())
+        settable = {"create_before_destroy", "prevent_destroy"} | (
+            {"destroy"} if self.allows("lifecycle_destroy") else set()
+        )
         for lc in overrides:
             for item in lc.body.items:
                 if isinstance(item, Attribute) and item.name in settable:
@@ -1255,7 +1269,7 @@ class _Merger:
                     ):
                         items = _set_attr(items, item)  # a non-empty list replaces; "all" is sticky (§3.8)
             triggers = _blocks(lc.body.items, "action_trigger")
-            if triggers and not self.tofu:
+            if triggers and self.allows("actions"):
                 items = [*_without(items, "action_trigger"), *triggers]
         if base is None:
             if not items:
@@ -1277,7 +1291,9 @@ class _Merger:
         if count is not None:
             present.append(("count", count))
         lifecycle = next(block.body.blocks_of("lifecycle"), None)
-        enabled = lifecycle.body.attribute("enabled") if lifecycle is not None and self.tofu else None
+        enabled = (
+            lifecycle.body.attribute("enabled") if lifecycle is not None and self.allows("enabled") else None
+        )
         if enabled is not None:
             present.append(("enabled", enabled))
         for_each = block.body.attribute("for_each")
@@ -1293,7 +1309,7 @@ class _Merger:
             f"Override leaves both {what} set" if len(names) == 2 else f"Override leaves {what} set",
             f"After override files were applied, {block.address} sets "
             + ", ".join(f'"{name}"' for name in names)
-            + f'. {"OpenTofu" if self.tofu else "Terraform"} evaluates "{kept}" first, so the flattened '
+            + f'. {self.options.dialect.product} evaluates "{kept}" first, so the flattened '
             f'configuration keeps "{kept}" and drops {dropped_text}.',
             kept_attr.name_range,
         )
@@ -1312,7 +1328,7 @@ class _Merger:
 
     # -- blocks that may not appear in override files (§3.9) --
 
-    def _cannot(self, over: Block) -> None:
+    def _merge_cannot(self, over: Block) -> None:
         messages = {
             "moved": (
                 "Cannot override 'moved' blocks",
@@ -1332,9 +1348,9 @@ class _Merger:
                 "A language block cannot appear in an override file.",
             ),
         }
-        if over.type == "removed" and not self.tofu:
+        if over.type == "removed" and not self.allows("removed_override_error"):
             return
-        if over.type == "language" and not self.tofu:
+        if over.type == "language" and not self.allows("language_block"):
             return
         summary_, detail = messages[over.type]
         self.diags.error(summary_, detail, over.range)
@@ -1387,37 +1403,14 @@ def _merge_encryption_items(base: list[Item], override: list[Item]) -> list[Item
     return out
 
 
-_APPEND: dict[str, Callable[[_Merger, int, Block], None]] = {
-    "terraform": _Merger._append_terraform,
-    "provider": _Merger._append_provider,
-    "variable": _Merger._append_variable,
-    "locals": _Merger._append_locals,
-    "output": _Merger._append_output,
-    "module": _Merger._append_module,
-    "resource": _Merger._append_resource,
-    "data": _Merger._append_resource,
-    "ephemeral": _Merger._append_resource,
-    "action": _Merger._append_resource,
-    "check": _Merger._append_check,
-    "import": _Merger._append_import,
-}
-
-_MERGE: dict[str, Callable[[_Merger, Block], None]] = {
-    "provider": _Merger._merge_provider,
-    "variable": _Merger._merge_variable_block,
-    "locals": _Merger._merge_locals,
-    "output": _Merger._merge_output,
-    "module": _Merger._merge_module,
-    "resource": _Merger._merge_resource,
-    "data": _Merger._merge_resource,
-    "ephemeral": _Merger._merge_resource,
-    "action": _Merger._merge_resource,
-    "moved": _Merger._cannot,
-    "import": _Merger._cannot,
-    "removed": _Merger._cannot,
-    "check": _Merger._cannot,
-    "language": _Merger._cannot,
-}
+# Block type -> how a primary file's block is appended and an override file's block applied, as
+# flatten/lang/blocks.py names them (a missing method fails here, at import).
+_APPEND: Mapping[str, Callable[[_Merger, int, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Merger, "_append_" + b.append) for b in BLOCKS if b.append is not None}
+)
+_MERGE: Mapping[str, Callable[[_Merger, Block], None]] = MappingProxyType(
+    {b.name: getattr(_Merger, "_merge_" + b.merge) for b in BLOCKS if b.merge is not None}
+)
 
 
 def _provider_sources(files: Sequence[ParsedFile]) -> dict[str, str]:

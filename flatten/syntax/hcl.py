@@ -24,8 +24,9 @@ import hcl2
 from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax._hcl_templates import (

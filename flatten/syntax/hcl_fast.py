@@ -20,8 +20,9 @@ import bisect
 import re
 from decimal import Decimal
 
+from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.shell.build_cache import (

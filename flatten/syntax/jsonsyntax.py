@@ -23,8 +23,9 @@ from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final
 
+from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.fields import BlockSchema, Mode, top_schema
+from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax.expressions import has_legacy_index

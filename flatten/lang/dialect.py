@@ -1,0 +1,185 @@
+"""Every difference between Terraform and OpenTofu that flatten knows, each written once.
+
+Code never compares dialects (``dialect is Dialect.OPENTOFU``); it asks this table:
+
+* ``dialect.allows(feature)``: a language feature or rule that only one engine has
+  (``FEATURES``), e.g. ``options.dialect.allows("language_block")``;
+* ``dialect.word(key, **fields)``: a summary, name or phrase the engines word differently
+  (``WORDING``), e.g. ``dialect.word("duplicate_backend")``; ``dialect.product`` is
+  ``word("product")``;
+* a value that differs (``VALUES``): file suffixes, shadowing, registry host, engine version.
+
+A newcomer looking for "what does OpenTofu do differently" reads this file; a new difference is
+one new row here and one query at the place that needs it. Every row says the Terraform value
+first, then the OpenTofu value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Generic, TypeVar
+
+__all__ = ["FEATURES", "VALUES", "WORDING", "Dialect", "Differs"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Differs(Generic[T]):
+    """One difference: Terraform's value, OpenTofu's value."""
+
+    terraform: T
+    opentofu: T
+
+
+# Language features and rules only one engine has (True: the engine has it).
+FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
+    {
+        # Top-level blocks and nested blocks only one engine knows (spec §1).
+        "language_block": Differs(False, True),  # language { edition, compatible_with }
+        "actions": Differs(True, False),  # action blocks and lifecycle { action_trigger }
+        "state_store": Differs(True, False),  # terraform { state_store "x" {} }
+        "encryption": Differs(False, True),  # terraform { encryption {} }
+        "output_type": Differs(True, False),  # output { type = ... }
+        "enabled": Differs(False, True),  # lifecycle { enabled } on resources and module calls
+        "lifecycle_destroy": Differs(False, True),  # lifecycle { destroy } on resources
+        "provider_for_each": Differs(False, True),  # provider { for_each }, which needs an alias
+        # OpenTofu evaluates backend/cloud arguments, module source/version and prevent_destroy
+        # with a static context (templates and references work); Terraform reads literals (§7.4).
+        "static_evaluation": Differs(False, True),
+        # Per-file decode rules.
+        "tofu_references": Differs(False, True),  # the `tofu` object, e.g. in destroy provisioners
+        "reserved_ignore_nested_deprecations": Differs(True, False),  # a reserved variable name
+        "deprecation_messages": Differs(False, True),  # `deprecated` must not be empty; overridable
+        "ignored_default_attribute_warning": Differs(False, True),  # default attrs the type lacks
+        "validation_refers_to_own_variable": Differs(False, True),  # else: to anything at all
+        "ephemeral_provisioners_rejected": Differs(False, True),  # connection/provisioner blocks
+        "version_gate": Differs(False, True),  # compatible_with / .tofu required_version (spec §1)
+        # Override files (spec §3).
+        "ephemeral_overrides": Differs(False, True),  # Terraform ignores ephemeral in overrides
+        "removed_override_error": Differs(False, True),  # "Cannot override 'Removed' blocks"
+        "required_version_per_file": Differs(False, True),  # an override adds a constraint
+        # The module tree (spec §4.5) and provider checks (spec §4.7–§4.8).
+        "cloud_in_child_warning": Differs(True, False),  # "Cloud configuration ignored"
+        "import_in_child_error": Differs(False, True),  # "Invalid import configuration"
+        "stop_after_root_errors": Differs(False, True),  # children are not loaded
+        "provider_instance_keys": Differs(False, True),  # for_each providers, keyed references
+        "ephemeral_implied_providers": Differs(False, True),  # implied local names of ephemerals
+        "unsupported_module_inputs": Differs(True, False),  # check_module_inputs' extra checks
+        "provider_graph_checks": Differs(True, False),  # Terraform's provider transformers
+        "validate_after_child_errors": Differs(True, False),  # BuildConfig validates anyway (root errors too)
+        # Module sources and versions (spec §5–§6): the go-getter each engine vendors.
+        "getter_source_dir_subdir": Differs(False, True),  # SourceDirSubdir splits "//"
+        "getter_strict_github_query": Differs(False, True),  # one "?" in a GitHub URL
+        "getter_strict_gcs_host": Differs(False, True),  # ".googleapis.com/" and a cleaned path
+        "v_prefixed_exact_versions": Differs(False, True),  # "= v1.2.3-beta" requests a prerelease
+    }
+)
+
+# Summaries, names and phrases the engines word differently ({field}s filled by word()).
+WORDING: Mapping[str, Differs[str]] = MappingProxyType(
+    {
+        "product": Differs("Terraform", "OpenTofu"),
+        # Summaries (spec §2, §3, §4.7).
+        "duplicate_backend": Differs(
+            "Duplicate 'backend' configuration block", "Duplicate backend configuration"
+        ),
+        "duplicate_cloud": Differs(
+            "Duplicate HCP Terraform configurations", "Duplicate cloud configurations"
+        ),
+        "backend_and_cloud": Differs(
+            "Conflicting 'cloud' and 'backend' configuration blocks are present",
+            "Both a backend and a cloud configuration are present",
+        ),
+        "duplicate_ephemeral": Differs(
+            'Duplicate ephemeral "{type}" configuration',
+            'Duplicate ephemeral resource "{type}" configuration',
+        ),
+        "module_incompatible_meta": Differs(
+            "Module is incompatible with count, for_each, and depends_on",
+            "Module is incompatible with count, for_each, enabled and depends_on",
+        ),
+        "ephemeral_lifecycle": Differs(
+            "Invalid ephemeral resource lifecycle argument",
+            "Invalid lifecycle configuration for ephemeral resource",
+        ),
+        # Phrases inside details.
+        "repetition_arguments": Differs(
+            "count, for_each, or depends_on", "count, for_each, enabled or depends_on"
+        ),
+        "invalid_source_noun": Differs("address", "string"),  # "invalid source address: x"
+        "ssh_url_kind": Differs("Git", "GitHub"),  # "error parsing Git SSH URL: ..."
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    """Values that differ, one field per difference."""
+
+    # Configuration file suffixes in the order the engine tests them (the first match wins).
+    config_suffixes: tuple[str, ...]
+    # Suffixes of test and query files, which are never configuration.
+    test_suffixes: tuple[str, ...]
+    # A file with the first suffix hides the same base name with the second (X.tofu hides X.tf).
+    shadows: tuple[tuple[str, str], ...]
+    # The registry host of a registry address or provider source without one.
+    registry_host: str
+    # Provider type prefixes that are rejected as redundant ("terraform-aws").
+    provider_type_prefixes: tuple[str, ...]
+    # The engine version whose rules flatten follows (None: checked later by the engine itself).
+    engine_version: tuple[int, ...] | None
+
+
+VALUES: Mapping[str, _Values] = MappingProxyType(
+    {
+        "terraform": _Values(
+            config_suffixes=(".tf", ".tf.json"),
+            test_suffixes=(".tftest.hcl", ".tftest.json", ".tfquery.hcl", ".tfquery.json"),
+            shadows=(),
+            registry_host="registry.terraform.io",
+            provider_type_prefixes=("terraform-",),
+            engine_version=None,
+        ),
+        "opentofu": _Values(
+            config_suffixes=(".tf", ".tf.json", ".tofu", ".tofu.json"),
+            test_suffixes=(".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json"),
+            shadows=((".tofu", ".tf"), (".tofu.json", ".tf.json")),
+            registry_host="registry.opentofu.org",
+            provider_type_prefixes=("terraform-", "opentofu-"),
+            # The OpenTofu version whose rules flatten follows (conformance README point 6).
+            engine_version=(1, 13, 0),
+        ),
+    }
+)
+
+
+class Dialect(StrEnum):
+    """Which engine's rules apply: file extensions, block types and diagnostic wording."""
+
+    TERRAFORM = "terraform"
+    OPENTOFU = "opentofu"
+
+    def _pick(self, difference: Differs[T]) -> T:
+        return difference.opentofu if self is Dialect.OPENTOFU else difference.terraform
+
+    def allows(self, feature: str) -> bool:
+        """Return whether this engine has ``feature`` (a key of ``FEATURES``; a typo is a KeyError)."""
+        return self._pick(FEATURES[feature])
+
+    def word(self, key: str, **fields: str) -> str:
+        """Return ``key``'s wording in this engine (a key of ``WORDING``), with ``fields`` filled in."""
+        return self._pick(WORDING[key]).format(**fields)
+
+    @property
+    def product(self) -> str:
+        """The engine's name as its diagnostics spell it: "Terraform" or "OpenTofu"."""
+        return self.word("product")
+
+    @property
+    def values(self) -> _Values:
+        """The values that differ: file suffixes, registry host, engine version, ..."""
+        return VALUES[self.value]
