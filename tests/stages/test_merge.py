@@ -391,7 +391,7 @@ def test_an_override_to_any_with_nulls_it_cannot_type_is_not_refused(tmp_path: P
 def test_an_untyped_null_plans_as_a_change(tmp_path: Path) -> None:
     """Why the refusal: the output flatten could write (`type = any`, the null as it reads) plans
     changes against the state of the original, whose null is typed."""
-    import oracle
+    from support import oracle
     from support.files import write_tree
 
     tf = oracle.terraform()
