@@ -22,6 +22,7 @@ from flatten.providers.audit import audit_json, audit_text, explain
 from flatten.providers.checks import check_wiring
 from flatten.reports import ReportFormat
 from flatten.reports.graph_render import GraphFormat, render_graph
+from flatten.shell.memo import DiskMemo
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
 from flatten.stages.emit import MANIFEST_NAME, OutputError, dumps, write_tree
@@ -300,7 +301,7 @@ def build(
         inline_only=inline_module,
     )
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
-    result, diags = run_build(root_abs, options=options, fetcher=fetcher)
+    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=DiskMemo())
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
@@ -339,7 +340,9 @@ def graph(
     """Show the module tree of ROOT: every module path, its source and directory."""
     root_abs = _root_dir(root)
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
+    module_graph, diags = build_graph(
+        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
+    )
     if diagnostics_json:
         sys.stderr.write(render_json(diags))
     elif diags:
@@ -376,7 +379,9 @@ def providers(
     root_abs = _root_dir(root)
     fmt = _report_format(report_format, diagnostics_json)
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
+    module_graph, diags = build_graph(
+        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
+    )
     # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
     wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
     diags.extend(wiring_diags)

@@ -280,11 +280,15 @@ def default_cache() -> ParseCache | None:
     return _CACHE["cache"]
 
 
-def _parse(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
+def _parse(
+    text: str, name: str, syntax: str, dialect: Dialect, compute: Callable[[], Result] | None = None
+) -> Result:
     options = Options(dialect=dialect)
     was_enabled = gc.isenabled()
     gc.disable()  # parsing allocates many small objects and frees none of them (notes §1.7)
     try:
+        if compute is not None:  # the stage's own parse (flatten.stages.load._parse), through the memo
+            return compute()
         if syntax == "json":
             from flatten.syntax.jsonsyntax import parse_json
 
@@ -297,14 +301,17 @@ def _parse(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
             gc.enable()
 
 
-def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Result:
+def parse_cached(
+    text: str, name: str, syntax: str, *, options: Options, compute: Callable[[], Result] | None = None
+) -> Result:
     """Return the file parsed (``syntax`` "native" or "json"), from the cache when it holds it.
 
-    The same result as parsing directly; the cache only saves the work.
+    The same result as parsing directly; the cache only saves the work. ``compute`` parses when
+    the cache cannot answer (the memo passes the stage's parse, flatten/shell/memo.py).
     """
     cache = default_cache()
     if cache is None:
-        return _parse(text, name, syntax, options.dialect)
+        return _parse(text, name, syntax, options.dialect, compute)
     key = cache.key(text, name, syntax, options.dialect)
     memo = _MEMO.pop(key, None)
     if isinstance(memo, bytes):
@@ -321,7 +328,7 @@ def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Resu
             gc.enable()
     if found is not None:
         return found
-    result = _parse(text, name, syntax, options.dialect)
+    result = _parse(text, name, syntax, options.dialect, compute)
     if _STORE_PARSES:
         cache.store(key, result)
     return result
@@ -555,24 +562,23 @@ _ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, displa
 
 
 def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> list[tuple[str, object]]:
-    """Load and merge each module directory (through load_dir and merge_module, which fill the
-    module cache); return the entries computed, by key, instead of storing them. Per-file parse
+    """Load and merge each module directory (through load_module and the disk memo, which fill
+    the module cache); return the entries computed, by key, instead of storing them. Per-file parse
     entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
     global _STORE_PARSES
-    from flatten.shell import build_cache
-    from flatten.stages.load import load_dir
-    from flatten.stages.merge import merge_module
+    from flatten.shell.build_cache import ModuleEntry
+    from flatten.shell.memo import DiskMemo
+    from flatten.stages.load import load_module
 
-    def run() -> None:
-        for directory, root, options, rel in jobs:
-            files, _ = load_dir(directory, root=root, options=options)
-            merge_module(files, directory=rel, options=options)
-
+    captured: list[tuple[str, ModuleEntry]] = []
+    memo = DiskMemo(captured=captured)
     was, _STORE_PARSES = _STORE_PARSES, store_parses
     was_enabled = gc.isenabled()
     gc.disable()  # loading allocates many small objects and frees none of them
     try:
-        return list(build_cache.capture(run))
+        for directory, root, options, _ in jobs:
+            load_module(directory, root=root, options=options, memo=memo)
+        return list(captured)
     finally:
         _STORE_PARSES = was
         if was_enabled:
@@ -1043,9 +1049,6 @@ def run_build_command(argv: list[str], run: Callable[[], None]) -> None:
         return
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
-    from flatten.shell import build_cache
-
-    build_cache.track_modules()  # a one-shot process: output bytes may come from the cache
     take = prefetch_forked(root, options=options)
     if take is None:
         prefetch(root, options=options, meanwhile=_import_cli)

@@ -22,9 +22,13 @@ from decimal import Decimal
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.fields import BlockSchema, Mode, top_schema
-from flatten.lang.model import Attribute, Block, Body, JsonValue, Pos, Range
-from flatten.lang.options import Options
-from flatten.shell.build_cache import (
+from flatten.lang.model import (
+    Attribute,
+    Block,
+    Body,
+    JsonValue,
+    Pos,
+    Range,
     make_attribute,
     make_block,
     make_body,
@@ -33,6 +37,7 @@ from flatten.shell.build_cache import (
     make_range,
     make_range_at,
 )
+from flatten.lang.options import Options
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -50,7 +55,7 @@ from flatten.syntax.expressions import json_traversal
 
 __all__ = ["parse", "read_fast"]
 
-# The model's objects are built with build_cache.make_* (through their slots): the same objects
+# The model's objects are built with model.make_* (through their slots): the same objects
 # as the dataclass constructors give, in about a third of the time (docs/performance.md).
 
 
@@ -942,37 +947,6 @@ class _Reader:
         return self.text[node[1] : node[2]]
 
 
-_GRAMMAR_CACHE_CHECKED: list[bool] = []
-
-
-def _keep_grammar_cache() -> None:
-    """Move python-hcl2's grammar cache to flatten's cache directory when site-packages is read-only.
-
-    python-hcl2 pickles its Lark parser into ``hcl2/.lark_cache.bin`` on first use; where that
-    cannot be written, every process would rebuild the parser (about 1.5 s, notes §1.7). Lark
-    checks the grammar's hash when it loads a cache file, so a stale file is never used.
-    """
-    if _GRAMMAR_CACHE_CHECKED:
-        return
-    _GRAMMAR_CACHE_CHECKED.append(True)
-    try:
-        import os
-        from pathlib import Path
-
-        from hcl2 import parser as hcl2_parser
-
-        current = Path(hcl2_parser.PARSER_FILE)
-        if current.exists() or os.access(current.parent, os.W_OK):
-            return
-        from flatten.shell.parse_cache import cache_root
-
-        directory = cache_root() / "lark"
-        directory.mkdir(parents=True, exist_ok=True)
-        hcl2_parser.PARSER_FILE = directory / "hcl2.lark_cache.bin"
-    except Exception:  # the default location then; only slower
-        return
-
-
 def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics] | None:
     """Return what ``parse_native`` returns for ``text``, or None when the fast reader cannot vouch for it.
 
@@ -1000,7 +974,6 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     result = read_fast(text, filename, options=options)
     if result is not None:
         return result
-    _keep_grammar_cache()
     from flatten.syntax.hcl import parse_native
 
     return parse_native(text, filename, options=options)
