@@ -20,7 +20,8 @@ table belongs to another stage; these are local to decoding).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
@@ -50,22 +51,31 @@ _BAD_IDENTIFIER = (
     "underscores, and dashes."
 )
 
-_WORDING: dict[str, dict[Dialect, str]] = {
-    "product": {Dialect.OPENTOFU: "OpenTofu", Dialect.TERRAFORM: "Terraform"},
-    "ephemeral_lifecycle": {
-        Dialect.OPENTOFU: "Invalid lifecycle configuration for ephemeral resource",
-        Dialect.TERRAFORM: "Invalid ephemeral resource lifecycle argument",
-    },
-}
+_WORDING: Mapping[str, Mapping[Dialect, str]] = MappingProxyType(
+    {
+        "product": MappingProxyType({Dialect.OPENTOFU: "OpenTofu", Dialect.TERRAFORM: "Terraform"}),
+        "ephemeral_lifecycle": MappingProxyType(
+            {
+                Dialect.OPENTOFU: "Invalid lifecycle configuration for ephemeral resource",
+                Dialect.TERRAFORM: "Invalid ephemeral resource lifecycle argument",
+            }
+        ),
+    }
+)
 
 # Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
 # reports these situations with its own summary (see ``superseded``).
-_REPLACES: dict[str, tuple[str, ...]] = {
-    "Invalid language edition": ("Quoted keywords are deprecated",),
-    "Invalid data resource lifecycle argument": ("Unsupported argument", "Extraneous JSON object property"),
-    "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
-    "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
-}
+_REPLACES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "Invalid language edition": ("Quoted keywords are deprecated",),
+        "Invalid data resource lifecycle argument": (
+            "Unsupported argument",
+            "Extraneous JSON object property",
+        ),
+        "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
+        "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
+    }
+)
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")

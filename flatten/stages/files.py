@@ -11,26 +11,34 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from flatten.lang.options import Dialect
 
 __all__ = ["ConfigFile", "DirectoryListing", "is_override_name", "list_config_files", "split_extension"]
 
 # Suffixes in the order the engines test them (the first that matches wins).
-_CONFIG_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
-    Dialect.TERRAFORM: (".tf", ".tf.json"),
-    Dialect.OPENTOFU: (".tf", ".tf.json", ".tofu", ".tofu.json"),
-}
-_TEST_SUFFIXES: dict[Dialect, tuple[str, ...]] = {
-    Dialect.TERRAFORM: (".tftest.hcl", ".tftest.json", ".tfquery.hcl", ".tfquery.json"),
-    Dialect.OPENTOFU: (".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json"),
-}
+_CONFIG_SUFFIXES: Mapping[Dialect, tuple[str, ...]] = MappingProxyType(
+    {
+        Dialect.TERRAFORM: (".tf", ".tf.json"),
+        Dialect.OPENTOFU: (".tf", ".tf.json", ".tofu", ".tofu.json"),
+    }
+)
+_TEST_SUFFIXES: Mapping[Dialect, tuple[str, ...]] = MappingProxyType(
+    {
+        Dialect.TERRAFORM: (".tftest.hcl", ".tftest.json", ".tfquery.hcl", ".tfquery.json"),
+        Dialect.OPENTOFU: (".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json"),
+    }
+)
 # Longest first, so "x.tofu.json" is not read as "x.tofu" + ".json".
-_LONGEST_FIRST = {d: tuple(sorted(s, key=len, reverse=True)) for d, s in _CONFIG_SUFFIXES.items()}
+_LONGEST_FIRST = MappingProxyType(
+    {d: tuple(sorted(s, key=len, reverse=True)) for d, s in _CONFIG_SUFFIXES.items()}
+)
 # OpenTofu: a file with the key suffix hides the same base name with the value suffix.
-_TOFU_SHADOWS = {".tofu": ".tf", ".tofu.json": ".tf.json"}
+_TOFU_SHADOWS = MappingProxyType({".tofu": ".tf", ".tofu.json": ".tf.json"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 import networkx as nx
@@ -76,7 +77,7 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     return replace(d, detail=f"{d.detail} The module is called by {address} at {call.range}.")
 
 
-_IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 #: How deep a chain of module calls may go (the root is depth 0). Terraform has no limit, but
@@ -753,14 +754,16 @@ def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, d
 
 _NAME = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_STRING_FUNCTIONS: dict[str, Callable[[str], str]] = {
-    "tostring": lambda s: s,
-    "lower": str.lower,
-    "upper": str.upper,
-    "trimspace": str.strip,
-}
+_STRING_FUNCTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {
+        "tostring": lambda s: s,
+        "lower": str.lower,
+        "upper": str.upper,
+        "trimspace": str.strip,
+    }
+)
 # How many steps of a reference name its subject (ParseRef); the rest are attribute accesses.
-_SUBJECT_STEPS = {"data": 3, "ephemeral": 3, "module": 3, "self": 1}
+_SUBJECT_STEPS = MappingProxyType({"data": 3, "ephemeral": 3, "module": 3, "self": 1})
 
 
 class _Unsupported(Exception):

@@ -22,9 +22,10 @@ block that overrides merged into records every contributing definition in ``Bloc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, summary
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, ParsedFile, Range
@@ -57,7 +58,7 @@ _RESOURCE_META_ATTRS = frozenset({"count", "for_each", "provider", "depends_on"}
 _MODULE_META_ATTRS = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 _PROVIDER_META_ATTRS = frozenset({"alias", "version", "for_each"})
 # Nested block types the loaders know, with their label count (for JSON attribute forms).
-_KNOWN_BLOCKS = {"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0}
+_KNOWN_BLOCKS = MappingProxyType({"lifecycle": 0, "connection": 0, "provisioner": 1, "dynamic": 1, "_": 0})
 _CONDITIONS = ("precondition", "postcondition")
 _STATIC_ADDR = re.compile(r'^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*|\[(\d+|"[^"]*")\])*$')
 _DEFAULT_REGISTRY = re.compile(r"^(registry\.terraform\.io|registry\.opentofu\.org)/", re.IGNORECASE)
@@ -1334,37 +1335,41 @@ def _merge_encryption_items(base: list[Item], override: list[Item]) -> list[Item
     return out
 
 
-_APPEND: dict[str, Callable[[_Merger, int, Block], None]] = {
-    "terraform": _Merger._append_terraform,
-    "provider": _Merger._append_provider,
-    "variable": _Merger._append_variable,
-    "locals": _Merger._append_locals,
-    "output": _Merger._append_output,
-    "module": _Merger._append_module,
-    "resource": _Merger._append_resource,
-    "data": _Merger._append_resource,
-    "ephemeral": _Merger._append_resource,
-    "action": _Merger._append_resource,
-    "check": _Merger._append_check,
-    "import": _Merger._append_import,
-}
+_APPEND: Mapping[str, Callable[[_Merger, int, Block], None]] = MappingProxyType(
+    {
+        "terraform": _Merger._append_terraform,
+        "provider": _Merger._append_provider,
+        "variable": _Merger._append_variable,
+        "locals": _Merger._append_locals,
+        "output": _Merger._append_output,
+        "module": _Merger._append_module,
+        "resource": _Merger._append_resource,
+        "data": _Merger._append_resource,
+        "ephemeral": _Merger._append_resource,
+        "action": _Merger._append_resource,
+        "check": _Merger._append_check,
+        "import": _Merger._append_import,
+    }
+)
 
-_MERGE: dict[str, Callable[[_Merger, Block], None]] = {
-    "provider": _Merger._merge_provider,
-    "variable": _Merger._merge_variable_block,
-    "locals": _Merger._merge_locals,
-    "output": _Merger._merge_output,
-    "module": _Merger._merge_module,
-    "resource": _Merger._merge_resource,
-    "data": _Merger._merge_resource,
-    "ephemeral": _Merger._merge_resource,
-    "action": _Merger._merge_resource,
-    "moved": _Merger._cannot,
-    "import": _Merger._cannot,
-    "removed": _Merger._cannot,
-    "check": _Merger._cannot,
-    "language": _Merger._cannot,
-}
+_MERGE: Mapping[str, Callable[[_Merger, Block], None]] = MappingProxyType(
+    {
+        "provider": _Merger._merge_provider,
+        "variable": _Merger._merge_variable_block,
+        "locals": _Merger._merge_locals,
+        "output": _Merger._merge_output,
+        "module": _Merger._merge_module,
+        "resource": _Merger._merge_resource,
+        "data": _Merger._merge_resource,
+        "ephemeral": _Merger._merge_resource,
+        "action": _Merger._merge_resource,
+        "moved": _Merger._cannot,
+        "import": _Merger._cannot,
+        "removed": _Merger._cannot,
+        "check": _Merger._cannot,
+        "language": _Merger._cannot,
+    }
+)
 
 
 def _provider_sources(files: Sequence[ParsedFile]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import re
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.fields import BlockSchema, Mode, top_schema
@@ -78,7 +79,7 @@ _Node = tuple[int, int, int, object]
 
 # python-hcl2 lexes these as keywords; as identifiers in expressions they are left to it.
 _KEYWORDS = frozenset(("if", "in", "for", "for_each", "else", "endif", "endfor"))
-_LITERALS = {"true": True, "false": False, "null": None}
+_LITERALS = MappingProxyType({"true": True, "false": False, "null": None})
 
 _WS = re.compile(r"(?:[ \t]|\r(?=\n))*")
 # Newlines and comments, where python-hcl2's grammar takes a new_line_or_comment.
@@ -92,9 +93,9 @@ _BINOP = re.compile(r"==|!=|<=|>=|&&|\|\||[-+*/%<>]")
 _STRING_CHARS = re.compile(r"(?:[^\"\\$%\n\r\x00]+|\\[^\n\r\x00]|\$\$\{|%%\{|\$(?!\{)|%(?!\{))*")
 _HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
-_UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
-_NUMBER_CHARS = set("0123456789")
-_NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_UNARY_CONTEXT = frozenset("=([{,:?!-+*/%<>&|\n")
+_NUMBER_CHARS = frozenset("0123456789")
+_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 _number = parse_number  # one definition for both readers
