@@ -19,8 +19,8 @@ from flatten.providers.checks import check_wiring
 from flatten.providers.explicit import make_explicit
 from flatten.stages.graph import ModuleFetcher, ModuleGraph, build_graph
 from flatten.stages.layout import OutputTree, layout_tree
-from flatten.stages.load import load_dir
-from flatten.stages.merge import merge_module
+from flatten.stages.load import load_module as load_and_merge
+from flatten.stages.memo import NO_MEMO, Memo
 
 if TYPE_CHECKING:
     from flatten.inline import InlineResult
@@ -43,28 +43,29 @@ class BuildResult:
         return {rel: self.tree.content(rel) for rel in self.tree.paths()}
 
 
-def load_module(directory: Path, *, root: Path, options: Options) -> tuple[Module, Diagnostics]:
+def load_module(
+    directory: Path, *, root: Path, options: Options, memo: Memo = NO_MEMO
+) -> tuple[Module, Diagnostics]:
     """Return the module in ``directory`` with its override files merged, and all diagnostics."""
-    diags = Diagnostics()
-    files, load_diags = load_dir(directory, root=root, options=options)
-    diags.extend(load_diags)
-    rel = directory.relative_to(root).as_posix() if directory != root else "."
-    module, merge_diags = merge_module(files, directory=rel, options=options)
-    diags.extend(merge_diags)
-    return module, diags
+    loaded, _ = load_and_merge(directory, root=root, options=options, memo=memo)
+    diags = Diagnostics(loaded.load_diags)
+    diags.extend(loaded.merge_diags)
+    return loaded.module, diags
 
 
 def build(
-    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None
+    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None, memo: Memo = NO_MEMO
 ) -> tuple[BuildResult, Diagnostics]:
     """Return the canonical output tree for the configuration at ``root``, and every diagnostic.
 
     ``fetcher`` resolves registry and remote sources (``flatten.sources.fetcher.RemoteFetcher``);
     without one only modules already installed in ``.terraform/modules`` are found. On any error
-    diagnostic the result holds no files.
+    diagnostic the result holds no files. ``memo`` (flatten/stages/memo.py) supplies work an
+    earlier build did; the command line passes the disk-backed one (flatten/shell/memo.py). The
+    result is the same with any memo.
     """
     root = root.absolute()
-    graph, diags = build_graph(root, options=options, fetcher=fetcher)
+    graph, diags = build_graph(root, options=options, fetcher=fetcher, memo=memo)
     # Which checks run after loading errors, and in what order: flatten/providers/checks.py.
     wiring, wiring_diags = check_wiring(graph, diags, options=options)
     diags.extend(wiring_diags)
@@ -99,6 +100,7 @@ def build(
         options=options,
         beside_root=beside_root,
         variants=inlined.variants if inlined is not None else None,
+        memo=memo,
     )
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read

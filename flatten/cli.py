@@ -385,6 +385,7 @@ def run_request(request: BuildRequest) -> int:
 def _run_request(request: BuildRequest) -> int:
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
+    from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import OutputError, write_tree
 
     root, out, options = request.root, request.out, request.options
@@ -397,7 +398,7 @@ def _run_request(request: BuildRequest) -> int:
         raise _usage_error("--module only applies with --inline.")
     fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
-    result, diags = run_build(root_abs, options=options, fetcher=fetcher)
+    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=DiskMemo())
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
@@ -436,11 +437,14 @@ def graph(
     """Show the module tree of ROOT: every module path, its source and directory."""
     from flatten.lang.diagnostics import render_json, render_text
     from flatten.reports.graph_render import render_graph
+    from flatten.shell.memo import DiskMemo
     from flatten.stages.graph import build_graph
 
     root_abs = _root_dir(root)
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
+    module_graph, diags = build_graph(
+        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
+    )
     if diagnostics_json:
         sys.stderr.write(render_json(diags))
     elif diags:
@@ -476,13 +480,16 @@ def providers(
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
     from flatten.providers.audit import audit_json, audit_text, explain
     from flatten.providers.checks import check_wiring
+    from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import dumps
     from flatten.stages.graph import build_graph
 
     root_abs = _root_dir(root)
     fmt = _report_format(report_format, diagnostics_json)
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(root_abs, options=options, fetcher=_fetcher(root_abs, options=options))
+    module_graph, diags = build_graph(
+        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
+    )
     # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
     wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
     diags.extend(wiring_diags)

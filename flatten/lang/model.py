@@ -11,7 +11,7 @@ Absent is not null: an argument missing from a body means "not set"; an argument
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TypeAlias, Union
@@ -26,6 +26,13 @@ __all__ = [
     "ParsedFile",
     "Pos",
     "Range",
+    "make_attribute",
+    "make_block",
+    "make_body",
+    "make_expr",
+    "make_pos",
+    "make_range",
+    "make_range_at",
     "range_from_key",
 ]
 
@@ -277,3 +284,77 @@ class Module:
 
     def blocks_of(self, type_: str) -> Iterator[Block]:
         return (b for b in self.blocks if b.type == type_)
+
+
+# -- fast construction of the frozen dataclasses above ---------------------------------------------
+# A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
+# Pos); setting the slots through their member descriptors gives the same object in a third of
+# the time. Positions and ranges are most of what a parse or a cache entry holds (310,000 Pos and
+# 155,000 Range objects for the 200-module benchmark tree). The fast reader (syntax/hcl_fast.py)
+# and the module cache's unpickling (shell/build_cache.py) build through these. Valid because these
+# classes have no ``__post_init__`` (tests/test_parse_cache.py checks the results are equal to
+# constructed ones).
+_new = object.__new__
+
+
+def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
+    return tuple(cls.__dict__[n].__set__ for n in names)
+
+
+_POS_L, _POS_C, _POS_B = _setters(Pos, "line", "column", "byte")
+_EXPR_V, _EXPR_R = _setters(Expr, "value", "range")
+_ATTR_N, _ATTR_E, _ATTR_R = _setters(Attribute, "name", "expr", "name_range")
+BLOCK_SETTERS = _setters(Block, "type", "labels", "body", "range", "label_ranges", "origins")
+_BODY_I, BODY_SET_RANGE = _setters(Body, "items", "range")
+
+
+def make_pos(line: int, column: int, byte: int) -> Pos:
+    """Return ``Pos(line, column, byte)``, built about three times faster."""
+    p = _new(Pos)
+    _POS_L(p, line)
+    _POS_C(p, column)
+    _POS_B(p, byte)
+    return p
+
+
+def make_range(filename: str, start: Pos, end: Pos) -> Range:
+    """Return ``Range(filename, start, end)``."""
+    return Range(filename, start, end)
+
+
+# ``Range.at``: a range and both its positions in one call, how cache entries store ranges (a
+# quarter faster to load than three calls).
+make_range_at = Range.at
+
+
+def make_expr(value: object, range: Range) -> Expr:
+    """Return ``Expr(value, range)``, built faster."""
+    e = _new(Expr)
+    _EXPR_V(e, value)
+    _EXPR_R(e, range)
+    return e
+
+
+def make_attribute(name: str, expr: Expr, name_range: Range) -> Attribute:
+    """Return ``Attribute(name, expr, name_range)``, built faster."""
+    a = _new(Attribute)
+    _ATTR_N(a, name)
+    _ATTR_E(a, expr)
+    _ATTR_R(a, name_range)
+    return a
+
+
+def make_block(*values: object) -> Block:
+    """Return ``Block(type, labels, body, range, label_ranges, origins)`` (all six), built faster."""
+    b = _new(Block)
+    for setter, value in zip(BLOCK_SETTERS, values, strict=True):
+        setter(b, value)
+    return b
+
+
+def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body:
+    """Return ``Body(items, range)``, built faster."""
+    b = _new(Body)
+    _BODY_I(b, items)
+    BODY_SET_RANGE(b, range)
+    return b

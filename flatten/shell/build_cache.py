@@ -1,18 +1,16 @@
 """The module cache: each module directory's loaded files and merged module, by content.
 
-A rebuild after one edit should redo only the module that changed. ``load_dir`` (load.py) and
-``merge_module`` (merge.py) are pure functions of a module directory's configuration files (their
+A rebuild after one edit should redo only the module that changed. ``load_module`` (load.py:
+``load_dir``, then ``merge_module``) is a pure function of a module directory's configuration files (their
 names relative to the build root, syntax, override flag and bytes), the directory's display path
-and the options, so both results are stored together, in one entry, under a digest of exactly
+and the options, so its results are stored together, in one entry, under a digest of exactly
 those inputs and of the code that computes them (``version``: every flatten source file,
 python-hcl2's and lark's files, Python's version). Rule for the whole file: an entry is only ever
 a pure function of its key, so a stale entry can never be read; a missing, unreadable or corrupt
 entry is a miss and is rewritten.
 
-How the two stages find each other: on a hit ``load_dir`` returns the stored files and remembers,
-for the very list object it returned, the stored merge result; ``merge_module`` called with that
-list (same objects, same directory, same options) returns it without merging. On a miss
-``merge_module`` stores the entry once it has merged. Any other caller just computes.
+The stage asks through the memo it is given (flatten/stages/memo.py); the disk-backed memo
+(flatten/shell/memo.py) looks entries up here (``take``) and keeps what it computed (``computed``).
 
 Entries live beside the parse cache (``<cache root>/modules/<key[:2]>/<key>``); writes are a
 temporary file renamed into place, so concurrent builds never see half an entry.
@@ -39,9 +37,28 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Body, Expr, Module, ParsedFile, Pos, Range, range_from_key
-from flatten.lang.options import Options
+from flatten.lang.diagnostics import Diagnostic
+from flatten.lang.model import (
+    BLOCK_SETTERS,
+    BODY_SET_RANGE,
+    Attribute,
+    Block,
+    Body,
+    Expr,
+    Module,
+    ParsedFile,
+    Pos,
+    Range,
+    make_attribute,
+    make_block,
+    make_body,
+    make_expr,
+    make_pos,
+    make_range,
+    make_range_at,
+    range_from_key,
+)
+from flatten.lang.options import Dialect, Options
 from flatten.shell import cache_auth
 from flatten.stages.files import DirectoryListing
 
@@ -49,6 +66,7 @@ __all__ = [
     "EMITTED",
     "LazyBody",
     "ModuleEntry",
+    "computed",
     "dumps",
     "emit_ahead",
     "emit_key",
@@ -59,7 +77,6 @@ __all__ = [
     "finish",
     "import_prefetched",
     "keep_emitted",
-    "loaded",
     "make_attribute",
     "make_block",
     "make_body",
@@ -68,13 +85,10 @@ __all__ = [
     "make_pos",
     "make_range",
     "make_range_at",
-    "merge_done",
-    "merged",
     "module_key",
-    "module_key_of",
     "prelisted",
+    "preread",
     "take",
-    "track_modules",
     "version",
 ]
 
@@ -82,76 +96,10 @@ SCHEMA_VERSION = 3  # bump when the stored form changes
 _MAGIC = b"flatten-module-3\n"
 _EMIT_MAGIC = b"flatten-emit-1\n"
 
-# -- fast construction of the model's frozen dataclasses -----------------------------------------
-# A frozen slotted dataclass initialises each field through ``object.__setattr__`` (0.8 us for a
-# Pos); setting the slots through their member descriptors gives the same object in a third of
-# the time. Positions and ranges are most of what a parse or a cache entry holds (310,000 Pos and
-# 155,000 Range objects for the 200-module benchmark tree). Valid because these classes have no
-# ``__post_init__`` (tests/shell/test_parse_cache.py checks the results are equal to constructed ones).
+# The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
 _new = object.__new__
-
-
-def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], ...]:
-    return tuple(cls.__dict__[n].__set__ for n in names)
-
-
-_POS_L, _POS_C, _POS_B = _setters(Pos, "line", "column", "byte")
-_EXPR_V, _EXPR_R = _setters(Expr, "value", "range")
-_ATTR_N, _ATTR_E, _ATTR_R = _setters(Attribute, "name", "expr", "name_range")
-_BLOCK = _setters(Block, "type", "labels", "body", "range", "label_ranges", "origins")
-_BODY_I, _BODY_R = _setters(Body, "items", "range")
-
-
-def make_pos(line: int, column: int, byte: int) -> Pos:
-    """Return ``Pos(line, column, byte)``, built about three times faster."""
-    p = _new(Pos)
-    _POS_L(p, line)
-    _POS_C(p, column)
-    _POS_B(p, byte)
-    return p
-
-
-def make_range(filename: str, start: Pos, end: Pos) -> Range:
-    """Return ``Range(filename, start, end)``."""
-    return Range(filename, start, end)
-
-
-# ``Range.at``: a range and both its positions in one call, how cache entries store ranges (a
-# quarter faster to load than three calls).
-make_range_at = Range.at
-
-
-def make_expr(value: object, range: Range) -> Expr:
-    """Return ``Expr(value, range)``, built faster."""
-    e = _new(Expr)
-    _EXPR_V(e, value)
-    _EXPR_R(e, range)
-    return e
-
-
-def make_attribute(name: str, expr: Expr, name_range: Range) -> Attribute:
-    """Return ``Attribute(name, expr, name_range)``, built faster."""
-    a = _new(Attribute)
-    _ATTR_N(a, name)
-    _ATTR_E(a, expr)
-    _ATTR_R(a, name_range)
-    return a
-
-
-def make_block(*values: object) -> Block:
-    """Return ``Block(type, labels, body, range, label_ranges, origins)`` (all six), built faster."""
-    b = _new(Block)
-    for setter, value in zip(_BLOCK, values, strict=True):
-        setter(b, value)
-    return b
-
-
-def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body:
-    """Return ``Body(items, range)``, built faster."""
-    b = _new(Body)
-    _BODY_I(b, items)
-    _BODY_R(b, range)
-    return b
+_BLOCK = BLOCK_SETTERS
+_BODY_R = BODY_SET_RANGE
 
 
 # -- bodies decoded on first use ------------------------------------------------------------------
@@ -557,10 +505,11 @@ def store(key: str, value: bytes | ModuleEntry, *, background: bool = True) -> N
 MEMO: dict[str, bytes | ModuleEntry] = {}
 # Keys of the MEMO entries prefetch read from the cache (not computed).
 READ: set[str] = set()
-# Each module directory's listing as prefetch read it and the module key of the files it read, by
-# (directory, root, options): load_dir uses both instead of listing, reading and hashing again
-# (the build then sees each module's files as prefetch read them, a moment earlier). Taken once.
-PREREAD: dict[tuple[str, str, str], tuple[DirectoryListing, str]] = {}
+# Each module directory's listing as prefetch read it, by (directory, dialect), with the root and
+# options it keyed the module under and the module key of the files it read: the build uses both
+# instead of listing, reading and hashing again (it then sees each module's files as prefetch read
+# them, a moment earlier). The key is taken once (``preread``); the listing stays (``prelisted``).
+PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str]] = {}
 
 
 def export_prefetched() -> bytes:
@@ -592,144 +541,45 @@ def import_prefetched(data: bytes) -> None:
 
 def note_read(directory: Path, root: Path, options: Options, listing: DirectoryListing, key: str) -> None:
     """Remember the listing prefetch read for a module directory and the key of its files (``PREREAD``)."""
-    PREREAD[(str(directory), str(root), _options_key(options))] = (listing, key)
+    PREREAD[(str(directory), options.dialect.value)] = (listing, key, str(root), _options_key(options))
 
 
-def preread(directory: Path, root: Path, options: Options) -> tuple[DirectoryListing, str] | None:
-    """Return (and forget) the listing and module key prefetch found for this directory, if any."""
-    if not PREREAD:
-        return None
-    return PREREAD.pop((str(directory), str(root), _options_key(options)), None)
-
-
-def prelisted(directory: Path, root: Path, options: Options) -> DirectoryListing | None:
-    """Return the listing prefetch read for this directory, if any (``preread`` still returns it)."""
-    found = PREREAD.get((str(directory), str(root), _options_key(options))) if PREREAD else None
+def prelisted(directory: Path, dialect: Dialect) -> DirectoryListing | None:
+    """Return the listing prefetch read for this directory, if any (``preread`` may still use it)."""
+    found = PREREAD.get((str(directory), dialect.value)) if PREREAD else None
     return None if found is None else found[0]
 
 
-# Results computed in a worker for its parent instead of being written (see capture()).
-_CAPTURED: list[list[tuple[str, ModuleEntry]]] = []
+def preread(directory: Path, root: Path, options: Options, listing: DirectoryListing) -> str | None:
+    """Return (and forget) the module key prefetch found for this directory, when the build is
+    loading it under the same root and options from the very listing prefetch read."""
+    if not PREREAD:
+        return None
+    found = PREREAD.pop((str(directory), options.dialect.value), None)
+    if found is None or found[0] is not listing or found[2] != str(root) or found[3] != _options_key(options):
+        return None
+    return found[1]
 
 
-@dataclass(slots=True)
-class _Pending:
-    files: list[ParsedFile]  # the very list load_dir returned
-    snapshot: tuple[ParsedFile, ...]  # its items then (a caller that changes the list gets no cache)
-    key: str
-    directory: str
-    options: Options
-    load_diags: tuple[Diagnostic, ...] | None  # on a miss: what load_dir returned, to store
-    entry: ModuleEntry | None  # on a hit: the stored entry, whose merge result merge_module returns
-
-
-# load_dir results waiting for their merge_module call, by id() of the list (the list is kept alive
-# here, so the id cannot be reused). Only the latest few: a caller that never merges leaks nothing.
-_PENDING: dict[int, _Pending] = {}
-_MAX_PENDING = 8
-
-
-def _remember(pending: _Pending) -> None:
-    _PENDING[id(pending.files)] = pending
-    while len(_PENDING) > _MAX_PENDING:
-        del _PENDING[next(iter(_PENDING))]
-
-
-def take(key: str, directory: str, options: Options) -> tuple[list[ParsedFile], Diagnostics] | None:
-    """Return ``load_dir``'s stored result for ``key``, or None.
-
-    On a hit the stored merge result waits for ``merge_module`` (``merged``).
-    """
+def take(key: str, directory: str) -> ModuleEntry | None:
+    """Return ``key``'s entry (prefetched, else from the cache) when it is a module ``directory``."""
     value = MEMO.pop(key, None)
     READ.discard(key)
     if value is None:
         value = read(key)
     entry = decode(value, key) if isinstance(value, bytes) else value
-    if entry is None or entry.directory != directory:
+    if entry is None or entry.directory != directory or entry.merge_directory != directory:
         return None
-    files = list(entry.files)
-    _remember(_Pending(files, entry.files, key, directory, options, None, entry))
-    return files, Diagnostics(entry.load_diags)
+    return entry
 
 
-def loaded(key: str, directory: str, options: Options, files: list[ParsedFile], diags: Diagnostics) -> None:
-    """Note a computed ``load_dir`` result: ``merge_module`` stores the entry once it has merged it."""
-    _remember(_Pending(files, tuple(files), key, directory, options, tuple(diags), None))
-
-
-def _pending(files: Sequence[ParsedFile], directory: str, options: Options) -> _Pending | None:
-    pending = _PENDING.get(id(files))
-    if pending is None or pending.files is not files:
-        return None
-    del _PENDING[id(files)]
-    snapshot = pending.snapshot
-    if (
-        pending.options != options
-        or len(files) != len(snapshot)
-        or any(a is not b for a, b in zip(files, snapshot, strict=True))
-    ):
-        return None
-    if pending.entry is not None and pending.entry.merge_directory != directory:
-        return None
-    return pending
-
-
-def merged(
-    files: Sequence[ParsedFile], directory: str, options: Options
-) -> tuple[Module, Diagnostics] | None:
-    """Return the stored merge result for a list ``load_dir`` returned from the cache, or None."""
-    if not _PENDING:
-        return None
-    pending = _PENDING.get(id(files))
-    if pending is None or pending.entry is None:
-        return None
-    found = _pending(files, directory, options)
-    if found is None or found.entry is None:
-        return None
-    _note_module(found.entry.module, found.key)
-    return found.entry.module, Diagnostics(found.entry.merge_diags)
-
-
-def merge_done(
-    files: Sequence[ParsedFile], directory: str, options: Options, module: Module, diags: Diagnostics
-) -> None:
-    """Store the entry for a list ``load_dir`` computed, now that it is merged."""
-    if not _PENDING:
+def computed(key: str, entry: ModuleEntry, captured: list[tuple[str, ModuleEntry]] | None) -> None:
+    """Keep an entry the build computed: in ``captured`` when given (a prefetch worker hands it
+    to its parent), else written to the cache in the background."""
+    if captured is not None:
+        captured.append((key, entry))
         return
-    pending = _pending(files, directory, options)
-    if pending is None or pending.load_diags is None:
-        return
-    entry = ModuleEntry(
-        pending.directory, pending.snapshot, pending.load_diags, directory, module, tuple(diags)
-    )
-    _note_module(module, pending.key)
-    if _CAPTURED:
-        _CAPTURED[-1].append((pending.key, entry))
-        return
-    store(pending.key, entry)
-
-
-# Modules this process took from the cache or stored, by id() (kept alive here), with their key:
-# what ``emitted`` needs to know a module's output bytes may come from the cache. Only in a
-# one-shot build process (``track_modules``, from parse_cache.run_build_command): a long-lived
-# process would keep every module it ever loaded.
-_MODULE_KEYS: dict[int, tuple[Module, str]] = {}
-
-
-def track_modules() -> None:
-    """Remember the key of each module loaded from or stored in the cache, for ``emitted``."""
-    _STATE["track"] = True
-
-
-def _note_module(module: Module, key: str) -> None:
-    if _STATE.get("track"):
-        _MODULE_KEYS[id(module)] = (module, key)
-
-
-def module_key_of(module: Module) -> str | None:
-    """Return the module-cache key ``module`` was taken or stored under in this process, if any."""
-    found = _MODULE_KEYS.get(id(module))
-    return found[1] if found is not None and found[0] is module else None
+    store(key, entry)
 
 
 def emit_key(
@@ -781,19 +631,20 @@ def _read_emitted(path: Path, digest: str) -> bytes | None:
     return data[len(_EMIT_MAGIC) + cache_auth.TAG_SIZE :]
 
 
-def emitted(original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]) -> bytes:
+def emitted(
+    key: str, original: Module, output: Module, provenance: bool, compute: Callable[[], bytes]
+) -> bytes:
     """Return ``compute()`` (a module's output bytes), from the cache when it has them.
 
     Used by the output layout around ``dumps(module_json(module, provenance=...))``
-    (docs/performance.md). ``original`` is the
-    module the graph holds and ``output`` the module written, which may differ only in its
-    ``module`` blocks (call sources rewritten). The key is the original's module-cache key (its
-    files, names, options and flatten's source), the output's ``module`` blocks in full, its
-    directory and files, and ``provenance``; anything else (a module not from the cache, another
-    block changed) is computed.
+    (docs/performance.md), through the memo (flatten/shell/memo.py). ``key`` is the module-cache
+    key of ``original``, the module the graph holds as loaded, and ``output`` the module written,
+    which may differ only in its ``module`` blocks (call sources rewritten). The key of the bytes
+    is ``key`` (the module's files, names, options and flatten's source), the output's ``module``
+    blocks in full, its directory and files, and ``provenance``; anything else (another block
+    changed) is computed.
     """
-    key = module_key_of(original) if enabled() else None
-    if key is None or len(output.blocks) != len(original.blocks):
+    if not enabled() or len(output.blocks) != len(original.blocks):
         return compute()
     calls = []
     for a, b in zip(original.blocks, output.blocks, strict=True):
@@ -812,13 +663,3 @@ def emitted(original: Module, output: Module, provenance: bool, compute: Callabl
     data = compute()
     _queue(path, digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
     return data
-
-
-def capture(run: Callable[[], object]) -> list[tuple[str, ModuleEntry]]:
-    """Run ``run`` and return the entries it computed, instead of storing them (prefetch)."""
-    _CAPTURED.append([])
-    try:
-        run()
-    finally:
-        out = _CAPTURED.pop()
-    return out

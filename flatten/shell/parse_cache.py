@@ -24,7 +24,7 @@ import hashlib
 import os
 import pickle
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -188,12 +188,16 @@ def default_cache() -> ParseCache | None:
     return _CACHE["cache"]
 
 
-def parse_file(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
-    """Parse one file, uncached."""
+def parse_file(
+    text: str, name: str, syntax: str, dialect: Dialect, compute: Callable[[], Result] | None = None
+) -> Result:
+    """Parse one file, uncached (with ``compute``, the stage's own parse, when the memo gives one)."""
     options = Options(dialect=dialect)
     was_enabled = gc.isenabled()
     gc.disable()  # parsing allocates many small objects and frees none of them (notes §1.7)
     try:
+        if compute is not None:  # the stage's own parse (flatten.stages.load._parse), through the memo
+            return compute()
         if syntax == "json":
             from flatten.syntax.jsonsyntax import parse_json
 
@@ -206,14 +210,17 @@ def parse_file(text: str, name: str, syntax: str, dialect: Dialect) -> Result:
             gc.enable()
 
 
-def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Result:
+def parse_cached(
+    text: str, name: str, syntax: str, *, options: Options, compute: Callable[[], Result] | None = None
+) -> Result:
     """Return the file parsed (``syntax`` "native" or "json"), from the cache when it holds it.
 
-    The same result as parsing directly; the cache only saves the work.
+    The same result as parsing directly; the cache only saves the work. ``compute`` parses when
+    the cache cannot answer (the memo passes the stage's parse, flatten/shell/memo.py).
     """
     cache = default_cache()
     if cache is None:
-        return parse_file(text, name, syntax, options.dialect)
+        return parse_file(text, name, syntax, options.dialect, compute)
     key = cache.key(text, name, syntax, options.dialect)
     memo = _MEMO.pop(key, None)
     if isinstance(memo, bytes):
@@ -230,7 +237,7 @@ def parse_cached(text: str, name: str, syntax: str, *, options: Options) -> Resu
             gc.enable()
     if found is not None:
         return found
-    result = parse_file(text, name, syntax, options.dialect)
+    result = parse_file(text, name, syntax, options.dialect, compute)
     if _STORE[0]:
         cache.store(key, result)
     return result

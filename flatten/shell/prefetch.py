@@ -311,23 +311,22 @@ _ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, displa
 
 
 def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> list[tuple[str, object]]:
-    """Load and merge each module directory (through load_dir and merge_module, which fill the
-    module cache); return the entries computed, by key, instead of storing them. Per-file parse
+    """Load and merge each module directory (through load_module and the disk memo, which fill
+    the module cache); return the entries computed, by key, instead of storing them. Per-file parse
     entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
-    from flatten.shell import build_cache
-    from flatten.stages.load import load_dir
-    from flatten.stages.merge import merge_module
+    from flatten.shell.build_cache import ModuleEntry
+    from flatten.shell.memo import DiskMemo
+    from flatten.stages.load import load_module
 
-    def run() -> None:
-        for directory, root, options, rel in jobs:
-            files, _ = load_dir(directory, root=root, options=options)
-            merge_module(files, directory=rel, options=options)
-
+    captured: list[tuple[str, ModuleEntry]] = []
+    memo = DiskMemo(captured=captured)
     was_enabled = gc.isenabled()
     gc.disable()  # loading allocates many small objects and frees none of them
     try:
         with parse_cache.file_entries(store_parses):
-            return list(build_cache.capture(run))
+            for directory, root, options, _ in jobs:
+                load_module(directory, root=root, options=options, memo=memo)
+        return list(captured)
     finally:
         if was_enabled:
             gc.enable()

@@ -64,10 +64,8 @@ def run_build(request: BuildRequest) -> int:
             return 0
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
-    from flatten.shell import build_cache
     from flatten.shell.prefetch import finish, prefetch, prefetch_forked
 
-    build_cache.track_modules()  # a one-shot process: output bytes may come from the cache
     take = prefetch_forked(root, options=options)
     if take is None:
         prefetch(root, options=options, meanwhile=load_pipeline)

@@ -515,7 +515,7 @@ def write_tree(out: Path, files: Mapping[str, bytes], copies: Mapping[str, Path]
             signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
 
 
-_DEFERRED = {signal.SIGINT, signal.SIGTERM}
+_DEFERRED = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 def _signal_mask() -> set[int] | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 import networkx as nx
@@ -32,7 +33,6 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Options
 from flatten.lang.versions import parse_constraints
-from flatten.shell import build_cache
 from flatten.sources import (
     InvalidSourceAddress,
     LocalSource,
@@ -45,8 +45,8 @@ from flatten.sources import (
 from flatten.sources.package import FetchedModule, ModulePackage
 from flatten.sources.redact import redact_url
 from flatten.stages.files import list_config_files
-from flatten.stages.load import display_path, load_dir
-from flatten.stages.merge import merge_module
+from flatten.stages.load import display_path, load_module
+from flatten.stages.memo import NO_MEMO, Memo, MemoKey
 from flatten.syntax._hcl_templates import Literal, TemplateError, quoted_parts
 
 __all__ = [
@@ -77,7 +77,7 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     return replace(d, detail=f"{d.detail} The module is called by {address} at {call.range}.")
 
 
-_IDENT_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 #: How deep a chain of module calls may go (the root is depth 0). Terraform has no limit, but
@@ -120,6 +120,9 @@ class ModuleNode:
     # For each of this module's calls that an override file changed: the arguments its block in
     # the primary file sets. Terraform checks required inputs against that block alone.
     base_arguments: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The memo's name for ``module`` as loaded (the layout asks it for the module's output bytes);
+    # not part of the node's value, and meaningless once ``module`` is replaced (MemoKey).
+    memo_key: MemoKey | None = field(default=None, compare=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -426,17 +429,24 @@ def _base_arguments(files: Sequence[ParsedFile], module: Module) -> dict[str, fr
 
 
 def _load(
-    directory: Path, *, root: Path, options: Options, address: str, package: ModulePackage | None = None
-) -> tuple[Module, Diagnostics, dict[str, frozenset[str]]]:
+    directory: Path,
+    *,
+    root: Path,
+    options: Options,
+    address: str,
+    memo: Memo,
+    package: ModulePackage | None = None,
+) -> tuple[Module, Diagnostics, dict[str, frozenset[str]], MemoKey | None]:
     # A module from a downloaded package (outside the root, in the cache) is named by its package:
     # file names become "<package address>//<path in the package>", never a machine's cache path.
     outside = package is not None and _outside(directory, root)
     base = package.root if outside and package is not None else root
     # A downloaded package's files are read only from inside it (a symlink may lead anywhere).
     boundary = package.root if package is not None else None
-    files, diags = load_dir(directory, root=base, options=options, boundary=boundary)
-    module, merge_diags = merge_module(files, directory=display_path(directory, base), options=options)
-    diags.extend(merge_diags)
+    loaded, memo_key = load_module(directory, root=base, options=options, boundary=boundary, memo=memo)
+    files, module = loaded.files, loaded.module
+    diags = Diagnostics(loaded.load_diags)
+    diags.extend(loaded.merge_diags)
     bases = _base_arguments(files, module)
     if outside and package is not None:
         prefix = redact_url(package.address.partition("?")[0])  # a file name is shown: no URL userinfo
@@ -448,7 +458,7 @@ def _load(
         )
     if address:
         diags = Diagnostics(replace(d, module=address) for d in diags)
-    return module, diags, bases
+    return module, diags, bases, memo_key
 
 
 def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
@@ -500,18 +510,18 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
     return Diagnostics(replace(d, module=node.address) for d in diags)
 
 
-def _has_config(directory: Path, root: Path, options: Options) -> bool:
-    listing = build_cache.prelisted(directory, root, options)
-    if listing is not None:
-        return bool(listing.files)
+def _has_config(directory: Path, options: Options, memo: Memo) -> bool:
     try:
-        return bool(list_config_files(directory, dialect=options.dialect).files)
+        listing = memo.listing(
+            directory, options.dialect, lambda: list_config_files(directory, dialect=options.dialect)
+        )
     except OSError:
         return False
+    return bool(listing.files)
 
 
 def build_graph(
-    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None
+    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None, memo: Memo = NO_MEMO
 ) -> tuple[ModuleGraph, Diagnostics]:
     """Return the module graph rooted at ``root`` and every diagnostic of loading it.
 
@@ -523,6 +533,9 @@ def build_graph(
     Registry and remote sources go to ``fetcher`` (``flatten.sources.fetcher.RemoteFetcher``).
     Without one, only modules that ``terraform init`` already installed (``.terraform/modules``)
     are found, and any other remote module is a "Module not installed" error.
+
+    ``memo`` (flatten/stages/memo.py) lists directories and loads modules that an earlier build
+    already loaded; the graph is the same without it.
     """
     root = root.absolute()
     if fetcher is None:
@@ -530,12 +543,12 @@ def build_graph(
 
         fetcher = installed_only(root, options=options)
     graph: nx.DiGraph = nx.DiGraph()
-    module, diags, bases = _load(root, root=root, options=options, address="")
+    module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
     # Each module's static evaluation context; a child's variables come from its caller's.
     scopes: dict[str, _Scope] = {"": _Scope(module)}
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
-    root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases)
+    root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
     if root_failed and options.dialect.allows("stop_after_root_errors"):
@@ -583,7 +596,7 @@ def build_graph(
                     )
                 )
                 continue
-            if not _has_config(directory, root, options):
+            if not _has_config(directory, options, memo):
                 diags.append(
                     _in_package(
                         Diagnostic.warning(
@@ -599,13 +612,13 @@ def build_graph(
                         root,
                     )
                 )
-            module, load_diags, bases = _load(
-                directory, root=root, options=options, address=address, package=package
+            module, load_diags, bases, memo_key = _load(
+                directory, root=root, options=options, address=address, memo=memo, package=package
             )
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases)
+            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
@@ -747,14 +760,16 @@ def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, d
 
 _NAME = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_STRING_FUNCTIONS: dict[str, Callable[[str], str]] = {
-    "tostring": lambda s: s,
-    "lower": str.lower,
-    "upper": str.upper,
-    "trimspace": str.strip,
-}
+_STRING_FUNCTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {
+        "tostring": lambda s: s,
+        "lower": str.lower,
+        "upper": str.upper,
+        "trimspace": str.strip,
+    }
+)
 # How many steps of a reference name its subject (ParseRef); the rest are attribute accesses.
-_SUBJECT_STEPS = {"data": 3, "ephemeral": 3, "module": 3, "self": 1}
+_SUBJECT_STEPS = MappingProxyType({"data": 3, "ephemeral": 3, "module": 3, "self": 1})
 
 
 class _Unsupported(Exception):

@@ -37,13 +37,13 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.release import __version__
-from flatten.shell.build_cache import emitted
 from flatten.sources.redact import redact_url
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
 from flatten.stages.load import display_path
+from flatten.stages.memo import NO_MEMO, Memo
 
 __all__ = ["OutputTree", "copy_boundary", "layout_tree", "module_copies"]
 
@@ -410,6 +410,7 @@ def layout_tree(
     options: Options,
     beside_root: Mapping[str, Path] | None = None,
     variants: Mapping[str, int] | None = None,
+    memo: Memo = NO_MEMO,
 ) -> OutputTree:
     """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
 
@@ -417,7 +418,8 @@ def layout_tree(
     files, read through their ``path.module``, which may climb out of the root: ``../shared/x``);
     the layout keeps them at that place relative to the root, and the module directories' copies
     win over them. ``variants`` (inline mode) maps a module address to the copy of its directory
-    it is written as, when inlining made the calls of one directory differ.
+    it is written as, when inlining made the calls of one directory differ. ``memo`` may hold
+    an unchanged module's output bytes (flatten/stages/memo.py).
     """
     variants = variants or {}
     root = root.absolute()
@@ -443,9 +445,11 @@ def layout_tree(
             def render(module: Module = module) -> bytes:
                 return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
 
-            # An unchanged module's bytes come from the build cache (keyed by its files and the
-            # rewritten calls); emitting is a third of a one-file-changed rebuild otherwise.
-            data = emitted(node.module, module, options.provenance, render)
+            # An unchanged module's bytes come from the memo (keyed by the module as loaded and
+            # the rewritten calls); emitting is a third of a one-file-changed rebuild otherwise.
+            # Its key names the module as loaded: none once a later stage replaced the module.
+            key = node.memo_key if node.memo_key is not None and node.memo_key.module is node.module else None
+            data = memo.emitted(key, node.module, module, options.provenance, render)
             files[target] = data
             digests[here] = _digest(data)
             skipped: list[tuple[str, str]] = []

@@ -4,6 +4,10 @@ The failure contract follows OpenTofu's ``parser_config_dir.go``: an unreadable 
 "Failed to read module directory" and no files; an unreadable or undecodable file gives
 "Failed to read file" and is skipped; a syntax error gives the parser's diagnostic and an
 empty body for that file. Nothing here raises for bad configuration.
+
+Performance (docs/performance.md): parsing a file, listing a directory and loading a whole
+module go through the ``memo`` the caller passes (flatten/stages/memo.py); the command line's
+memo keeps them on disk between builds, and prefetches them in parallel.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from pathlib import Path
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Options
-from flatten.shell import build_cache
 from flatten.stages.decode import check_file, check_versions, incompatible, superseded
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
+from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
+from flatten.stages.merge import merge_module
 
-__all__ = ["display_path", "load_dir", "load_file"]
+__all__ = ["display_path", "load_dir", "load_file", "load_module"]
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -28,11 +33,11 @@ def display_path(path: Path, root: Path) -> str:
 
 
 def load_file(
-    entry: ConfigFile, *, root: Path, options: Options, raw: bytes | None = None
+    entry: ConfigFile, *, root: Path, options: Options, raw: bytes | None = None, memo: Memo = NO_MEMO
 ) -> tuple[ParsedFile, Diagnostics]:
     """Return one file parsed into the representation, and its diagnostics.
 
-    ``raw`` is the file's content when the caller has already read it (the module cache keys
+    ``raw`` is the file's content when the caller has already read it (the module memo keys
     exactly the bytes that are parsed).
     """
     diags = Diagnostics()
@@ -59,17 +64,24 @@ def load_file(
             Range.point(name, line, column, exc.start),
         )
         return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
-    body, parse_diags = _parse(text, name, entry.syntax, options=options)
+    syntax = entry.syntax
+    body, parse_diags = memo.parsed(
+        ParseSource(text, name, syntax, options.dialect), lambda: _parse(text, name, syntax, options=options)
+    )
     diags.extend(parse_diags)
     return ParsedFile(name, entry.syntax, body, entry.is_override), diags
 
 
 def _parse(text: str, name: str, syntax: str, *, options: Options) -> tuple[Body, Diagnostics]:
-    # The parse cache, then the fast reader (hcl_fast), then python-hcl2 (hcl.parse_native):
-    # each gives exactly what parse_json / parse_native give (docs/performance.md).
-    from flatten.shell.parse_cache import parse_cached
+    # The fast reader (hcl_fast), which falls back to python-hcl2 (hcl.parse_native) when it
+    # cannot vouch for a file: exactly what parse_native gives (docs/performance.md).
+    if syntax == "json":
+        from flatten.syntax.jsonsyntax import parse_json
 
-    return parse_cached(text, name, syntax, options=options)
+        return parse_json(text, name, options=options)
+    from flatten.syntax.hcl_fast import parse
+
+    return parse(text, name, options=options)
 
 
 def _outside(listing: DirectoryListing, boundary: Path, root: Path) -> tuple[DirectoryListing, Diagnostics]:
@@ -95,7 +107,7 @@ def _outside(listing: DirectoryListing, boundary: Path, root: Path) -> tuple[Dir
 
 
 def load_dir(
-    directory: Path, *, root: Path, options: Options, boundary: Path | None = None
+    directory: Path, *, root: Path, options: Options, boundary: Path | None = None, memo: Memo = NO_MEMO
 ) -> tuple[list[ParsedFile], Diagnostics]:
     """Return the parsed configuration files of ``directory`` (primary, then override) and diagnostics.
 
@@ -104,69 +116,66 @@ def load_dir(
     "Incompatible module" errors (spec §1). With ``boundary`` (a module package's directory), a
     file that is a symlink leading outside it is not read, and is reported as an error.
     """
-    diags = Diagnostics()
-    # Performance (docs/performance.md, "Module cache"): a module whose files, names and options
-    # are unchanged comes back from flatten/shell/build_cache.py with its merge result, which
-    # merge_module then returns. Keyed by the exact bytes read here, which are also what is parsed;
-    # or, after prefetch read the directory (a moment earlier), by the key of what it read.
-    cached = build_cache.enabled() and boundary is None
-    known = build_cache.preread(directory, root, options) if cached else None
-    if known is not None:
-        listing = known[0]
-    else:
-        try:
-            listing = list_config_files(directory, dialect=options.dialect)
-        except OSError as exc:
-            diags.error(
-                "Failed to read module directory",
-                f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
-                f"{exc.strerror or exc}.",
-            )
-            return [], diags
+    loaded, _ = load_module(directory, root=root, options=options, boundary=boundary, memo=memo)
+    return list(loaded.files), Diagnostics(loaded.load_diags)
+
+
+def load_module(
+    directory: Path, *, root: Path, options: Options, boundary: Path | None = None, memo: Memo = NO_MEMO
+) -> tuple[LoadedModule, MemoKey | None]:
+    """Return ``directory``'s files as ``load_dir`` loads them and the module ``merge.merge_module``
+    makes of them (named by the directory's display path), and the memo's name for the module.
+
+    Loading and merging are one step here because a module directory is the unit the memo keeps
+    (a rebuild after one edit redoes only the module that changed).
+    """
+    rel = display_path(directory, root)
+
+    def merged(files: list[ParsedFile], diags: Diagnostics) -> LoadedModule:
+        module, merge_diags = merge_module(files, directory=rel, options=options)
+        return LoadedModule(tuple(files), tuple(diags), module, tuple(merge_diags))
+
+    def listed() -> DirectoryListing:
+        return list_config_files(directory, dialect=options.dialect)
+
+    try:
+        # A package's directory is listed afresh: only the root's local modules are prefetched.
+        listing = memo.listing(directory, options.dialect, listed) if boundary is None else listed()
+    except OSError as exc:
+        diags = Diagnostics()
+        diags.error(
+            "Failed to read module directory",
+            f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
+            f"{exc.strerror or exc}.",
+        )
+        return merged([], diags), None
     if boundary is not None:
         listing, diags = _outside(listing, boundary, root)
-        if diags:  # rare: load what is left, past the cache, after the errors
-            files, file_diags = _load_listing(listing.files, None, root=root, options=options)
+        if diags:  # rare: load what is left, past the memo, after the errors
+            files, file_diags = _load_listing(listing.files, None, root=root, options=options, memo=memo)
             diags.extend(file_diags)
-            return files, diags
-    raws: list[bytes] | None = None
-    key = ""
-    rel = display_path(directory, root)
-    if build_cache.enabled():
-        if known is not None:
-            found = build_cache.take(known[1], rel, options)
-            if found is not None:
-                return found
-        try:
-            raws = [entry.path.read_bytes() for entry in listing.files]
-        except OSError:
-            raws = None  # load_file reports it; such a module is not cached
-        if raws is not None:
-            key = build_cache.module_key(
-                rel,
-                [
-                    (display_path(e.path, root), e.syntax, e.is_override, raw)
-                    for e, raw in zip(listing.files, raws, strict=True)
-                ],
-                options,
-            )
-            found = build_cache.take(key, rel, options)
-            if found is not None:
-                return found
-    files, diags = _load_listing(listing.files, raws, root=root, options=options)
-    if raws is not None:
-        build_cache.loaded(key, rel, options, files, diags)
-    return files, diags
+            return merged(files, diags), None
+    entries = listing.files
+
+    def compute(raws: tuple[bytes, ...] | None) -> LoadedModule:
+        return merged(*_load_listing(entries, raws, root=root, options=options, memo=memo))
+
+    return memo.module(ModuleSource(directory, root, rel, listing, options), compute)
 
 
 def _load_listing(
-    entries: tuple[ConfigFile, ...], raws: list[bytes] | None, *, root: Path, options: Options
+    entries: tuple[ConfigFile, ...],
+    raws: tuple[bytes, ...] | None,
+    *,
+    root: Path,
+    options: Options,
+    memo: Memo,
 ) -> tuple[list[ParsedFile], Diagnostics]:
     diags = Diagnostics()
     files: list[ParsedFile] = []
     for i, entry in enumerate(entries):
         raw = raws[i] if raws is not None else None
-        parsed, file_diags = load_file(entry, root=root, options=options, raw=raw)
+        parsed, file_diags = load_file(entry, root=root, options=options, raw=raw, memo=memo)
         files.append(parsed)
         decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
         diags.extend(superseded(file_diags, decode_diags))

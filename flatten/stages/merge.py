@@ -49,7 +49,6 @@ from flatten.lang.types import (
     type_expression,
     with_defaults_of,
 )
-from flatten.shell import build_cache
 
 __all__ = ["merge_module"]
 
@@ -1453,11 +1452,6 @@ def merge_module(
     >>> module.blocks, list(diags)
     ((), [])
     """
-    # Performance (docs/performance.md, "Module cache"): files that load_dir just took from the
-    # module cache come with their stored merge result; files it computed get one stored.
-    cached = build_cache.merged(files, directory, options)
-    if cached is not None:
-        return cached
     merger = _Merger(options)
     merger.provider_sources = _provider_sources(files)
     primaries = [f for f in files if not f.is_override]
@@ -1468,5 +1462,4 @@ def merge_module(
     for file in overrides:
         merger.merge_file(file)
     module = Module(directory, merger.result(), tuple(f.filename for f in files))
-    build_cache.merge_done(files, directory, options, module, merger.diags)
     return module, merger.diags

@@ -14,7 +14,6 @@ so positions and values stay those of the original. Problems are diagnostics, ne
 from __future__ import annotations
 
 import bisect
-import gc
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -964,13 +963,9 @@ def _parse(src: _Source) -> Tree[Token] | None:
     """Parse with python-hcl2; on failure record the diagnostic on ``src`` and return None."""
     prepared, blanked = _prepare(src.text)
     src.blanked = blanked
-    was_enabled = gc.isenabled()
-    gc.disable()  # python-hcl2 allocates many small objects; GC passes double the time (notes §1.7)
-    try:
-        return hcl2.parses_to_tree(prepared)
-    finally:
-        if was_enabled:
-            gc.enable()
+    # python-hcl2 allocates many small objects and GC passes double the time (notes §1.7): the
+    # shell switches the collector off around parsing (flatten/shell/memo.py).
+    return hcl2.parses_to_tree(prepared)
 
 
 def _syntax_error(exc: Exception, src: _Source, diags: Diagnostics) -> None:

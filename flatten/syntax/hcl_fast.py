@@ -19,13 +19,18 @@ from __future__ import annotations
 import bisect
 import re
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.fields import BlockSchema, Mode
-from flatten.lang.model import Attribute, Block, Body, JsonValue, Pos, Range
-from flatten.lang.options import Options
-from flatten.shell.build_cache import (
+from flatten.lang.model import (
+    Attribute,
+    Block,
+    Body,
+    JsonValue,
+    Pos,
+    Range,
     make_attribute,
     make_block,
     make_body,
@@ -34,6 +39,7 @@ from flatten.shell.build_cache import (
     make_range,
     make_range_at,
 )
+from flatten.lang.options import Options
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -51,7 +57,7 @@ from flatten.syntax.expressions import json_traversal
 
 __all__ = ["parse", "read_fast"]
 
-# The model's objects are built with build_cache.make_* (through their slots): the same objects
+# The model's objects are built with model.make_* (through their slots): the same objects
 # as the dataclass constructors give, in about a third of the time (docs/performance.md).
 
 
@@ -74,7 +80,7 @@ _Node = tuple[int, int, int, object]
 
 # python-hcl2 lexes these as keywords; as identifiers in expressions they are left to it.
 _KEYWORDS = frozenset(("if", "in", "for", "for_each", "else", "endif", "endfor"))
-_LITERALS = {"true": True, "false": False, "null": None}
+_LITERALS = MappingProxyType({"true": True, "false": False, "null": None})
 
 _WS = re.compile(r"(?:[ \t]|\r(?=\n))*")
 # Newlines and comments, where python-hcl2's grammar takes a new_line_or_comment.
@@ -88,9 +94,9 @@ _BINOP = re.compile(r"==|!=|<=|>=|&&|\|\||[-+*/%<>]")
 _STRING_CHARS = re.compile(r"(?:[^\"\\$%\n\r\x00]+|\\[^\n\r\x00]|\$\$\{|%%\{|\$(?!\{)|%(?!\{))*")
 _HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
-_UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
-_NUMBER_CHARS = set("0123456789")
-_NAME_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_UNARY_CONTEXT = frozenset("=([{,:?!-+*/%<>&|\n")
+_NUMBER_CHARS = frozenset("0123456789")
+_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
 _number = parse_number  # one definition for both readers
@@ -943,37 +949,6 @@ class _Reader:
         return self.text[node[1] : node[2]]
 
 
-_GRAMMAR_CACHE_CHECKED: list[bool] = []
-
-
-def _keep_grammar_cache() -> None:
-    """Move python-hcl2's grammar cache to flatten's cache directory when site-packages is read-only.
-
-    python-hcl2 pickles its Lark parser into ``hcl2/.lark_cache.bin`` on first use; where that
-    cannot be written, every process would rebuild the parser (about 1.5 s, notes §1.7). Lark
-    checks the grammar's hash when it loads a cache file, so a stale file is never used.
-    """
-    if _GRAMMAR_CACHE_CHECKED:
-        return
-    _GRAMMAR_CACHE_CHECKED.append(True)
-    try:
-        import os
-        from pathlib import Path
-
-        from hcl2 import parser as hcl2_parser
-
-        current = Path(hcl2_parser.PARSER_FILE)
-        if current.exists() or os.access(current.parent, os.W_OK):
-            return
-        from flatten.shell.cache_dir import cache_root
-
-        directory = cache_root() / "lark"
-        directory.mkdir(parents=True, exist_ok=True)
-        hcl2_parser.PARSER_FILE = directory / "hcl2.lark_cache.bin"
-    except Exception:  # the default location then; only slower
-        return
-
-
 def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics] | None:
     """Return what ``parse_native`` returns for ``text``, or None when the fast reader cannot vouch for it.
 
@@ -1001,7 +976,6 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     result = read_fast(text, filename, options=options)
     if result is not None:
         return result
-    _keep_grammar_cache()
     from flatten.syntax.hcl import parse_native
 
     return parse_native(text, filename, options=options)

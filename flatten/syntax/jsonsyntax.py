@@ -14,7 +14,6 @@ byte order mark is skipped but still counted in byte offsets).
 
 from __future__ import annotations
 
-import gc
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
@@ -626,13 +625,9 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
     start = 1 if text.startswith("\ufeff") else 0
     loc = _Locator(text, filename)
     decoder = _Decoder(loc, options)
-    collecting = gc.isenabled()
-    gc.disable()  # the trees built here hold no cycles; collection passes would halve the speed
-    try:
-        return _decode(text, start, decoder, options)
-    finally:
-        if collecting:
-            gc.enable()
+    # The trees built here hold no cycles and collection passes would halve the speed: the shell
+    # switches the collector off around parsing (flatten/shell/memo.py).
+    return _decode(text, start, decoder, options)
 
 
 def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple[Body, Diagnostics]:

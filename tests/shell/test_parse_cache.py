@@ -19,14 +19,30 @@ from support.files import write_tree
 from typer.testing import CliRunner
 
 from flatten import cli
-from flatten.build import build
-from flatten.lang.model import Attribute, Block, Body, Expr, Module, Pos, Range
+from flatten.build import BuildResult, build
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import (
+    Attribute,
+    Block,
+    Body,
+    Expr,
+    Module,
+    Pos,
+    Range,
+    make_attribute,
+    make_block,
+    make_body,
+    make_expr,
+    make_pos,
+    make_range,
+)
 from flatten.lang.options import Dialect, Options
 from flatten.shell import build_cache, parse_cache, process, replay
 from flatten.shell import prefetch as prefetching
+from flatten.shell.memo import DiskMemo
 from flatten.stages import merge
-from flatten.stages.load import load_dir
-from flatten.stages.merge import merge_module
+from flatten.stages.load import load_dir, load_module
+from flatten.stages.memo import MemoKey
 from flatten.syntax.hcl import parse_native
 
 OLD = 1_000_000_000  # an mtime (2001) safely older than any build
@@ -50,7 +66,6 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build_cache, "_STATE", {})
     monkeypatch.setattr(build_cache, "MEMO", {})
     monkeypatch.setattr(build_cache, "PREREAD", {})
-    monkeypatch.setattr(build_cache, "_PENDING", {})
     monkeypatch.setattr(build_cache, "EMITTED", {})
     monkeypatch.setattr(build_cache, "READ", set())
 
@@ -163,6 +178,11 @@ def _uncached_build(root: Path, monkeypatch: pytest.MonkeyPatch, **options: obje
     return files
 
 
+def _build(root: Path, *, options: Options) -> tuple[BuildResult, Diagnostics]:
+    """A build through the disk memo, as the command line runs it."""
+    return build(root, options=options, memo=DiskMemo())
+
+
 def _boom(*args: object, **kwargs: object) -> None:
     raise AssertionError("computed again")
 
@@ -180,7 +200,7 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
     assert prefetching.prefetch(root, options=Options(), workers=2) == 0  # everything cached now
     monkeypatch.setattr(parse_cache, "parse_file", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
-    assert build(root, options=Options())[0].files == want
+    assert _build(root, options=Options())[0].files == want
 
 
 @pytest.mark.parametrize("provenance", [False, True])
@@ -194,7 +214,6 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
     want = _uncached_build(root, monkeypatch, provenance=provenance)
     monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
     monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
-    build_cache.track_modules()  # as the command line does
     prefetching.prefetch(root, options=options, workers=2)
     assert len(build_cache.EMITTED) == 12  # every module but the root, which calls them
     rendered: list[str] = []
@@ -205,7 +224,7 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
         return real(module, provenance=provenance)
 
     monkeypatch.setattr(layout, "module_json", counting)
-    assert build(root, options=options)[0].files == want
+    assert _build(root, options=options)[0].files == want
     assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
     prefetching.finish()
     assert len(_files(tmp_path / "cache" / "emit")) == 13  # and stored for the next build
@@ -215,25 +234,24 @@ def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _tree(tmp_path / "src")
-    assert build(root, options=Options())[0].files == _uncached_build(root, monkeypatch)
+    assert _build(root, options=Options())[0].files == _uncached_build(root, monkeypatch)
     _reset(monkeypatch)
     edited = root / "modules" / "m3" / "main.tf"
     edited.write_text(edited.read_text() + 'output "o" {\n  value = var.v\n}\n')
     merged: list[str] = []
-    real = merge_module
+    real = merge.merge_module
 
     def counting(files: list, *, directory: str, options: Options) -> object:  # type: ignore[type-arg]
-        if build_cache.merged(files, directory, options) is None:
-            merged.append(directory)
+        merged.append(directory)  # the memo merges only what it does not hold
         return real(files, directory=directory, options=options)
 
-    monkeypatch.setattr("flatten.stages.graph.merge_module", counting)
+    monkeypatch.setattr("flatten.stages.load.merge_module", counting)
     for prefetch in (False, True):
         if prefetch:
             edited.write_text(edited.read_text() + "# again\n")
             prefetching.prefetch(root, options=Options())
         merged.clear()
-        got = build(root, options=Options())[0].files
+        got = _build(root, options=Options())[0].files
         assert merged == ([] if prefetch else ["modules/m3"])  # prefetch merged it already
         assert got == _uncached_build(root, monkeypatch)
         assert b'"o"' in got["modules/m3/main.tf.json"]
@@ -247,7 +265,7 @@ def test_cached_build_equals_uncached_for_every_option(
     for options in ({"provenance": True}, {"dialect": Dialect.OPENTOFU}, {}, {"provenance": True}):
         want = _uncached_build(root, monkeypatch, **options)
         for _ in range(2):  # computed, then from the cache
-            assert build(root, options=Options(**options))[0].files == want  # type: ignore[arg-type]
+            assert _build(root, options=Options(**options))[0].files == want  # type: ignore[arg-type]
             _reset(monkeypatch)
 
 
@@ -268,7 +286,7 @@ def test_module_key_covers_content_names_options_and_version(monkeypatch: pytest
 
 def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _tree(tmp_path / "src", modules=1)
-    want = build(root, options=Options())[0].files
+    want = _build(root, options=Options())[0].files
     prefetching.finish()
     entries = _files(tmp_path / "cache" / "modules")
     assert len(entries) == 2
@@ -277,45 +295,45 @@ def test_module_entry_corrupt_or_foreign_is_a_miss(tmp_path: Path, monkeypatch: 
         for p in entries:
             p.write_bytes(junk)
         _reset(monkeypatch)
-        assert build(root, options=Options())[0].files == want
+        assert _build(root, options=Options())[0].files == want
     prefetching.finish()
     for p in entries:  # rewritten, holding what they held
         assert build_cache.decode(p.read_bytes(), p.name) == build_cache.decode(good[p], p.name) is not None
 
 
-def test_merge_uses_the_stored_result_only_for_the_list_load_dir_returned(tmp_path: Path) -> None:
+def test_memo_returns_the_stored_module_only_for_the_same_files(tmp_path: Path) -> None:
     root = _tree(tmp_path / "src", modules=1)
     directory = root / "modules" / "m0"
-    files, _ = load_dir(directory, root=root, options=Options())
-    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    want, key = load_module(directory, root=root, options=Options(), memo=DiskMemo())
     prefetching.finish()
-    files, _ = load_dir(directory, root=root, options=Options())  # from the cache now
-    assert build_cache.merged(list(files), "modules/m0", Options()) is None  # another list
-    assert build_cache.merged(files, "elsewhere", Options()) is None  # another directory: no result
-    files, _ = load_dir(directory, root=root, options=Options())
-    files.pop()  # the caller changed the list: merged again, not taken from the cache
-    assert merge_module(files, directory="modules/m0", options=Options())[0] != want
-    files, _ = load_dir(directory, root=root, options=Options())
-    assert merge_module(files, directory="modules/m0", options=Options())[0] == want
+    assert isinstance(key, MemoKey) and key.module is want.module
+    got, again = load_module(directory, root=root, options=Options(), memo=DiskMemo())  # from the cache
+    assert got == want and again is not None and again.key == key.key and again.module is got.module
+    assert got.module is not want.module  # decoded from the entry, not computed
+    (directory / "main.tf").write_text('variable "v" {\n  default = 3\n}\n')
+    edited, other = load_module(directory, root=root, options=Options(), memo=DiskMemo())
+    assert other is not None and other.key != key.key
+    assert edited == load_module(directory, root=root, options=Options())[0]  # what NO_MEMO computes
+    assert edited.module != want.module
 
 
 def test_module_cache_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
     root = _tree(tmp_path / "src", modules=2)
-    build(root, options=Options())
+    _build(root, options=Options())
     prefetching.finish()
     assert not _files(tmp_path / "cache" / "modules") and _files(tmp_path / "cache" / "parse")
 
 
 def test_fast_constructors_build_the_same_objects() -> None:
-    a, b = build_cache.make_pos(1, 2, 3), Pos(1, 2, 3)
+    a, b = make_pos(1, 2, 3), Pos(1, 2, 3)
     assert a == b and hash(a) == hash(b) and repr(a) == repr(b) and not (a < b)
-    r = build_cache.make_range("f.tf", a, build_cache.make_pos(2, 1, 9))
+    r = make_range("f.tf", a, make_pos(2, 1, 9))
     assert r == Range("f.tf", b, Pos(2, 1, 9)) and str(r) == "f.tf:1,2-2,1"
-    e = build_cache.make_expr("${x}", r)
-    attr = build_cache.make_attribute("a", e, r)
-    body = build_cache.make_body((attr,), r)
-    block = build_cache.make_block("t", ("l",), body, r, (r,), ())
+    e = make_expr("${x}", r)
+    attr = make_attribute("a", e, r)
+    body = make_body((attr,), r)
+    block = make_block("t", ("l",), body, r, (r,), ())
     assert block == Block("t", ("l",), Body((Attribute("a", Expr("${x}", r), r),), r), r, (r,))
     with pytest.raises(AttributeError):
         a.line = 5  # type: ignore[misc]
@@ -332,7 +350,7 @@ def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Pa
     root = _tree(tmp_path / "src", modules=1)
     directory = root / "modules" / "m0"
     files, _ = load_dir(directory, root=root, options=Options())
-    want, _ = merge_module(files, directory="modules/m0", options=Options())
+    want, _ = merge.merge_module(files, directory="modules/m0", options=Options())
     entry = build_cache.ModuleEntry("modules/m0", tuple(files), (), "modules/m0", want, ())
     _, data = build_cache.encode("k", entry)
 
@@ -410,7 +428,7 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     assert len(build_cache.MEMO) == 13 and len(build_cache.PREREAD) == 13  # every module, as bytes
     monkeypatch.setattr(parse_cache, "parse_file", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
-    assert build(root, options=Options())[0].files == want  # nothing parsed or merged again
+    assert _build(root, options=Options())[0].files == want  # nothing parsed or merged again
     prefetching.finish()  # waits for the child, which writes its entries after handing them over
     assert not prefetching._CHILDREN and len(_files(tmp_path / "cache" / "modules")) == 13
     # Everything cached now: entries the child only read are not sent; the build reads them.
@@ -419,7 +437,7 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     assert take is not None
     take()
     assert not build_cache.MEMO and len(build_cache.PREREAD) == 13
-    assert build(root, options=Options())[0].files == want
+    assert _build(root, options=Options())[0].files == want
     prefetching.finish()
 
 
@@ -454,7 +472,7 @@ def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
     assert take is not None
     take()
     assert not build_cache.MEMO
-    assert build(root, options=Options())[0].files == want
+    assert _build(root, options=Options())[0].files == want
     prefetching.finish()
 
 
@@ -598,28 +616,30 @@ def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
 
         return compute
 
-    def load() -> Module:
-        files, _ = load_dir(root, root=root, options=Options())
-        return merge_module(files, directory=".", options=Options())[0]
+    def load() -> tuple[Module, MemoKey | None]:
+        loaded, key = load_module(root, root=root, options=Options(), memo=DiskMemo())
+        return loaded.module, key
 
-    untracked = load()
-    assert build_cache.emitted(untracked, untracked, False, emit(untracked)) == emit(untracked)()
+    memo = DiskMemo()
+    plain = load_module(root, root=root, options=Options())[0].module  # NO_MEMO: no key
+    assert memo.emitted(None, plain, plain, False, emit(plain)) == emit(plain)()
     computed.clear()
     for _ in range(2):
         _reset(monkeypatch)
-        build_cache.track_modules()
-        module = load()
+        module, key = load()
         want = dumps(module_json(module)).encode()
-        assert build_cache.emitted(module, module, False, emit(module)) == want
+        assert memo.emitted(key, module, module, False, emit(module)) == want
         prefetching.finish()
     assert computed == [1]  # the second time from the cache
+    # A key names the very module it came with: for an equal module from elsewhere it computes.
+    assert memo.emitted(key, plain, plain, False, emit(plain)) == want and computed == [1, 1]
     calls = [replace(b, labels=("renamed",)) if b.type == "module" else b for b in module.blocks]
     other = replace(module, blocks=tuple(calls))
-    assert build_cache.emitted(module, other, False, emit(other)) == emit(other)()
-    assert build_cache.emitted(module, module, True, emit(module)) == want
-    assert len(computed) == 4  # another call block, provenance: other keys
+    assert memo.emitted(key, module, other, False, emit(other)) == emit(other)()
+    assert memo.emitted(key, module, module, True, emit(module)) == want
+    assert len(computed) == 5  # another call block, provenance: other keys
     changed = replace(module, blocks=tuple(replace(b, labels=()) if b.type == "locals" else b for b in calls))
     computed.clear()
     for _ in range(2):
-        build_cache.emitted(module, changed, False, emit(changed))
+        memo.emitted(key, module, changed, False, emit(changed))
     assert computed == [1, 1]  # a block other than a module call differs: never cached

@@ -11,7 +11,6 @@ modules (hypothesis), including randomly damaged ones.
 from __future__ import annotations
 
 import json
-import os
 import random
 from decimal import Decimal
 from pathlib import Path
@@ -358,16 +357,3 @@ def test_parse_falls_back() -> None:
     assert body.blocks[0].body.attribute("a").value == "${!!x}"  # type: ignore[union-attr]
     _, diags = hcl_fast.parse("locals {\n  a = \n}\n", "m.tf", options=Options())
     assert diags.has_errors
-
-
-def test_grammar_cache_moves_out_of_read_only_site_packages(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from hcl2 import parser as hcl2_parser
-
-    monkeypatch.setattr(hcl2_parser, "PARSER_FILE", tmp_path / "site" / ".lark_cache.bin")
-    monkeypatch.setattr(hcl_fast, "_GRAMMAR_CACHE_CHECKED", [])
-    monkeypatch.setattr(os, "access", lambda path, mode: False)  # a read-only site-packages
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path / "cache"))
-    hcl_fast._keep_grammar_cache()
-    assert tmp_path / "cache" / "lark" / "hcl2.lark_cache.bin" == hcl2_parser.PARSER_FILE

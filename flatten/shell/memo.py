@@ -1,0 +1,191 @@
+"""The disk-backed memo the command line passes to ``build`` (the seam: flatten/stages/memo.py).
+
+It answers the stages from flatten's caches: parsed files from the parse cache
+(flatten/shell/parse_cache.py), loaded and merged modules and their output bytes from the module
+and emit caches (flatten/shell/build_cache.py), and directory listings and module keys from what
+prefetch read a moment before the build. Each answer is what the stage's ``compute`` gives for
+the same inputs (every entry is a pure function of its key); whatever the caches lack, or when
+they are turned off, is computed. The process-wide tricks the stages must not know about live
+here too: the garbage collector is off while a file is parsed (python-hcl2-notes §1.7), and
+python-hcl2's grammar cache moves to flatten's cache directory when site-packages is read-only.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Body, Module
+from flatten.lang.options import Dialect, Options
+from flatten.shell import build_cache, parse_cache
+from flatten.shell.cache_dir import cache_root
+from flatten.stages.files import DirectoryListing
+from flatten.stages.load import display_path
+from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource
+
+__all__ = ["DiskMemo", "keep_grammar_cache"]
+
+_STATE: dict[str, bool] = {}
+
+
+class DiskMemo:
+    """The stages' memo, backed by flatten's caches (see the module docstring).
+
+    With ``captured``, module entries this memo computes are appended there instead of being
+    written (a prefetch worker hands them to the process that started it).
+    """
+
+    __slots__ = ("_captured",)
+
+    def __init__(self, *, captured: list[tuple[str, build_cache.ModuleEntry]] | None = None) -> None:
+        self._captured = captured
+
+    def parsed(
+        self, source: ParseSource, compute: Callable[[], tuple[Body, Diagnostics]]
+    ) -> tuple[Body, Diagnostics]:
+        keep_grammar_cache()
+        # parse_cached switches the garbage collector off around reading and parsing.
+        return parse_cache.parse_cached(
+            source.text, source.name, source.syntax, options=Options(dialect=source.dialect), compute=compute
+        )
+
+    def listing(
+        self, directory: Path, dialect: Dialect, compute: Callable[[], DirectoryListing]
+    ) -> DirectoryListing:
+        found = build_cache.prelisted(directory, dialect)
+        return found if found is not None else compute()
+
+    def module(
+        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+    ) -> tuple[LoadedModule, MemoKey | None]:
+        if not build_cache.enabled():
+            return compute(None), None
+        # After prefetch read the directory (a moment earlier), the key of what it read.
+        key = build_cache.preread(source.directory, source.root, source.options, source.listing)
+        if key is not None:
+            entry = build_cache.take(key, source.display)
+            if entry is not None:
+                return _loaded(entry), MemoKey(entry.module, key)
+        # Keyed by the exact bytes read here, which are also what is parsed.
+        try:
+            raws = tuple(entry.path.read_bytes() for entry in source.listing.files)
+        except OSError:
+            return compute(None), None  # the stage reports the file; such a module is not kept
+        key = build_cache.module_key(
+            source.display,
+            [
+                (display_path(e.path, source.root), e.syntax, e.is_override, raw)
+                for e, raw in zip(source.listing.files, raws, strict=True)
+            ],
+            source.options,
+        )
+        entry = build_cache.take(key, source.display)
+        if entry is not None:
+            return _loaded(entry), MemoKey(entry.module, key)
+        loaded = compute(raws)
+        stored = build_cache.ModuleEntry(
+            source.display, loaded.files, loaded.load_diags, source.display, loaded.module, loaded.merge_diags
+        )
+        build_cache.computed(key, stored, self._captured)
+        return loaded, MemoKey(loaded.module, key)
+
+    def emitted(
+        self,
+        key: MemoKey | None,
+        original: Module,
+        output: Module,
+        provenance: bool,
+        compute: Callable[[], bytes],
+    ) -> bytes:
+        if key is None or key.module is not original:
+            return compute()
+        return build_cache.emitted(key.key, original, output, provenance, compute)
+
+
+def _loaded(entry: build_cache.ModuleEntry) -> LoadedModule:
+    return LoadedModule(entry.files, entry.load_diags, entry.module, entry.merge_diags)
+
+
+# -- python-hcl2's grammar cache -------------------------------------------------------------------
+
+
+def keep_grammar_cache() -> None:
+    """Move python-hcl2's grammar cache to flatten's cache directory when site-packages is read-only.
+
+    python-hcl2 pickles its Lark parser into ``hcl2/.lark_cache.bin`` on first use; where that
+    cannot be written, every process would rebuild the parser (about 1.5 s, notes §1.7). Lark
+    checks the grammar's hash when it loads a cache file, so a stale file is never used. Checked
+    once per process, without importing python-hcl2 (most builds never need it): when
+    ``hcl2.parser`` is not imported yet, it is redirected as soon as it is.
+    """
+    if _STATE.get("grammar"):
+        return
+    _STATE["grammar"] = True
+    try:
+        loaded = sys.modules.get("hcl2.parser")
+        if loaded is not None:
+            _redirect(loaded)
+            return
+        spec = importlib.util.find_spec("hcl2")  # finds the package without importing it
+        if spec is None or not spec.origin:
+            return
+        if not _needs_redirect(Path(spec.origin).parent / ".lark_cache.bin"):
+            return
+        sys.meta_path.insert(0, _AfterImport("hcl2.parser", _redirect))
+    except Exception:  # the default location then; only slower
+        return
+
+
+def _needs_redirect(current: Path) -> bool:
+    return not current.exists() and not os.access(current.parent, os.W_OK)
+
+
+def _redirect(parser: ModuleType) -> None:
+    try:
+        if not _needs_redirect(Path(getattr(parser, "PARSER_FILE"))):  # noqa: B009 - untyped module
+            return
+        directory = cache_root() / "lark"
+        directory.mkdir(parents=True, exist_ok=True)
+        setattr(parser, "PARSER_FILE", directory / "hcl2.lark_cache.bin")  # noqa: B010
+    except Exception:  # the default location then; only slower
+        return
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then`` on module ``name`` right after it is imported (then steps aside)."""
+
+    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
+        self.name = name
+        self.then = then
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        spec.loader = _ThenLoader(spec.loader, self.then)
+        return spec
+
+
+class _ThenLoader(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader, then: Callable[[ModuleType], None]) -> None:
+        self.loader = loader
+        self.then = then
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        self.then(module)

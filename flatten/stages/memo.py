@@ -1,0 +1,145 @@
+"""The seam between the stages and the shell's caches: one ``Memo`` object, passed down explicitly.
+
+Every stage is a pure function of its arguments. Where one would do work a previous build
+already did (parse a file, load and merge a module, list a directory, emit a module's bytes) it
+asks the memo instead: ``memo.parsed(source, compute)`` and the like return exactly what
+``compute`` returns for those inputs, from wherever the memo keeps it. ``NO_MEMO`` just calls
+``compute``; the disk-backed, prefetch-fed memo lives in flatten/shell/memo.py and is what the
+command line passes to ``build``. So a stage is correct with either, only slower with
+``NO_MEMO``, and ``tests/test_memo.py`` checks both give the same build.
+
+The value a memo returns is always compute's own: it may come from an earlier process (same
+bytes, same code), never from a different input. What a memo may add is its name for a module
+it returned (``MemoKey``), which the layout hands back to ``emitted`` for that very module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Body, Module, ParsedFile
+from flatten.lang.options import Dialect, Options
+from flatten.stages.files import DirectoryListing
+
+__all__ = ["NO_MEMO", "LoadedModule", "Memo", "MemoKey", "ModuleSource", "NoMemo", "ParseSource"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParseSource:
+    """Everything a file's parse is a function of: its text, display name, syntax and dialect."""
+
+    text: str
+    name: str  # the display name the ranges carry
+    syntax: str  # "native" or "json"
+    dialect: Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleSource:
+    """A module directory about to be loaded and merged (``load.load_module``).
+
+    The loaded module is a function of the listed files' display names (relative to ``root``),
+    syntax, override flags and bytes, of ``display`` and of ``options``. The memo reads the bytes
+    it keys (``listing``'s files) and hands them to ``compute``, so what is parsed is exactly
+    what was keyed; ``compute(None)`` reads them itself.
+    """
+
+    directory: Path
+    root: Path
+    display: str  # display_path(directory, root): the module's directory in ranges and Module
+    listing: DirectoryListing
+    options: Options
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModule:
+    """A module directory's parsed files and merged module, with each step's diagnostics."""
+
+    files: tuple[ParsedFile, ...]
+    load_diags: tuple[Diagnostic, ...]
+    module: Module
+    merge_diags: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoKey:
+    """A memo's name for the module it returned: valid for that very ``module`` object only.
+
+    Later stages may replace a node's module (inlining, explicit providers); the layout asks
+    ``emitted`` with the key only while the node still holds this object.
+    """
+
+    module: Module
+    key: str
+
+
+class Memo(Protocol):
+    """Where the stages find work already done. Each method returns what ``compute`` returns."""
+
+    def parsed(
+        self, source: ParseSource, compute: Callable[[], tuple[Body, Diagnostics]]
+    ) -> tuple[Body, Diagnostics]:
+        """A file's ``(Body, Diagnostics)``."""
+        ...
+
+    def listing(
+        self, directory: Path, dialect: Dialect, compute: Callable[[], DirectoryListing]
+    ) -> DirectoryListing:
+        """A directory's configuration files (``compute`` may raise OSError, which passes through)."""
+        ...
+
+    def module(
+        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+    ) -> tuple[LoadedModule, MemoKey | None]:
+        """A loaded and merged module, and the memo's name for it (None: it has none)."""
+        ...
+
+    def emitted(
+        self,
+        key: MemoKey | None,
+        original: Module,
+        output: Module,
+        provenance: bool,
+        compute: Callable[[], bytes],
+    ) -> bytes:
+        """A module's output bytes: ``compute()``, which renders ``output``; ``original`` is the
+        module ``key`` names, which ``output`` may differ from only in its ``module`` blocks."""
+        ...
+
+
+class NoMemo:
+    """The memo that remembers nothing: every call computes."""
+
+    __slots__ = ()
+
+    def parsed(
+        self, source: ParseSource, compute: Callable[[], tuple[Body, Diagnostics]]
+    ) -> tuple[Body, Diagnostics]:
+        return compute()
+
+    def listing(
+        self, directory: Path, dialect: Dialect, compute: Callable[[], DirectoryListing]
+    ) -> DirectoryListing:
+        return compute()
+
+    def module(
+        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+    ) -> tuple[LoadedModule, MemoKey | None]:
+        return compute(None), None
+
+    def emitted(
+        self,
+        key: MemoKey | None,
+        original: Module,
+        output: Module,
+        provenance: bool,
+        compute: Callable[[], bytes],
+    ) -> bytes:
+        return compute()
+
+
+NO_MEMO: Memo = NoMemo()
