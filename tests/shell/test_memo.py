@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.paths import REPO
 
 from flatten.build import BuildResult, build
 from flatten.lang.diagnostics import Diagnostics
@@ -24,7 +25,6 @@ from flatten.shell.memo import DiskMemo, keep_grammar_cache
 from flatten.stages import merge
 from flatten.stages.memo import NO_MEMO, Memo
 
-REPO = Path(__file__).resolve().parent.parent
 TREES = [
     "samples/network",
     "samples/web-service",
