@@ -216,3 +216,57 @@ output "out" {
 def test_not_nullable_any_variable(tmp_path: Path) -> None:
     outcomes = check_tree(_NULLABLE, tmp_path, terraform())
     assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes
+
+
+# A variable validation and an output precondition of an inlined module: with the value applied
+# they pass, and the output plans only moves; a value that breaks either one fails the plan of
+# the inlined output with an error (exit 1, the rule's error message shown), as it fails the
+# original's, where a check block would only warn.
+_RULES = {
+    "main.tf": """
+variable "name" {
+  type    = string
+  default = "prod"
+}
+module "a" {
+  source = "./m"
+  v      = var.name
+}
+output "o" {
+  value = module.a.o
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type = string
+  validation {
+    condition     = length(var.v) > 2
+    error_message = "v is ${var.v}, too short."
+  }
+}
+resource "terraform_data" "r" {
+  input = var.v
+}
+output "o" {
+  value = terraform_data.r.input
+  precondition {
+    condition     = var.v != "nope"
+    error_message = "v must not be nope."
+  }
+}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_failing_validation_fails_the_plan(tmp_path: Path) -> None:
+    tf = terraform()
+    outcomes = check_tree(_RULES, tmp_path, tf)
+    assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes
+    for out in ("out-whole", "out-module_a"):
+        for value, message in (("ab", "v is ab, too short."), ("nope", "v must not be nope.")):
+            original = tf.run("plan", "-no-color", "-input=false", f"-var=name={value}", cwd=tmp_path / "src")
+            inlined = tf.run("plan", "-no-color", "-input=false", f"-var=name={value}", cwd=tmp_path / out)
+            assert original.returncode == inlined.returncode == 1, inlined.stdout
+            assert "Error: " in inlined.stderr
+            assert message in " ".join(inlined.stderr.split()), inlined.stderr

@@ -188,7 +188,7 @@ module "a" {
     assert doc["moved"] == [{"from": "module.a.terraform_data.r", "to": "terraform_data.a__r_2"}]
 
 
-def test_validation_becomes_check_and_defaults_are_escaped(tree: Any) -> None:
+def test_validation_becomes_a_failing_local_and_defaults_are_escaped(tree: Any) -> None:
     root = _root(
         {
             "main.tf": 'module "a" {\n  source = "./a"\n}\n',
@@ -215,12 +215,11 @@ variable "n" {
     doc = _main(files)
     assert doc["locals"]["a__var__v"] == "$${not} %%{either}"
     assert doc["locals"]["a__var__n"] == "${sensitive(2)}"
-    assert doc["check"]["a__var__v"]["assert"] == [
-        {
-            "condition": "${length(local.a__var__v) > 0}",
-            "error_message": "v is ${local.a__var__v}",
-        }
-    ]
+    assert "check" not in doc  # a check would only warn; a failing validation is an error
+    assert doc["locals"]["a__var__v__validation"] == (
+        '${(length(local.a__var__v) > 0) ? null : tobool("Invalid value for variable \\"v\\" of module.a: '
+        'v is ${local.a__var__v}")}'
+    )
     assert "type number" in doc["locals"]["//"]
 
 

@@ -32,6 +32,7 @@ from flatten.options import Options
 from flatten.providers import ConfigAddr, How
 from flatten.types import ANY, AnyType, Primitive, Type, TypeExprError, parse_type, type_string
 
+from ._checks import failing_local
 from ._convert import conversion
 from ._providers import (
     ProviderNames,
@@ -319,7 +320,6 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
     new_blocks: list[Block] = []
     locals_items: list[Attribute | Block] = []
     notes: dict[str, str] = {local_names[k]: v for k, v in child.notes.items() if k in local_names}
-    checks: list[Block] = []
     variable_schema = ctx.schema.blocks["variable"]
     output_schema = ctx.schema.blocks["output"]
     for v in variables:
@@ -330,15 +330,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         value, note = bound
         locals_items.append(Attribute(var_names[x], Expr(value, v.range), v.range))
         notes[var_names[x]] = f'variable "{x}" of module.{p}: {note}'  # relative: the same in every copy
-        asserts = [
-            Block(
-                "assert", (), rewrite_body(val.body, variable_schema.blocks["validation"], scope), val.range
-            )
-            for val in v.body.blocks_of("validation")
-        ]
-        if asserts:
-            name = names.take("check", f"{p}__var__{x}")
-            checks.append(Block("check", (name,), Body(tuple(asserts)), v.range))
+        # Each validation: a local that fails the plan with an error, as the validation does.
+        for val in v.body.blocks_of("validation"):
+            rule = replace(val, body=rewrite_body(val.body, variable_schema.blocks["validation"], scope))
+            failing = failing_local(rule, f'Invalid value for variable "{x}" of module.{p}')
+            if failing is not None:
+                name = names.take("local", f"{p}__var__{x}__validation")
+                locals_items.append(Attribute(name, Expr(failing, val.range), val.range))
+                notes[name] = f'validation of variable "{x}" of module.{p}: an error when it fails'
     for o in outputs:
         x = o.labels[0]
         attr = o.body.attribute("value")
@@ -346,13 +345,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         # sensitive = true is not applied: Terraform does not mark a module output for its caller
         # (the value keeps its own marks), so sensitive() would be stricter than the original.
         locals_items.append(Attribute(out_names[x], Expr(value, o.range), o.range))
-        asserts = [
-            Block("assert", (), rewrite_body(c.body, output_schema.blocks["precondition"], scope), c.range)
-            for c in o.body.blocks_of("precondition")
-        ]
-        if asserts:
-            name = names.take("check", f"{p}__out__{x}")
-            checks.append(Block("check", (name,), Body(tuple(asserts)), o.range))
+        for c in o.body.blocks_of("precondition"):
+            rule = replace(c, body=rewrite_body(c.body, output_schema.blocks["precondition"], scope))
+            what = f'Module output value precondition failed: output "{x}" of module.{p}'
+            failing = failing_local(rule, what)
+            if failing is not None:
+                name = names.take("local", f"{p}__out__{x}__precondition")
+                locals_items.append(Attribute(name, Expr(failing, c.range), c.range))
+                notes[name] = f'precondition of output "{x}" of module.{p}: an error when it fails'
     for a in local_attrs:
         locals_items.append(
             replace(a, name=local_names[a.name], expr=Expr(rewrite_value(a.value, scope), a.expr.range))
@@ -433,7 +433,6 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         new_blocks.append(
             replace(c, labels=(check_names[c.labels[0]],), body=Body(tuple(items), c.body.range))
         )
-    new_blocks.extend(checks)
 
     kept: dict[str, Work] = {}
     for b in mod.blocks_of("module"):
