@@ -49,16 +49,47 @@ def test_only_names_no_call(tree: Any) -> None:
     assert result.graph is graph
 
 
-def test_only_names_a_counted_call(tree: Any) -> None:
-    root = _root(
-        {"main.tf": 'module "a" {\n  source = "./a"\n  count = 1\n  v = "x"\n}\n', "a/main.tf": CHILD}, tree
-    )
+def test_only_names_a_call_with_a_count_known_at_plan_time(tree: Any) -> None:
+    main = 'variable "n" {\n  default = 1\n}\nmodule "a" {\n  source = "./a"\n  count = var.n\n  v = "x"\n}\n'
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
     options = Options()
     graph, _ = build_graph(root, options=options)
     wiring, _ = wire_providers(graph, options=options)
     _, diags = inline_graph(graph, wiring, options=options, only="module.a")
     assert [d.summary for d in diags.errors] == ["Module call not inlined"]
-    assert "count" in diags.errors[0].detail
+    assert "count is not a literal number" in diags.errors[0].detail
+
+
+def test_literal_count_becomes_one_inlined_call_per_instance(tree: Any) -> None:
+    main = """
+module "a" {
+  source = "./a"
+  count  = 2
+  v      = "i${count.index}"
+}
+resource "terraform_data" "after" {
+  depends_on = [module.a]
+}
+output "first" {
+  value = module.a[0].o
+}
+"""
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    _, files, diags = inline_build(root, only="module.a")
+    assert not diags.has_errors, diags
+    doc = _main(files)
+    assert doc["locals"]["a__0__var__v"] == "i${0}"
+    assert doc["locals"]["a__1__var__v"] == "i${1}"
+    assert doc["moved"] == [
+        {"from": "module.a[0].terraform_data.r", "to": "terraform_data.a__0__r"},
+        {"from": "module.a[1].terraform_data.r", "to": "terraform_data.a__1__r"},
+    ]
+    # module.a is Terraform's tuple of the instances' objects.
+    assert doc["output"]["first"]["value"] == "${[{o = local.a__0__out__o}, {o = local.a__1__out__o}][0].o}"
+    assert doc["resource"]["terraform_data"]["after"]["depends_on"] == [
+        "terraform_data.a__0__r",
+        "terraform_data.a__1__r",
+    ]
 
 
 def test_for_each_call_is_reported(tree: Any) -> None:

@@ -31,7 +31,7 @@ def failing_local(rule: Block, what: str) -> JsonValue | None:
     if cond is None:
         return None
     msg = rule.body.attribute("error_message")
-    prefix = literal_to_expression(f"{what}: ")  # a template: "${" and "%{" escaped
+    prefix = str(literal_to_expression(f"{what}: "))  # a template: "${" and "%{" escaped
     value = msg.value if msg is not None else ""
     # A template message joins the prefix's template; anything else is interpolated into it.
     text = prefix + value if isinstance(value, str) else f"{prefix}${{{json_to_hcl(value)}}}"

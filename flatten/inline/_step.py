@@ -247,15 +247,21 @@ def _moved(block: Block, prefix: str) -> Block:
     return replace(block, body=Body(items, block.body.range))
 
 
-def inline_call(ctx: Context, host: Work, call_name: str, child: Work) -> Work | str:
-    """Return ``host`` with the call ``call_name`` replaced by ``child``'s blocks, or why it cannot be."""
+def inline_call(
+    ctx: Context, host: Work, call_name: str, child: Work, origin: str | None = None
+) -> Work | str:
+    """Return ``host`` with the call ``call_name`` replaced by ``child``'s blocks, or why it cannot be.
+
+    ``origin`` is the call's original address when it differs from ``module.<call_name>`` (one
+    instance of a counted call, ``module.x[0]``): the ``moved`` blocks start there.
+    """
     try:
-        return _inline(ctx, host, call_name, child)
+        return _inline(ctx, host, call_name, child, origin or f"module.{call_name}")
     except ExpressionError as exc:
         return f"an expression could not be read ({exc})"
 
 
-def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
+def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work | str:
     call = next(b for b in host.module.blocks_of("module") if b.labels and b.labels[0] == p)
     mod = child.module
     for b in mod.blocks:
@@ -406,7 +412,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         # Data and ephemeral resources are renamed too (recorded for reports, never moved: they
         # have no state to carry).
         here, there = f"{_PREFIX[mode]}{t}.{new_name}", f"{_PREFIX[mode]}{t}.{n}"
-        origins[here] = f"module.{p}." + child.origins.get(there, there)
+        origins[here] = f"{origin}." + child.origins.get(there, there)
         return replace(nb, labels=(t, new_name), body=Body(items, nb.body.range))
 
     for b in mod.blocks:
@@ -474,10 +480,12 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         new_k = call_names[k]
         new_blocks.append(replace(nb, labels=(new_k,), body=Body(call_items, nb.body.range)))
         kept[new_k] = kw
-        origins[f"module.{new_k}"] = f"module.{p}." + child.origins.get(f"module.{k}", f"module.{k}")
+        origins[f"module.{new_k}"] = f"{origin}." + child.origins.get(f"module.{k}", f"module.{k}")
     for b in mod.blocks:
+        if b.type == "removed" and "[" in origin:
+            return "the module holds removed blocks, whose addresses cannot name one instance"
         if b.type in ("moved", "removed"):
-            new_blocks.append(_moved(b, f"module.{p}."))
+            new_blocks.append(_moved(b, f"{origin}."))
     versions = [
         a.value
         for t in mod.blocks_of("terraform")
