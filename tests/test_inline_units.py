@@ -275,3 +275,87 @@ def test_split_address() -> None:
         ("data.t.n", "[0]"),
     ]
     assert split_address("not an address!") is None
+
+
+_SHARED = {
+    "main.tf": """
+module "a" {
+  source = "./x"
+  count  = length(["a"])
+  v      = "p"
+}
+module "b" {
+  source = "./x"
+  count  = length(["b"])
+  v      = "q"
+}
+""",
+    "x/main.tf": """
+variable "v" {
+  type = string
+}
+module "inner" {
+  source = "../inner"
+  w      = var.v
+}
+""",
+    "inner/main.tf": """
+variable "w" {
+  type = string
+}
+resource "terraform_data" "r" {
+  input = var.w
+}
+""",
+}
+
+
+def test_directory_inlined_alike_is_written_once(tree: Any) -> None:
+    # Both calls of x stay calls and get inner inlined the same way: one copy (the "//" notes
+    # are the same in both), not a refusal and not x__2.
+    result, files, diags = inline_build(_root(_SHARED, tree))
+    assert not diags.has_errors, diags
+    assert sorted(result.inlined) == ["module.a.module.inner", "module.b.module.inner"]
+    assert not result.variants
+    assert not [p for p in files if "__2" in p]
+
+
+def test_directory_inlined_differently_is_written_per_result(tree: Any) -> None:
+    # --module inlines inner into a's copy of x only: x is written twice, b's call points at the
+    # copy that keeps the call, and --module is not refused.
+    result, files, diags = inline_build(_root(_SHARED, tree), only="module.a.module.inner")
+    assert not diags.has_errors, diags
+    assert result.inlined == ("module.a.module.inner",)
+    assert sorted(files) == [
+        "flatten.manifest.json",
+        "inner/main.tf.json",
+        "main.tf.json",
+        "x/main.tf.json",
+        "x__2/main.tf.json",
+    ]
+    sources = {name: call["source"] for name, call in _main(files)["module"].items()}
+    assert sources == {"a": "./x", "b": "./x__2"}
+    assert "module" not in json.loads(files["x/main.tf.json"])  # a's copy: inner inlined
+    assert "inner" in json.loads(files["x__2/main.tf.json"])["module"]  # b's copy keeps the call
+
+
+@pytest.mark.parametrize(
+    ("block", "reason"),
+    [
+        (
+            'variable "e" {\n  type = string\n  default = "s"\n  ephemeral = true\n}\n',
+            'variable "e" is ephemeral',
+        ),
+        ('output "e" {\n  value = "s"\n  ephemeral = true\n}\n', 'output "e" is ephemeral'),
+    ],
+)
+def test_ephemeral_variable_or_output_keeps_the_call(block: str, reason: str, tree: Any) -> None:
+    # A local cannot be ephemeral: inlining would put the value in state, so the call stays.
+    root = _root(
+        {"main.tf": 'module "a" {\n  source = "./a"\n  v = "x"\n}\n', "a/main.tf": CHILD + block}, tree
+    )
+    result, files, diags = inline_build(root)
+    assert [k.address for k in result.kept] == ["module.a"]
+    assert reason in result.kept[0].reason
+    assert [d.summary for d in diags] == ["Module call not inlined"]
+    assert "module" in _main(files)
