@@ -30,6 +30,7 @@ from flatten.stages.layout import copy_boundary, module_copies
 from flatten.syntax.expressions import ExpressionError, Reference, hcl_string
 
 from ._addresses import move_address, split_address
+from ._count import MAX_INSTANCES, literal_count, split_call
 from ._providers import ProviderNames
 from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work, inline_call
@@ -130,9 +131,15 @@ def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
 
 def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: ModuleNode) -> str | None:
     body = call.block.body
-    for meta in ("count", "for_each"):
-        if body.attribute(meta) is not None:
-            return f"it uses {meta}; each instance is a separate module instance"
+    if body.attribute("for_each") is not None:
+        return "it uses for_each; each instance is a separate module instance"
+    count = body.attribute("count")
+    if count is not None:
+        n = literal_count(count.value)
+        if n is None:
+            return "its count is not a literal number, so which instances exist is known only at plan time"
+        if n > MAX_INSTANCES:
+            return f"its count is more than {MAX_INSTANCES}"
     for lifecycle in body.blocks_of("lifecycle"):
         if lifecycle.body.attribute("enabled") is not None:
             return "it uses lifecycle.enabled"
@@ -165,7 +172,7 @@ class _Walk:
             self.found_only = self.found_only or address == self.only
             reason = _ineligible(self.ctx, self.wiring, call, child_node) if selected else None
             if selected and reason is None:
-                result = inline_call(self.ctx, work, call.name, child)
+                result = self.inline(work, call, child)
                 if isinstance(result, Work):
                     work = result
                     self.inlined.append(address)
@@ -175,6 +182,21 @@ class _Walk:
             if reason is not None:
                 self.kept.append(KeptCall(address, reason, call.block.range, node.address))
         return work
+
+    def inline(self, work: Work, call: ModuleCall, child: Work) -> Work | str:
+        count = call.block.body.attribute("count")
+        if count is None:
+            return inline_call(self.ctx, work, call.name, child)
+        # A literal count: one plain call per instance, each inlined (_count.py).
+        n = literal_count(count.value)
+        assert n is not None  # _ineligible refused any other count
+        split, instances = split_call(self.ctx, work, call.name, n)
+        for name, origin in instances:
+            result = inline_call(self.ctx, split, name, child, origin)
+            if isinstance(result, str):
+                return result
+            split = result
+        return split
 
 
 def _note_block(notes: Mapping[str, str], at: Range) -> Block | None:

@@ -32,6 +32,7 @@ from flatten.syntax.expressions import (
     single_interpolation,
 )
 
+from ._checks import failing_local
 from ._convert import conversion
 from ._providers import (
     ProviderNames,
@@ -246,15 +247,21 @@ def _moved(block: Block, prefix: str) -> Block:
     return replace(block, body=Body(items, block.body.range))
 
 
-def inline_call(ctx: Context, host: Work, call_name: str, child: Work) -> Work | str:
-    """Return ``host`` with the call ``call_name`` replaced by ``child``'s blocks, or why it cannot be."""
+def inline_call(
+    ctx: Context, host: Work, call_name: str, child: Work, origin: str | None = None
+) -> Work | str:
+    """Return ``host`` with the call ``call_name`` replaced by ``child``'s blocks, or why it cannot be.
+
+    ``origin`` is the call's original address when it differs from ``module.<call_name>`` (one
+    instance of a counted call, ``module.x[0]``): the ``moved`` blocks start there.
+    """
     try:
-        return _inline(ctx, host, call_name, child)
+        return _inline(ctx, host, call_name, child, origin or f"module.{call_name}")
     except ExpressionError as exc:
         return f"an expression could not be read ({exc})"
 
 
-def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
+def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work | str:
     call = next(b for b in host.module.blocks_of("module") if b.labels and b.labels[0] == p)
     mod = child.module
     for b in mod.blocks:
@@ -319,7 +326,6 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
     new_blocks: list[Block] = []
     locals_items: list[Attribute | Block] = []
     notes: dict[str, str] = {local_names[k]: v for k, v in child.notes.items() if k in local_names}
-    checks: list[Block] = []
     variable_schema = ctx.schema.blocks["variable"]
     output_schema = ctx.schema.blocks["output"]
     for v in variables:
@@ -330,15 +336,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         value, note = bound
         locals_items.append(Attribute(var_names[x], Expr(value, v.range), v.range))
         notes[var_names[x]] = f'variable "{x}" of module.{p}: {note}'  # relative: the same in every copy
-        asserts = [
-            Block(
-                "assert", (), rewrite_body(val.body, variable_schema.blocks["validation"], scope), val.range
-            )
-            for val in v.body.blocks_of("validation")
-        ]
-        if asserts:
-            name = names.take("check", f"{p}__var__{x}")
-            checks.append(Block("check", (name,), Body(tuple(asserts)), v.range))
+        # Each validation: a local that fails the plan with an error, as the validation does.
+        for val in v.body.blocks_of("validation"):
+            rule = replace(val, body=rewrite_body(val.body, variable_schema.blocks["validation"], scope))
+            failing = failing_local(rule, f'Invalid value for variable "{x}" of module.{p}')
+            if failing is not None:
+                name = names.take("local", f"{p}__var__{x}__validation")
+                locals_items.append(Attribute(name, Expr(failing, val.range), val.range))
+                notes[name] = f'validation of variable "{x}" of module.{p}: an error when it fails'
     for o in outputs:
         x = o.labels[0]
         attr = o.body.attribute("value")
@@ -346,13 +351,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         # sensitive = true is not applied: Terraform does not mark a module output for its caller
         # (the value keeps its own marks), so sensitive() would be stricter than the original.
         locals_items.append(Attribute(out_names[x], Expr(value, o.range), o.range))
-        asserts = [
-            Block("assert", (), rewrite_body(c.body, output_schema.blocks["precondition"], scope), c.range)
-            for c in o.body.blocks_of("precondition")
-        ]
-        if asserts:
-            name = names.take("check", f"{p}__out__{x}")
-            checks.append(Block("check", (name,), Body(tuple(asserts)), o.range))
+        for c in o.body.blocks_of("precondition"):
+            rule = replace(c, body=rewrite_body(c.body, output_schema.blocks["precondition"], scope))
+            what = f'Module output value precondition failed: output "{x}" of module.{p}'
+            failing = failing_local(rule, what)
+            if failing is not None:
+                name = names.take("local", f"{p}__out__{x}__precondition")
+                locals_items.append(Attribute(name, Expr(failing, c.range), c.range))
+                notes[name] = f'precondition of output "{x}" of module.{p}: an error when it fails'
     for a in local_attrs:
         locals_items.append(
             replace(a, name=local_names[a.name], expr=Expr(rewrite_value(a.value, scope), a.expr.range))
@@ -406,7 +412,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         # Data and ephemeral resources are renamed too (recorded for reports, never moved: they
         # have no state to carry).
         here, there = f"{_PREFIX[mode]}{t}.{new_name}", f"{_PREFIX[mode]}{t}.{n}"
-        origins[here] = f"module.{p}." + child.origins.get(there, there)
+        origins[here] = f"{origin}." + child.origins.get(there, there)
         return replace(nb, labels=(t, new_name), body=Body(items, nb.body.range))
 
     for b in mod.blocks:
@@ -433,7 +439,6 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         new_blocks.append(
             replace(c, labels=(check_names[c.labels[0]],), body=Body(tuple(items), c.body.range))
         )
-    new_blocks.extend(checks)
 
     kept: dict[str, Work] = {}
     for b in mod.blocks_of("module"):
@@ -475,10 +480,12 @@ def _inline(ctx: Context, host: Work, p: str, child: Work) -> Work | str:
         new_k = call_names[k]
         new_blocks.append(replace(nb, labels=(new_k,), body=Body(call_items, nb.body.range)))
         kept[new_k] = kw
-        origins[f"module.{new_k}"] = f"module.{p}." + child.origins.get(f"module.{k}", f"module.{k}")
+        origins[f"module.{new_k}"] = f"{origin}." + child.origins.get(f"module.{k}", f"module.{k}")
     for b in mod.blocks:
+        if b.type == "removed" and "[" in origin:
+            return "the module holds removed blocks, whose addresses cannot name one instance"
         if b.type in ("moved", "removed"):
-            new_blocks.append(_moved(b, f"module.{p}."))
+            new_blocks.append(_moved(b, f"{origin}."))
     versions = [
         a.value
         for t in mod.blocks_of("terraform")

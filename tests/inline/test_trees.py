@@ -30,7 +30,9 @@ def test_applied_tree_plans_only_moves(seed: int, tmp_path: Path) -> None:
 
 # A handwritten tree for the bugs of issue 17 item 5: template directives in a module argument,
 # path.module of an in-root module outside modules/ (./child), a child output with sensitive =
-# true read by a root output without it, and a kept count call moved up from an inlined module.
+# true read by a root output without it, an empty list for a list(string) variable, and a kept
+# call (a count known only at plan time) moved up from an inlined module, which must not get a
+# providers entry its module does not declare.
 _HAND = {
     "main.tf": """
 module "c" {
@@ -56,7 +58,7 @@ resource "terraform_data" "r" {
   input = [var.name, var.list]
 }
 module "k" {
-  count  = 1
+  count  = length(["k"]) # known at plan time: stays a call
   source = "../modules/k"
 }
 output "here" {
@@ -123,7 +125,7 @@ module "a" {
     + """
 module "b" {
   source    = "../b"
-  count     = 1
+  count     = length(["b"]) # known at plan time: stays a call
   providers = { terraform.log = terraform.log }
 }
 resource "terraform_data" "a" {
@@ -216,3 +218,107 @@ output "out" {
 def test_not_nullable_any_variable(tmp_path: Path) -> None:
     outcomes = check_tree(_NULLABLE, tmp_path, terraform())
     assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes
+
+
+# A variable validation and an output precondition of an inlined module: with the value applied
+# they pass, and the output plans only moves; a value that breaks either one fails the plan of
+# the inlined output with an error (exit 1, the rule's error message shown), as it fails the
+# original's, where a check block would only warn.
+_RULES = {
+    "main.tf": """
+variable "name" {
+  type    = string
+  default = "prod"
+}
+module "a" {
+  source = "./m"
+  v      = var.name
+}
+output "o" {
+  value = module.a.o
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type = string
+  validation {
+    condition     = length(var.v) > 2
+    error_message = "v is ${var.v}, too short."
+  }
+}
+resource "terraform_data" "r" {
+  input = var.v
+}
+output "o" {
+  value = terraform_data.r.input
+  precondition {
+    condition     = var.v != "nope"
+    error_message = "v must not be nope."
+  }
+}
+""",
+}
+
+
+@pytest.mark.oracle
+def test_failing_validation_fails_the_plan(tmp_path: Path) -> None:
+    tf = terraform()
+    outcomes = check_tree(_RULES, tmp_path, tf)
+    assert [o.kind for o in outcomes] == ["ok", "ok"], outcomes
+    for out in ("out-whole", "out-module_a"):
+        for value, message in (("ab", "v is ab, too short."), ("nope", "v must not be nope.")):
+            original = tf.run("plan", "-no-color", "-input=false", f"-var=name={value}", cwd=tmp_path / "src")
+            inlined = tf.run("plan", "-no-color", "-input=false", f"-var=name={value}", cwd=tmp_path / out)
+            assert original.returncode == inlined.returncode == 1, inlined.stdout
+            assert "Error: " in inlined.stderr
+            assert message in " ".join(inlined.stderr.split()), inlined.stderr
+
+
+# Calls with a literal count: each instance inlined on its own (moved from module.k[i]), the
+# caller's module.k read as the tuple of the instances (an index, a splat, the whole value), and
+# depends_on = [module.k]; a nested counted call inside is inlined too.
+_COUNTED = {
+    "main.tf": """
+module "k" {
+  source = "./m"
+  count  = 2
+  v      = "i${count.index}"
+}
+resource "terraform_data" "after" {
+  input      = module.k[1].o
+  depends_on = [module.k]
+}
+output "first" {
+  value = module.k[0].o
+}
+output "all" {
+  value = module.k[*].o
+}
+output "whole" {
+  value = module.k
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type = string
+}
+resource "terraform_data" "r" {
+  input = var.v
+}
+module "n" {
+  source = "../n"
+  count  = 1
+}
+output "o" {
+  value = terraform_data.r.output
+}
+""",
+    "n/main.tf": 'resource "terraform_data" "x" {}\n',
+}
+
+
+@pytest.mark.oracle
+def test_literal_count_calls_plan_only_moves(tmp_path: Path) -> None:
+    outcomes = check_tree(_COUNTED, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    assert kinds == {"whole": "ok", "module.k": "ok", "module.k.module.n": "ok"}, outcomes

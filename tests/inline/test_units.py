@@ -49,16 +49,47 @@ def test_only_names_no_call(tree: Any) -> None:
     assert result.graph is graph
 
 
-def test_only_names_a_counted_call(tree: Any) -> None:
-    root = _root(
-        {"main.tf": 'module "a" {\n  source = "./a"\n  count = 1\n  v = "x"\n}\n', "a/main.tf": CHILD}, tree
-    )
+def test_only_names_a_call_with_a_count_known_at_plan_time(tree: Any) -> None:
+    main = 'variable "n" {\n  default = 1\n}\nmodule "a" {\n  source = "./a"\n  count = var.n\n  v = "x"\n}\n'
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
     options = Options()
     graph, _ = build_graph(root, options=options)
     wiring, _ = wire_providers(graph, options=options)
     _, diags = inline_graph(graph, wiring, options=options, only="module.a")
     assert [d.summary for d in diags.errors] == ["Module call not inlined"]
-    assert "count" in diags.errors[0].detail
+    assert "count is not a literal number" in diags.errors[0].detail
+
+
+def test_literal_count_becomes_one_inlined_call_per_instance(tree: Any) -> None:
+    main = """
+module "a" {
+  source = "./a"
+  count  = 2
+  v      = "i${count.index}"
+}
+resource "terraform_data" "after" {
+  depends_on = [module.a]
+}
+output "first" {
+  value = module.a[0].o
+}
+"""
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    _, files, diags = inline_build(root, only="module.a")
+    assert not diags.has_errors, diags
+    doc = _main(files)
+    assert doc["locals"]["a__0__var__v"] == "i${0}"
+    assert doc["locals"]["a__1__var__v"] == "i${1}"
+    assert doc["moved"] == [
+        {"from": "module.a[0].terraform_data.r", "to": "terraform_data.a__0__r"},
+        {"from": "module.a[1].terraform_data.r", "to": "terraform_data.a__1__r"},
+    ]
+    # module.a is Terraform's tuple of the instances' objects.
+    assert doc["output"]["first"]["value"] == "${[{o = local.a__0__out__o}, {o = local.a__1__out__o}][0].o}"
+    assert doc["resource"]["terraform_data"]["after"]["depends_on"] == [
+        "terraform_data.a__0__r",
+        "terraform_data.a__1__r",
+    ]
 
 
 def test_for_each_call_is_reported(tree: Any) -> None:
@@ -188,7 +219,7 @@ module "a" {
     assert doc["moved"] == [{"from": "module.a.terraform_data.r", "to": "terraform_data.a__r_2"}]
 
 
-def test_validation_becomes_check_and_defaults_are_escaped(tree: Any) -> None:
+def test_validation_becomes_a_failing_local_and_defaults_are_escaped(tree: Any) -> None:
     root = _root(
         {
             "main.tf": 'module "a" {\n  source = "./a"\n}\n',
@@ -215,12 +246,11 @@ variable "n" {
     doc = _main(files)
     assert doc["locals"]["a__var__v"] == "$${not} %%{either}"
     assert doc["locals"]["a__var__n"] == "${sensitive(2)}"
-    assert doc["check"]["a__var__v"]["assert"] == [
-        {
-            "condition": "${length(local.a__var__v) > 0}",
-            "error_message": "v is ${local.a__var__v}",
-        }
-    ]
+    assert "check" not in doc  # a check would only warn; a failing validation is an error
+    assert doc["locals"]["a__var__v__validation"] == (
+        '${(length(local.a__var__v) > 0) ? null : tobool("Invalid value for variable \\"v\\" of module.a: '
+        'v is ${local.a__var__v}")}'
+    )
     assert "type number" in doc["locals"]["//"]
 
 
@@ -245,3 +275,87 @@ def test_split_address() -> None:
         ("data.t.n", "[0]"),
     ]
     assert split_address("not an address!") is None
+
+
+_SHARED = {
+    "main.tf": """
+module "a" {
+  source = "./x"
+  count  = length(["a"])
+  v      = "p"
+}
+module "b" {
+  source = "./x"
+  count  = length(["b"])
+  v      = "q"
+}
+""",
+    "x/main.tf": """
+variable "v" {
+  type = string
+}
+module "inner" {
+  source = "../inner"
+  w      = var.v
+}
+""",
+    "inner/main.tf": """
+variable "w" {
+  type = string
+}
+resource "terraform_data" "r" {
+  input = var.w
+}
+""",
+}
+
+
+def test_directory_inlined_alike_is_written_once(tree: Any) -> None:
+    # Both calls of x stay calls and get inner inlined the same way: one copy (the "//" notes
+    # are the same in both), not a refusal and not x__2.
+    result, files, diags = inline_build(_root(_SHARED, tree))
+    assert not diags.has_errors, diags
+    assert sorted(result.inlined) == ["module.a.module.inner", "module.b.module.inner"]
+    assert not result.variants
+    assert not [p for p in files if "__2" in p]
+
+
+def test_directory_inlined_differently_is_written_per_result(tree: Any) -> None:
+    # --module inlines inner into a's copy of x only: x is written twice, b's call points at the
+    # copy that keeps the call, and --module is not refused.
+    result, files, diags = inline_build(_root(_SHARED, tree), only="module.a.module.inner")
+    assert not diags.has_errors, diags
+    assert result.inlined == ("module.a.module.inner",)
+    assert sorted(files) == [
+        "flatten.manifest.json",
+        "inner/main.tf.json",
+        "main.tf.json",
+        "x/main.tf.json",
+        "x__2/main.tf.json",
+    ]
+    sources = {name: call["source"] for name, call in _main(files)["module"].items()}
+    assert sources == {"a": "./x", "b": "./x__2"}
+    assert "module" not in json.loads(files["x/main.tf.json"])  # a's copy: inner inlined
+    assert "inner" in json.loads(files["x__2/main.tf.json"])["module"]  # b's copy keeps the call
+
+
+@pytest.mark.parametrize(
+    ("block", "reason"),
+    [
+        (
+            'variable "e" {\n  type = string\n  default = "s"\n  ephemeral = true\n}\n',
+            'variable "e" is ephemeral',
+        ),
+        ('output "e" {\n  value = "s"\n  ephemeral = true\n}\n', 'output "e" is ephemeral'),
+    ],
+)
+def test_ephemeral_variable_or_output_keeps_the_call(block: str, reason: str, tree: Any) -> None:
+    # A local cannot be ephemeral: inlining would put the value in state, so the call stays.
+    root = _root(
+        {"main.tf": 'module "a" {\n  source = "./a"\n  v = "x"\n}\n', "a/main.tf": CHILD + block}, tree
+    )
+    result, files, diags = inline_build(root)
+    assert [k.address for k in result.kept] == ["module.a"]
+    assert reason in result.kept[0].reason
+    assert [d.summary for d in diags] == ["Module call not inlined"]
+    assert "module" in _main(files)

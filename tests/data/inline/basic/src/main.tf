@@ -12,7 +12,7 @@ module "net" {
 
 module "counted" {
   source = "./modules/counted"
-  count  = 2
+  count  = length(["a", "b"]) # known at plan time: stays a call
   label  = "${module.net.name}-${count.index}"
 }
 

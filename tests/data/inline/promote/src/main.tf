@@ -4,7 +4,7 @@ module "a" {
 
 module "r" {
   source = "./modules/r"
-  count  = 2
+  count  = length(["a", "b"]) # known at plan time: stays a call
   n      = count.index
 }
 

@@ -1,6 +1,6 @@
 module "k" {
   source = "../k"
-  count  = 2
+  count  = length(["a", "b"]) # known at plan time: stays a call
   label  = "k${count.index}"
 }
 

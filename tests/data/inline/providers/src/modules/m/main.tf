@@ -8,5 +8,5 @@ terraform {
 
 module "k" {
   source = "../k"
-  count  = 1
+  count  = length(["a"]) # known at plan time: stays a call
 }
