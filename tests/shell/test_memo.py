@@ -21,6 +21,7 @@ from flatten.build import BuildResult, build
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Dialect, Options
 from flatten.shell import build_cache, parse_cache
+from flatten.shell import prefetch as prefetching
 from flatten.shell.memo import DiskMemo, keep_grammar_cache
 from flatten.stages import merge
 from flatten.stages.memo import NO_MEMO, Memo
@@ -42,7 +43,7 @@ TREES = [
 
 def _forget(monkeypatch: pytest.MonkeyPatch) -> None:
     """Forget the caches' in-process state, as a new process would start (their files stay)."""
-    parse_cache.finish()
+    prefetching.finish()
     monkeypatch.setattr(parse_cache, "_CACHE", {})
     monkeypatch.setattr(parse_cache, "_MEMO", {})
     monkeypatch.setattr(build_cache, "_STATE", {})
@@ -78,11 +79,11 @@ def test_a_build_with_the_disk_memo_equals_one_without(
     assert list(Path(os.environ["FLATTEN_CACHE_DIR"]).glob("modules/*/*")), "nothing was stored"
     # Answered from the caches: nothing is parsed or merged again.
     with monkeypatch.context() as m:
-        m.setattr(parse_cache, "_parse", _computed)
+        m.setattr(parse_cache, "parse_file", _computed)
         m.setattr(merge, "_Merger", _computed)
         warm = _result(root, options, DiskMemo())
         _forget(m)
-        parse_cache.prefetch(root, options=options)  # as the command line does before building
+        prefetching.prefetch(root, options=options)  # as the command line does before building
         assert build_cache.PREREAD  # what the build will take instead of listing and reading
         prefetched = _result(root, options, DiskMemo())
     _forget(monkeypatch)
