@@ -109,13 +109,19 @@ def test_empty_file_has_no_diagnostics() -> None:
         pytest.param("${1.5e3 + count.index}", [("count", "index")], id="number"),
         pytest.param("${<<EOT\n${var.h}\nEOT\n}", [("var", "h")], id="heredoc"),
         pytest.param("${x # comment\n}", [("x",)], id="comment"),
+        # The collection is outside the for's scope; only the body sees the iterator.
+        pytest.param("${[for var in var.m : var]}", [("var", "m")], id="for-collection-scope"),
+        pytest.param("${true[var.i] && null.x}", [("var", "i")], id="keyword-literals-indexed"),
+        pytest.param("${<<EOT\r\n${var.h}\r\nEOT\r\n}", [("var", "h")], id="heredoc-crlf"),
     ],
 )
 def test_value_traversals(text: str, want: list[tuple[str, ...]]) -> None:
     assert value_traversals(text) == want
 
 
-@pytest.mark.parametrize("text", ['${"unterminated}', "${(a}", "${a]}"])
+@pytest.mark.parametrize(
+    "text", ['${"unterminated}', "${(a}", "${a]}", "%{ endif }", "${a} %{not a directive}"]
+)
 def test_value_traversals_unreadable(text: str) -> None:
     assert value_traversals(text) is None
 

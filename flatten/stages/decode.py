@@ -27,6 +27,7 @@ from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Ra
 from flatten.lang.options import Dialect, Options
 from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
+from flatten.syntax.references import ExpressionError, Reference, expression_references, template_references
 
 __all__ = [
     "OPENTOFU_VERSION",
@@ -215,255 +216,21 @@ def _version_text(version: tuple[int, ...]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# References in expression text (hclsyntax's Expression.Variables(), conservatively)
+# References in expression text (hclsyntax's Expression.Variables(), ``syntax/references.py``)
 
 Traversal = tuple[str, ...]  # root, then attribute names; index steps are "[]"
 
-_IDENT_START = re.compile(r"[^\W\d]", re.UNICODE)
-_IDENT = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
 
-
-class _Unreadable(Exception):
-    """The tokenizer met text it does not understand; callers then report nothing."""
-
-
-class _RefScanner:
-    """Collect the traversals an HCL expression or template refers to."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.found: list[Traversal] = []
-        self.scopes: list[set[str]] = []
-
-    # -- templates ------------------------------------------------------------------------
-    def template(self, i: int, quote: str | None) -> int:
-        """Scan template text from ``i``; stop after the closing ``quote`` (or at the end)."""
-        text = self.text
-        n = len(text)
-        while i < n:
-            c = text[i]
-            if quote is not None and c == "\\":
-                i += 2
-                continue
-            if quote is not None and c == quote:
-                return i + 1
-            if text.startswith("$${", i) or text.startswith("%%{", i):
-                i += 3
-                continue
-            if text.startswith("${", i):
-                i = self.expression(i + 2, "}")
-                continue
-            if text.startswith("%{", i):
-                i = self.directive(i + 2)
-                continue
-            i += 1
-        if quote is not None:
-            raise _Unreadable("unterminated string")
-        return i
-
-    def directive(self, i: int) -> int:
-        """Scan a ``%{ ... }`` directive; ``for`` opens a scope for its names, ``endfor`` closes it."""
-        text = self.text
-        j = i
-        while j < len(text) and text[j] in " \t\r\n~":
-            j += 1
-        m = _IDENT.match(text, j)
-        word = m.group(0) if m else ""
-        if m is not None and word == "for":
-            end = self.for_header(m.end())
-            return self.expression(end, "}")
-        if m is not None and word == "endfor":
-            if self.scopes:
-                self.scopes.pop()
-            return self.expression(m.end(), "}")
-        if m is not None and word in ("if", "else", "endif"):
-            return self.expression(m.end(), "}")
-        return self.expression(j, "}")
-
-    # -- expressions ----------------------------------------------------------------------
-    def expression(self, i: int, closer: str | None) -> int:
-        """Scan expression text from ``i`` to the unmatched ``closer`` (returned past it) or the end."""
-        text = self.text
-        n = len(text)
-        stack: list[str] = []
-        key_position = False
-        for_scopes: list[int] = []  # stack depths whose bracket opened a for expression
-        while i < n:
-            c = text[i]
-            if c in " \t\r":
-                i += 1
-                continue
-            if c == "\n":
-                key_position = bool(stack) and stack[-1] == "{"
-                i += 1
-                continue
-            if c == "#" or text.startswith("//", i):
-                while i < n and text[i] != "\n":
-                    i += 1
-                continue
-            if text.startswith("/*", i):
-                end = text.find("*/", i + 2)
-                if end < 0:
-                    raise _Unreadable("unterminated comment")
-                i = end + 2
-                continue
-            if c == '"':
-                i = self.template(i + 1, '"')
-                key_position = False
-                continue
-            heredoc = _HEREDOC.match(text, i)
-            if heredoc is not None:
-                i = self.heredoc(heredoc)
-                key_position = False
-                continue
-            if c.isdigit():
-                m = _NUMBER.match(text, i)
-                i = m.end() if m else i + 1
-                key_position = False
-                continue
-            if _IDENT_START.match(c):
-                i = self.identifier(i, stack, key_position, for_scopes)
-                key_position = False
-                continue
-            if c in "([{":
-                stack.append(c)
-                i += 1
-                key_position = c == "{"
-                j = i
-                while j < n and text[j] in " \t\r\n":
-                    j += 1
-                m = _IDENT.match(text, j)
-                if c in "[{" and m is not None and m.group(0) == "for":
-                    i = self.for_header(m.end())
-                    for_scopes.append(len(stack))
-                continue
-            if c in ")]}":
-                if not stack:
-                    if closer is not None and c == closer:
-                        return i + 1
-                    raise _Unreadable("unbalanced brackets")
-                if for_scopes and for_scopes[-1] == len(stack):
-                    for_scopes.pop()
-                    self.scopes.pop()
-                stack.pop()
-                i += 1
-                key_position = False
-                continue
-            if c == ",":
-                key_position = bool(stack) and stack[-1] == "{"
-                i += 1
-                continue
-            if c == ".":
-                attr = _IDENT.match(text, i + 1)
-                i = attr.end() if attr is not None else i + 1  # attribute of a computed value
-                key_position = False
-                continue
-            i += 1
-            key_position = False
-        if closer is not None:
-            raise _Unreadable("unterminated expression")
-        return i
-
-    def for_header(self, i: int) -> int:
-        """Read ``k, v in`` after ``for``; open a scope holding the iterator names."""
-        text = self.text
-        names: set[str] = set()
-        while True:
-            while i < len(text) and text[i] in " \t\r\n,":
-                i += 1
-            m = _IDENT.match(text, i)
-            if m is None:
-                raise _Unreadable("bad for expression")
-            i = m.end()
-            if m.group(0) == "in":
-                break
-            names.add(m.group(0))
-        self.scopes.append(names)
-        return i
-
-    def heredoc(self, m: re.Match[str]) -> int:
-        marker = m.group(2)
-        text = self.text
-        end = re.compile(r"^[ \t]*" + re.escape(marker) + r"[ \t]*$", re.MULTILINE).search(text, m.end())
-        if end is None:
-            raise _Unreadable("unterminated heredoc")
-        inner = _RefScanner(text[m.end() : end.start()])
-        inner.scopes = [set(s) for s in self.scopes]
-        inner.template(0, None)
-        self.found.extend(inner.found)
-        return end.end()
-
-    def identifier(self, i: int, stack: list[str], key_position: bool, for_scopes: list[int]) -> int:
-        text = self.text
-        m = _IDENT.match(text, i)
-        assert m is not None
-        name = m.group(0)
-        j = m.end()
-        k = j
-        while k < len(text) and text[k] in " \t":
-            k += 1
-        if text.startswith("::", k):  # provider-defined function: provider::ns::name(...)
-            while text.startswith("::", k):
-                nm = _IDENT.match(text, k + 2)
-                if nm is None:
-                    raise _Unreadable("bad function name")
-                k = nm.end()
-            return k
-        nxt = text[k] if k < len(text) else ""
-        if nxt == "(":
-            return j  # function call; its arguments are scanned as they come
-        if (
-            key_position
-            and stack
-            and stack[-1] == "{"
-            and (nxt == ":" or (nxt == "=" and not text.startswith("==", k) and not text.startswith("=>", k)))
-        ):
-            return j  # object constructor key
-        if name in ("true", "false", "null") and nxt not in (".", "["):
-            return j
-        if for_scopes and name in ("if", "in", "for"):
-            return j
-        steps: list[str] = [name]
-        i = j
-        while i < len(text):
-            c = text[i]
-            if c == "." and i + 1 < len(text):
-                nm = _IDENT.match(text, i + 1)
-                if nm is not None:
-                    steps.append(nm.group(0))
-                    i = nm.end()
-                    continue
-                num = re.compile(r"[0-9]+").match(text, i + 1)
-                if num is not None:
-                    steps.append("[]")
-                    i = num.end()
-                    continue
-                break  # ".*" splat or an operator
-            if c == "[":
-                lit = re.compile(r'\[\s*(?:[0-9]+|"[^"\\$%]*")\s*\]').match(text, i)
-                if lit is None:
-                    break  # a computed key: scanned as part of the surrounding expression
-                steps.append("[]")
-                i = lit.end()
-                continue
-            break
-        if not any(name in scope for scope in self.scopes):
-            self.found.append(tuple(steps))
-        return i
+def _traversal(ref: Reference) -> Traversal:
+    return (ref.root, *(key if isinstance(key, str) and kind == "attr" else "[]" for kind, key in ref.steps))
 
 
 def _scan(text: str, *, template: bool) -> list[Traversal] | None:
-    scanner = _RefScanner(text)
     try:
-        if template:
-            scanner.template(0, None)
-        else:
-            scanner.expression(0, None)
-    except (_Unreadable, IndexError, RecursionError):
+        refs = template_references(text) if template else expression_references(text)
+    except ExpressionError:
         return None
-    return scanner.found
+    return [_traversal(r) for r in refs]
 
 
 def value_traversals(value: JsonValue) -> list[Traversal] | None:

@@ -27,7 +27,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.fields import BlockSchema, Mode, top_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
-from flatten.syntax.expressions import has_legacy_index
+from flatten.syntax.references import has_legacy_index
 
 __all__ = ["parse_json"]
 
