@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from flatten.lang.model import Body, ParsedFile
+from flatten.lang.diagnostics import Code, Diagnostic, Extra
+from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
 from flatten.stages.decode import (
     ProviderAddressError,
@@ -23,6 +24,7 @@ from flatten.stages.decode import (
     check_versions,
     parse_provider_part,
     parse_provider_source,
+    superseded,
     value_traversals,
 )
 from flatten.stages.load import load_dir
@@ -176,3 +178,18 @@ def test_provider_source_invalid(source: str, summary: str) -> None:
 
 def test_opentofu_prefix_is_fine_for_terraform() -> None:
     assert parse_provider_source("acme/opentofu-x", dialect=Dialect.TERRAFORM)[2] == "opentofu-x"
+
+
+def test_decode_rewording_goes_by_the_parser_diagnostics_code_not_its_wording() -> None:
+    """A decode diagnostic replaces the parser's diagnostic of the code it names, at its range only."""
+    here, there = Range.point("main.tf", 3, 5, 20), Range.point("main.tf", 9, 5, 80)
+    unexpected = Extra(Code.UNEXPECTED_ARGUMENT, "prevent_destroy")
+    parse = [
+        Diagnostic.error("Some parser wording", "", here, extra=unexpected),
+        Diagnostic.error("Some parser wording", "", there, extra=unexpected),
+        Diagnostic.error("Unsupported argument", "", here),  # no code: nothing replaces it
+    ]
+    decode = [
+        Diagnostic.error("Decoder wording", "", here, extra=Extra(replaces=(Code.UNEXPECTED_ARGUMENT,)))
+    ]
+    assert superseded(parse, decode) == parse[1:]

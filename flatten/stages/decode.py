@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.types import Type
@@ -59,18 +59,14 @@ _WORDING: dict[str, dict[Dialect, str]] = {
     },
 }
 
-# Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
-# reports these situations with its own summary (see ``superseded``).
-_REPLACES: dict[str, tuple[str, ...]] = {
-    "Invalid language edition": ("Quoted keywords are deprecated",),
-    "Invalid data resource lifecycle argument": ("Unsupported argument", "Extraneous JSON object property"),
-    "Invalid lifecycle configuration for ephemeral resource": ("Invalid expression",),
-    "Invalid ephemeral resource lifecycle argument": ("Invalid expression",),
-}
+# Decode diagnostics that replace the parser's diagnostic of that code at the same range: OpenTofu's
+# decoder reports these situations with its own summary (see ``superseded``).
+_REPLACES_QUOTED = Extra(replaces=(Code.QUOTED_KEYWORD,))
+_REPLACES_UNEXPECTED = Extra(replaces=(Code.UNEXPECTED_ARGUMENT,))
+_REPLACES_INVALID = Extra(replaces=(Code.INVALID_EXPRESSION,))
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
-_ARG_IN_DETAIL = re.compile(r'(?:argument|block type) (?:is )?named "([^"]+)"')
 
 
 def _word(key: str, options: Options) -> str:
@@ -303,10 +299,10 @@ class _Checker:
         self.product = _word("product", options)
         self.diags = Diagnostics()
         self.parse_diags = parse_diags
-        self.quoted = {str(d.range) for d in parse_diags if d.summary == "Quoted keywords are deprecated"}
+        self.quoted = {str(d.range) for d in parse_diags if d.code is Code.QUOTED_KEYWORD}
 
-    def error(self, summary: str, detail: str, rng: Range) -> None:
-        self.diags.error(summary, detail, rng)
+    def error(self, summary: str, detail: str, rng: Range, *, extra: Extra | None = None) -> None:
+        self.diags.error(summary, detail, rng, extra=extra)
 
     def warning(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.warning(summary, detail, rng)
@@ -757,6 +753,7 @@ class _Checker:
                 f'The "edition" argument expects a bare language edition keyword. OpenTofu {version} '
                 f"supports only language edition {_FIRST_EDITION}, which is the default.",
                 attr.expr.range,
+                extra=_REPLACES_QUOTED,
             )
         elif kw.startswith("TF"):
             self.error(
@@ -967,6 +964,7 @@ class _Checker:
             f'The lifecycle argument "{name}" is defined only for managed resources ("resource" blocks), '
             "and is not valid for data resources.",
             rng,
+            extra=_REPLACES_UNEXPECTED,
         )
 
     def ephemeral_lifecycle_argument(self, name: str, rng: Range) -> None:
@@ -975,6 +973,7 @@ class _Checker:
             f'The lifecycle argument "{name}" cannot be used in ephemeral resources. This is meant to be '
             'used strictly in "resource" blocks.',
             rng,
+            extra=_REPLACES_INVALID,
         )
 
     def replace_trigger(self, text: str, rng: Range) -> None:
@@ -1104,23 +1103,26 @@ class _Checker:
 
     # -- parser diagnostics that decoding words differently ------------------------------------
     def reworded(self) -> None:
-        """Re-report parser diagnostics that OpenTofu's decoder words differently (``_REPLACES``)."""
+        """Re-report parser diagnostics that OpenTofu's decoder words differently (``superseded``)."""
         for diag in self.parse_diags:
-            if diag.range is None:
+            if diag.range is None or diag.extra is None:
                 continue
-            if diag.summary in ("Unsupported argument", "Extraneous JSON object property"):
-                m = _ARG_IN_DETAIL.search(diag.detail)
-                if m is None or m.group(1) not in (*_MANAGED_LIFECYCLE, "destroy"):
+            if diag.extra.code is Code.UNEXPECTED_ARGUMENT:
+                name = diag.extra.subject
+                if name not in (*_MANAGED_LIFECYCLE, "destroy"):
                     continue
                 kind = self.lifecycle_kind(diag.range)
                 if kind == "data":
-                    self.data_lifecycle_argument(m.group(1), diag.range)
-            elif diag.summary == "Invalid expression" and self.lifecycle_kind(diag.range) == "ephemeral":
+                    self.data_lifecycle_argument(name, diag.range)
+            elif (
+                diag.extra.code is Code.INVALID_EXPRESSION and self.lifecycle_kind(diag.range) == "ephemeral"
+            ):
                 self.diags.error(
                     _word("ephemeral_lifecycle", self.options),
                     "This lifecycle argument cannot be used in ephemeral resources. It is meant to be used "
                     'strictly in "resource" blocks.',
                     diag.range,
+                    extra=_REPLACES_INVALID,
                 )
 
     def lifecycle_kind(self, rng: Range) -> str | None:
@@ -1182,9 +1184,9 @@ def check_file(file: ParsedFile, *, options: Options, parse_diags: Sequence[Diag
 def superseded(parse_diags: Sequence[Diagnostic], decode_diags: Sequence[Diagnostic]) -> Diagnostics:
     """Return ``parse_diags`` without those a decode diagnostic at the same range replaces."""
     replaced = {
-        (parse_summary, str(d.range)) for d in decode_diags for parse_summary in _REPLACES.get(d.summary, ())
+        (code, str(d.range)) for d in decode_diags if d.extra is not None for code in d.extra.replaces
     }
-    return Diagnostics(d for d in parse_diags if (d.summary, str(d.range)) not in replaced)
+    return Diagnostics(d for d in parse_diags if d.code is None or (d.code, str(d.range)) not in replaced)
 
 
 def _tofu_file(filename: str) -> bool:
@@ -1252,9 +1254,10 @@ def _gate(attr: Attribute, diags: Diagnostics) -> None:
             "are normally set for good reason, so updating the constraint may lead to other errors or "
             "unexpected behavior.",
             attr.expr.range,
+            extra=Extra(Code.INCOMPATIBLE_MODULE),
         )
 
 
 def incompatible(diags: Sequence[Diagnostic]) -> bool:
     """Return whether ``diags`` hold an "Incompatible module" error (the module's other diagnostics go)."""
-    return any(d.severity is Severity.ERROR and d.summary == "Incompatible module" for d in diags)
+    return any(d.severity is Severity.ERROR and d.code is Code.INCOMPATIBLE_MODULE for d in diags)

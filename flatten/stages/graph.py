@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.versions import parse_constraints
@@ -59,10 +59,6 @@ __all__ = [
     "module_address",
 ]
 
-_UNREADABLE = frozenset(
-    {"Failed to read file", "Invalid character encoding", "Failed to read module directory"}
-)
-
 
 def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     """Return ``d`` tied to the module call that loads the unreadable file or directory it reports.
@@ -70,7 +66,7 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     A file keeps its own location and the detail names the call; a directory, which has no
     location of its own, is reported at the call, as ``terraform init`` does.
     """
-    if d.summary not in _UNREADABLE or call.range is None:
+    if d.code is not Code.UNREADABLE or call.range is None:
         return d
     if d.range is None:
         return replace(d, range=call.range)
