@@ -27,6 +27,7 @@ from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Ra
 from flatten.lang.options import Dialect, Options
 from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
+from flatten.syntax.evaluate import as_bool
 from flatten.syntax.references import ExpressionError, Reference, expression_references, template_references
 
 __all__ = [
@@ -273,15 +274,6 @@ def _source_item(text: str) -> str:
 # The checker
 
 
-def _bool_value(value: JsonValue) -> bool | None:
-    """Return ``value`` converted to bool as cty would, or None when it cannot be."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in ("true", "false", "1", "0"):
-        return value in ("true", "1")
-    return None
-
-
 def _within(inner: Range, outer: Range | None) -> bool:
     return (
         outer is not None
@@ -385,7 +377,7 @@ class _Checker:
             self.validation(nested, name)
 
     def bool_argument(self, attr: Attribute) -> None:
-        if _has_interpolation(attr.value) or _bool_value(attr.value) is not None:
+        if _has_interpolation(attr.value) or as_bool(attr.value) is not None:
             return
         self.error(
             "Unsuitable value type",
