@@ -10,8 +10,9 @@ OpenTofu version gate (``check_versions``, spec §1). Nothing here raises; every
 range.
 
 Expressions are held as ``"${...}"`` templates of their source text (spec §7). The reference
-checks scan that text with a small conservative tokenizer: when it cannot read an expression it
-reports nothing about it.
+checks scan that text with ``syntax/references.py`` (the scanner inline mode uses too): when it
+cannot read an expression, which HCL would reject, they report nothing about it. Parser
+diagnostics are recognised by their ``Extra`` code, never by their wording.
 
 Summaries that the two dialects word differently come from ``_WORDING`` below (``diagnostics.py``'s
 table belongs to another stage; these are local to decoding).
