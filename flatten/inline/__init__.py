@@ -27,7 +27,7 @@ from flatten.providers.addresses import Naming, parse_config_ref
 from flatten.stages.emit import dumps, module_json
 from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
 from flatten.stages.layout import copy_boundary, module_copies
-from flatten.syntax.expressions import ExpressionError, Reference, hcl_string
+from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
 from ._addresses import move_address, split_address
 from ._count import MAX_INSTANCES, literal_count, split_call

@@ -16,7 +16,7 @@ action changes.
 from __future__ import annotations
 
 from flatten.lang.model import Block, JsonValue
-from flatten.syntax.expressions import json_to_hcl, literal_to_expression
+from flatten.syntax.references import json_to_hcl, literal_to_expression
 
 __all__ = ["failing_local"]
 

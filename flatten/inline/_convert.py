@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from flatten.lang.model import JsonValue
 from flatten.lang.types import AnyType, ListType, MapType, ObjectType, Primitive, SetType, TupleType, Type
-from flatten.syntax.expressions import json_to_hcl, literal_to_expression
+from flatten.syntax.references import json_to_hcl, literal_to_expression
 
 __all__ = ["conversion", "typed_null"]
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from decimal import Decimal
 
 from flatten.lang.model import Block, JsonValue
-from flatten.syntax.expressions import Reference
+from flatten.syntax.references import Reference
 
 from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work

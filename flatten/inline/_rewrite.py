@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue
-from flatten.syntax.expressions import (
+from flatten.syntax.references import (
     Reference,
     expression_references,
     rewrite_expression,

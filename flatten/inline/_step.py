@@ -4,7 +4,7 @@ Rule for the whole file: every name the child brings gets the call name as a pre
 (``aws_vpc.this`` -> ``aws_vpc.net__this``, ``local.cidr`` -> ``local.net__cidr``, ``var.cidr``
 -> ``local.net__var__cidr``, output ``id`` -> ``local.net__out__id``, nested call ``b`` ->
 ``module.net__b``), with ``_2``, ``_3``… added when the caller already has that name. Every
-reference is rewritten by parsing (``flatten.syntax.expressions``): child references into the new
+reference is rewritten by parsing (``flatten.syntax.references``): child references into the new
 names, caller references to ``module.net…`` into the output locals. Nothing is mutated: the
 step returns a new ``Work`` for the caller, or the reason the call has to stay a call.
 """
@@ -23,7 +23,7 @@ from flatten.lang.options import Options
 from flatten.lang.types import ANY, AnyType, Primitive, Type, TypeExprError, parse_type, type_string
 from flatten.providers import ConfigAddr, How
 from flatten.stages.graph import ModuleNode
-from flatten.syntax.expressions import (
+from flatten.syntax.references import (
     ExpressionError,
     Reference,
     hcl_string,

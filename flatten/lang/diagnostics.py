@@ -18,8 +18,10 @@ from flatten.lang.model import Range
 from flatten.sources.redact import redact_url
 
 __all__ = [
+    "Code",
     "Diagnostic",
     "Diagnostics",
+    "Extra",
     "Severity",
     "render_json",
     "render_text",
@@ -31,6 +33,34 @@ class Severity(StrEnum):
     WARNING = "warning"
 
 
+class Code(StrEnum):
+    """What a diagnostic reports, for a later stage that acts on it (never rendered).
+
+    A stage that reacts to another stage's diagnostic tests its code, not its wording: summaries
+    follow the engines' text, which changes between versions and dialects.
+    """
+
+    UNREADABLE = "unreadable"  # a file or module directory could not be read or decoded
+    INCOMPATIBLE_MODULE = "incompatible_module"  # the OpenTofu version gate excluded the module
+    QUOTED_KEYWORD = "quoted_keyword"  # a keyword written as a string ("all", "create_before_destroy")
+    UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
+    INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
+
+
+@dataclass(frozen=True, slots=True)
+class Extra:
+    """Machine-readable data about a diagnostic (hcl's ``Diagnostic.Extra``), set where it is made.
+
+    ``subject`` is the name the diagnostic is about (the argument of ``UNEXPECTED_ARGUMENT``).
+    ``replaces`` lists the codes of parser diagnostics at the same range that this one stands in
+    for: OpenTofu's decoder reports those situations in its own words (``decode.superseded``).
+    """
+
+    code: Code | None = None
+    subject: str = ""
+    replaces: tuple[Code, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One problem found in the configuration.
@@ -39,6 +69,7 @@ class Diagnostic:
     ``refusal`` marks an error of flatten's own about an input Terraform accepts but no output
     could reproduce (docs/overrides.md): the build fails, but later checks run as Terraform's
     would, as if it were absent, so the user sees every error Terraform would report too.
+    ``extra`` is data for later stages (``Extra``); no renderer shows it.
     """
 
     severity: Severity
@@ -47,18 +78,36 @@ class Diagnostic:
     range: Range | None = None
     module: str = ""
     refusal: bool = False
+    extra: Extra | None = None
 
     @classmethod
     def error(
-        cls, summary: str, detail: str = "", range: Range | None = None, module: str = ""
+        cls,
+        summary: str,
+        detail: str = "",
+        range: Range | None = None,
+        module: str = "",
+        *,
+        extra: Extra | None = None,
     ) -> Diagnostic:
-        return cls(Severity.ERROR, summary, detail, range, module)
+        return cls(Severity.ERROR, summary, detail, range, module, extra=extra)
 
     @classmethod
     def warning(
-        cls, summary: str, detail: str = "", range: Range | None = None, module: str = ""
+        cls,
+        summary: str,
+        detail: str = "",
+        range: Range | None = None,
+        module: str = "",
+        *,
+        extra: Extra | None = None,
     ) -> Diagnostic:
-        return cls(Severity.WARNING, summary, detail, range, module)
+        return cls(Severity.WARNING, summary, detail, range, module, extra=extra)
+
+    @property
+    def code(self) -> Code | None:
+        """The code of ``extra`` (None when the diagnostic carries none)."""
+        return self.extra.code if self.extra is not None else None
 
 
 class Diagnostics(list[Diagnostic]):
@@ -73,11 +122,15 @@ class Diagnostics(list[Diagnostic]):
         """Whether an error is one Terraform reports too (not a refusal of flatten's own)."""
         return any(d.severity is Severity.ERROR and not d.refusal for d in self)
 
-    def error(self, summary: str, detail: str = "", range: Range | None = None) -> None:
-        self.append(Diagnostic.error(summary, detail, range))
+    def error(
+        self, summary: str, detail: str = "", range: Range | None = None, *, extra: Extra | None = None
+    ) -> None:
+        self.append(Diagnostic.error(summary, detail, range, extra=extra))
 
-    def warning(self, summary: str, detail: str = "", range: Range | None = None) -> None:
-        self.append(Diagnostic.warning(summary, detail, range))
+    def warning(
+        self, summary: str, detail: str = "", range: Range | None = None, *, extra: Extra | None = None
+    ) -> None:
+        self.append(Diagnostic.warning(summary, detail, range, extra=extra))
 
     @property
     def errors(self) -> list[Diagnostic]:

@@ -10,8 +10,9 @@ OpenTofu version gate (``check_versions``, spec §1). Nothing here raises; every
 range.
 
 Expressions are held as ``"${...}"`` templates of their source text (spec §7). The reference
-checks scan that text with a small conservative tokenizer: when it cannot read an expression it
-reports nothing about it.
+checks scan that text with ``syntax/references.py`` (the scanner inline mode uses too): when it
+cannot read an expression, which HCL would reject, they report nothing about it. Parser
+diagnostics are recognised by their ``Extra`` code, never by their wording.
 
 Summaries that the two dialects word differently, and every OpenTofu-only rule, come from the one
 table of differences (``flatten/lang/dialect.py``): ``dialect.word(...)``, ``dialect.allows(...)``.
@@ -24,11 +25,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
+from flatten.syntax.evaluate import as_bool
+from flatten.syntax.references import ExpressionError, Reference, expression_references, template_references
 
 __all__ = [
     "ProviderAddressError",
@@ -49,22 +52,14 @@ _BAD_IDENTIFIER = (
     "underscores, and dashes."
 )
 
-# Parser diagnostics that a decode diagnostic at the same range replaces: OpenTofu's decoder
-# reports these situations with its own summary (see ``superseded``).
-_REPLACES: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "Invalid language edition": ("Quoted keywords are deprecated",),
-        "Invalid data resource lifecycle argument": (
-            "Unsupported argument",
-            "Extraneous JSON object property",
-        ),
-        **{d.word("ephemeral_lifecycle"): ("Invalid expression",) for d in Dialect},
-    }
-)
+# Decode diagnostics that replace the parser's diagnostic of that code at the same range: OpenTofu's
+# decoder reports these situations with its own summary (see ``superseded``).
+_REPLACES_QUOTED = Extra(replaces=(Code.QUOTED_KEYWORD,))
+_REPLACES_UNEXPECTED = Extra(replaces=(Code.UNEXPECTED_ARGUMENT,))
+_REPLACES_INVALID = Extra(replaces=(Code.INVALID_EXPRESSION,))
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
-_ARG_IN_DETAIL = re.compile(r'(?:argument|block type) (?:is )?named "([^"]+)"')
 
 
 def valid_identifier(name: str) -> bool:
@@ -208,255 +203,21 @@ def _engine_version(dialect: Dialect) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# References in expression text (hclsyntax's Expression.Variables(), conservatively)
+# References in expression text (hclsyntax's Expression.Variables(), ``syntax/references.py``)
 
 Traversal = tuple[str, ...]  # root, then attribute names; index steps are "[]"
 
-_IDENT_START = re.compile(r"[^\W\d]", re.UNICODE)
-_IDENT = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
-_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
 
-
-class _Unreadable(Exception):
-    """The tokenizer met text it does not understand; callers then report nothing."""
-
-
-class _RefScanner:
-    """Collect the traversals an HCL expression or template refers to."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.found: list[Traversal] = []
-        self.scopes: list[set[str]] = []
-
-    # -- templates ------------------------------------------------------------------------
-    def template(self, i: int, quote: str | None) -> int:
-        """Scan template text from ``i``; stop after the closing ``quote`` (or at the end)."""
-        text = self.text
-        n = len(text)
-        while i < n:
-            c = text[i]
-            if quote is not None and c == "\\":
-                i += 2
-                continue
-            if quote is not None and c == quote:
-                return i + 1
-            if text.startswith("$${", i) or text.startswith("%%{", i):
-                i += 3
-                continue
-            if text.startswith("${", i):
-                i = self.expression(i + 2, "}")
-                continue
-            if text.startswith("%{", i):
-                i = self.directive(i + 2)
-                continue
-            i += 1
-        if quote is not None:
-            raise _Unreadable("unterminated string")
-        return i
-
-    def directive(self, i: int) -> int:
-        """Scan a ``%{ ... }`` directive; ``for`` opens a scope for its names, ``endfor`` closes it."""
-        text = self.text
-        j = i
-        while j < len(text) and text[j] in " \t\r\n~":
-            j += 1
-        m = _IDENT.match(text, j)
-        word = m.group(0) if m else ""
-        if m is not None and word == "for":
-            end = self.for_header(m.end())
-            return self.expression(end, "}")
-        if m is not None and word == "endfor":
-            if self.scopes:
-                self.scopes.pop()
-            return self.expression(m.end(), "}")
-        if m is not None and word in ("if", "else", "endif"):
-            return self.expression(m.end(), "}")
-        return self.expression(j, "}")
-
-    # -- expressions ----------------------------------------------------------------------
-    def expression(self, i: int, closer: str | None) -> int:
-        """Scan expression text from ``i`` to the unmatched ``closer`` (returned past it) or the end."""
-        text = self.text
-        n = len(text)
-        stack: list[str] = []
-        key_position = False
-        for_scopes: list[int] = []  # stack depths whose bracket opened a for expression
-        while i < n:
-            c = text[i]
-            if c in " \t\r":
-                i += 1
-                continue
-            if c == "\n":
-                key_position = bool(stack) and stack[-1] == "{"
-                i += 1
-                continue
-            if c == "#" or text.startswith("//", i):
-                while i < n and text[i] != "\n":
-                    i += 1
-                continue
-            if text.startswith("/*", i):
-                end = text.find("*/", i + 2)
-                if end < 0:
-                    raise _Unreadable("unterminated comment")
-                i = end + 2
-                continue
-            if c == '"':
-                i = self.template(i + 1, '"')
-                key_position = False
-                continue
-            heredoc = _HEREDOC.match(text, i)
-            if heredoc is not None:
-                i = self.heredoc(heredoc)
-                key_position = False
-                continue
-            if c.isdigit():
-                m = _NUMBER.match(text, i)
-                i = m.end() if m else i + 1
-                key_position = False
-                continue
-            if _IDENT_START.match(c):
-                i = self.identifier(i, stack, key_position, for_scopes)
-                key_position = False
-                continue
-            if c in "([{":
-                stack.append(c)
-                i += 1
-                key_position = c == "{"
-                j = i
-                while j < n and text[j] in " \t\r\n":
-                    j += 1
-                m = _IDENT.match(text, j)
-                if c in "[{" and m is not None and m.group(0) == "for":
-                    i = self.for_header(m.end())
-                    for_scopes.append(len(stack))
-                continue
-            if c in ")]}":
-                if not stack:
-                    if closer is not None and c == closer:
-                        return i + 1
-                    raise _Unreadable("unbalanced brackets")
-                if for_scopes and for_scopes[-1] == len(stack):
-                    for_scopes.pop()
-                    self.scopes.pop()
-                stack.pop()
-                i += 1
-                key_position = False
-                continue
-            if c == ",":
-                key_position = bool(stack) and stack[-1] == "{"
-                i += 1
-                continue
-            if c == ".":
-                attr = _IDENT.match(text, i + 1)
-                i = attr.end() if attr is not None else i + 1  # attribute of a computed value
-                key_position = False
-                continue
-            i += 1
-            key_position = False
-        if closer is not None:
-            raise _Unreadable("unterminated expression")
-        return i
-
-    def for_header(self, i: int) -> int:
-        """Read ``k, v in`` after ``for``; open a scope holding the iterator names."""
-        text = self.text
-        names: set[str] = set()
-        while True:
-            while i < len(text) and text[i] in " \t\r\n,":
-                i += 1
-            m = _IDENT.match(text, i)
-            if m is None:
-                raise _Unreadable("bad for expression")
-            i = m.end()
-            if m.group(0) == "in":
-                break
-            names.add(m.group(0))
-        self.scopes.append(names)
-        return i
-
-    def heredoc(self, m: re.Match[str]) -> int:
-        marker = m.group(2)
-        text = self.text
-        end = re.compile(r"^[ \t]*" + re.escape(marker) + r"[ \t]*$", re.MULTILINE).search(text, m.end())
-        if end is None:
-            raise _Unreadable("unterminated heredoc")
-        inner = _RefScanner(text[m.end() : end.start()])
-        inner.scopes = [set(s) for s in self.scopes]
-        inner.template(0, None)
-        self.found.extend(inner.found)
-        return end.end()
-
-    def identifier(self, i: int, stack: list[str], key_position: bool, for_scopes: list[int]) -> int:
-        text = self.text
-        m = _IDENT.match(text, i)
-        assert m is not None
-        name = m.group(0)
-        j = m.end()
-        k = j
-        while k < len(text) and text[k] in " \t":
-            k += 1
-        if text.startswith("::", k):  # provider-defined function: provider::ns::name(...)
-            while text.startswith("::", k):
-                nm = _IDENT.match(text, k + 2)
-                if nm is None:
-                    raise _Unreadable("bad function name")
-                k = nm.end()
-            return k
-        nxt = text[k] if k < len(text) else ""
-        if nxt == "(":
-            return j  # function call; its arguments are scanned as they come
-        if (
-            key_position
-            and stack
-            and stack[-1] == "{"
-            and (nxt == ":" or (nxt == "=" and not text.startswith("==", k) and not text.startswith("=>", k)))
-        ):
-            return j  # object constructor key
-        if name in ("true", "false", "null") and nxt not in (".", "["):
-            return j
-        if for_scopes and name in ("if", "in", "for"):
-            return j
-        steps: list[str] = [name]
-        i = j
-        while i < len(text):
-            c = text[i]
-            if c == "." and i + 1 < len(text):
-                nm = _IDENT.match(text, i + 1)
-                if nm is not None:
-                    steps.append(nm.group(0))
-                    i = nm.end()
-                    continue
-                num = re.compile(r"[0-9]+").match(text, i + 1)
-                if num is not None:
-                    steps.append("[]")
-                    i = num.end()
-                    continue
-                break  # ".*" splat or an operator
-            if c == "[":
-                lit = re.compile(r'\[\s*(?:[0-9]+|"[^"\\$%]*")\s*\]').match(text, i)
-                if lit is None:
-                    break  # a computed key: scanned as part of the surrounding expression
-                steps.append("[]")
-                i = lit.end()
-                continue
-            break
-        if not any(name in scope for scope in self.scopes):
-            self.found.append(tuple(steps))
-        return i
+def _traversal(ref: Reference) -> Traversal:
+    return (ref.root, *(key if isinstance(key, str) and kind == "attr" else "[]" for kind, key in ref.steps))
 
 
 def _scan(text: str, *, template: bool) -> list[Traversal] | None:
-    scanner = _RefScanner(text)
     try:
-        if template:
-            scanner.template(0, None)
-        else:
-            scanner.expression(0, None)
-    except (_Unreadable, IndexError, RecursionError):
+        refs = template_references(text) if template else expression_references(text)
+    except ExpressionError:
         return None
-    return scanner.found
+    return [_traversal(r) for r in refs]
 
 
 def value_traversals(value: JsonValue) -> list[Traversal] | None:
@@ -503,15 +264,6 @@ def _source_item(text: str) -> str:
 # The checker
 
 
-def _bool_value(value: JsonValue) -> bool | None:
-    """Return ``value`` converted to bool as cty would, or None when it cannot be."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in ("true", "false", "1", "0"):
-        return value in ("true", "1")
-    return None
-
-
 def _within(inner: Range, outer: Range | None) -> bool:
     return (
         outer is not None
@@ -529,10 +281,10 @@ class _Checker:
         self.product = options.dialect.product
         self.diags = Diagnostics()
         self.parse_diags = parse_diags
-        self.quoted = {str(d.range) for d in parse_diags if d.summary == "Quoted keywords are deprecated"}
+        self.quoted = {str(d.range) for d in parse_diags if d.code is Code.QUOTED_KEYWORD}
 
-    def error(self, summary: str, detail: str, rng: Range) -> None:
-        self.diags.error(summary, detail, rng)
+    def error(self, summary: str, detail: str, rng: Range, *, extra: Extra | None = None) -> None:
+        self.diags.error(summary, detail, rng, extra=extra)
 
     def warning(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.warning(summary, detail, rng)
@@ -619,7 +371,7 @@ class _Checker:
             self.validation(nested, name)
 
     def bool_argument(self, attr: Attribute) -> None:
-        if _has_interpolation(attr.value) or _bool_value(attr.value) is not None:
+        if _has_interpolation(attr.value) or as_bool(attr.value) is not None:
             return
         self.error(
             "Unsuitable value type",
@@ -998,6 +750,7 @@ class _Checker:
                 f'The "edition" argument expects a bare language edition keyword. OpenTofu {version} '
                 f"supports only language edition {_FIRST_EDITION}, which is the default.",
                 attr.expr.range,
+                extra=_REPLACES_QUOTED,
             )
         elif kw.startswith("TF"):
             self.error(
@@ -1210,6 +963,7 @@ class _Checker:
             f'The lifecycle argument "{name}" is defined only for managed resources ("resource" blocks), '
             "and is not valid for data resources.",
             rng,
+            extra=_REPLACES_UNEXPECTED,
         )
 
     def ephemeral_lifecycle_argument(self, name: str, rng: Range) -> None:
@@ -1218,6 +972,7 @@ class _Checker:
             f'The lifecycle argument "{name}" cannot be used in ephemeral resources. This is meant to be '
             'used strictly in "resource" blocks.',
             rng,
+            extra=_REPLACES_INVALID,
         )
 
     def replace_trigger(self, text: str, rng: Range) -> None:
@@ -1349,23 +1104,26 @@ class _Checker:
 
     # -- parser diagnostics that decoding words differently ------------------------------------
     def reworded(self) -> None:
-        """Re-report parser diagnostics that OpenTofu's decoder words differently (``_REPLACES``)."""
+        """Re-report parser diagnostics that OpenTofu's decoder words differently (``superseded``)."""
         for diag in self.parse_diags:
-            if diag.range is None:
+            if diag.range is None or diag.extra is None:
                 continue
-            if diag.summary in ("Unsupported argument", "Extraneous JSON object property"):
-                m = _ARG_IN_DETAIL.search(diag.detail)
-                if m is None or m.group(1) not in (*_MANAGED_LIFECYCLE, "destroy"):
+            if diag.extra.code is Code.UNEXPECTED_ARGUMENT:
+                name = diag.extra.subject
+                if name not in (*_MANAGED_LIFECYCLE, "destroy"):
                     continue
                 kind = self.lifecycle_kind(diag.range)
                 if kind == "data":
-                    self.data_lifecycle_argument(m.group(1), diag.range)
-            elif diag.summary == "Invalid expression" and self.lifecycle_kind(diag.range) == "ephemeral":
+                    self.data_lifecycle_argument(name, diag.range)
+            elif (
+                diag.extra.code is Code.INVALID_EXPRESSION and self.lifecycle_kind(diag.range) == "ephemeral"
+            ):
                 self.diags.error(
                     self.dialect.word("ephemeral_lifecycle"),
                     "This lifecycle argument cannot be used in ephemeral resources. It is meant to be used "
                     'strictly in "resource" blocks.',
                     diag.range,
+                    extra=_REPLACES_INVALID,
                 )
 
     def lifecycle_kind(self, rng: Range) -> str | None:
@@ -1433,9 +1191,9 @@ def check_file(file: ParsedFile, *, options: Options, parse_diags: Sequence[Diag
 def superseded(parse_diags: Sequence[Diagnostic], decode_diags: Sequence[Diagnostic]) -> Diagnostics:
     """Return ``parse_diags`` without those a decode diagnostic at the same range replaces."""
     replaced = {
-        (parse_summary, str(d.range)) for d in decode_diags for parse_summary in _REPLACES.get(d.summary, ())
+        (code, str(d.range)) for d in decode_diags if d.extra is not None for code in d.extra.replaces
     }
-    return Diagnostics(d for d in parse_diags if (d.summary, str(d.range)) not in replaced)
+    return Diagnostics(d for d in parse_diags if d.code is None or (d.code, str(d.range)) not in replaced)
 
 
 def _tofu_file(filename: str) -> bool:
@@ -1503,9 +1261,10 @@ def _gate(attr: Attribute, version: str, diags: Diagnostics) -> None:
             "are normally set for good reason, so updating the constraint may lead to other errors or "
             "unexpected behavior.",
             attr.expr.range,
+            extra=Extra(Code.INCOMPATIBLE_MODULE),
         )
 
 
 def incompatible(diags: Sequence[Diagnostic]) -> bool:
     """Return whether ``diags`` hold an "Incompatible module" error (the module's other diagnostics go)."""
-    return any(d.severity is Severity.ERROR and d.summary == "Incompatible module" for d in diags)
+    return any(d.severity is Severity.ERROR and d.code is Code.INCOMPATIBLE_MODULE for d in diags)

@@ -29,7 +29,7 @@ from pathlib import Path
 from flatten.lang.attributes_as_blocks import attribute_blocks
 from flatten.lang.blocks import Emit, emit_form
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
-from flatten.syntax.expressions import ExpressionError, template_references
+from flatten.syntax.references import ExpressionError, template_references
 
 __all__ = ["MANIFEST_NAME", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
 

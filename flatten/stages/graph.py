@@ -13,24 +13,22 @@ in one child does not stop its siblings. Recursion through local sources is repo
 instead of being followed.
 
 With the OpenTofu dialect a call's ``source`` and ``version`` are evaluated statically (spec
-§5.6): each module gets a ``_Scope`` whose variables come from its caller's arguments.
+§5.6) by ``syntax/evaluate.py``: each module gets a ``Scope`` whose variables come from its caller's
+arguments.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from pathlib import Path
-from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 import networkx as nx
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
+from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Options
 from flatten.lang.versions import parse_constraints
 from flatten.sources import (
@@ -47,7 +45,7 @@ from flatten.sources.redact import redact_url
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
-from flatten.syntax._hcl_templates import Literal, TemplateError, quoted_parts
+from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, Value, as_string
 
 __all__ = [
     "ModuleCall",
@@ -59,10 +57,6 @@ __all__ = [
     "module_address",
 ]
 
-_UNREADABLE = frozenset(
-    {"Failed to read file", "Invalid character encoding", "Failed to read module directory"}
-)
-
 
 def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     """Return ``d`` tied to the module call that loads the unreadable file or directory it reports.
@@ -70,7 +64,7 @@ def _with_call(d: Diagnostic, address: str, call: ModuleCall) -> Diagnostic:
     A file keeps its own location and the detail names the call; a directory, which has no
     location of its own, is reported at the call, as ``terraform init`` does.
     """
-    if d.summary not in _UNREADABLE or call.range is None:
+    if d.code is not Code.UNREADABLE or call.range is None:
         return d
     if d.range is None:
         return replace(d, range=call.range)
@@ -240,7 +234,7 @@ def _missing_item(block: Block) -> Range:
 
 
 def _decode_calls(
-    module: Module, *, options: Options, scope: _Scope | None = None
+    module: Module, *, options: Options, scope: Scope | None = None
 ) -> tuple[list[ModuleCall], Diagnostics]:
     """Decode a module's calls; ``scope`` is its static evaluation context (OpenTofu only)."""
     diags = Diagnostics()
@@ -268,7 +262,7 @@ def _decode_calls(
             continue
         version_attr = block.body.attribute("version")
         if static:
-            decoded = _static_call(name, source_attr, version_attr, scope or _Scope(module), diags)
+            decoded = _static_call(name, source_attr, version_attr, scope or Scope(module), diags)
         else:
             decoded = _literal_call(source_attr, version_attr, diags)
         if decoded is None:
@@ -309,7 +303,7 @@ def _literal_call(
 
 
 def _static_call(
-    name: str, source_attr: Attribute, version_attr: Attribute | None, scope: _Scope, diags: Diagnostics
+    name: str, source_attr: Attribute, version_attr: Attribute | None, scope: Scope, diags: Diagnostics
 ) -> tuple[str, str | None] | None:
     """OpenTofu's ``decodeStaticSource`` and ``decodeStaticVersion``: both are always evaluated."""
     source = _static_source(name, source_attr, scope, diags)
@@ -319,12 +313,12 @@ def _static_call(
     return source, version[0]
 
 
-def _evaluate(scope: _Scope, attr: Attribute, ident: _Ident, diags: Diagnostics) -> _Value | None:
+def _evaluate(scope: Scope, attr: Attribute, ident: Ident, diags: Diagnostics) -> Value | None:
     try:
         return scope.evaluate(attr, ident)
-    except _Failed:
+    except Failed:
         return None
-    except _Unsupported as exc:
+    except Unsupported as exc:
         diags.error(
             "Unsupported module source expression",
             f"OpenTofu evaluates {ident} statically, but flatten cannot evaluate {exc}. Use literal "
@@ -338,8 +332,8 @@ def _evaluate(scope: _Scope, attr: Attribute, ident: _Ident, diags: Diagnostics)
         scope.diags.clear()
 
 
-def _static_source(name: str, attr: Attribute, scope: _Scope, diags: Diagnostics) -> str | None:
-    ident = _Ident(scope.path, f"module.{name}.source", attr.expr.range)
+def _static_source(name: str, attr: Attribute, scope: Scope, diags: Diagnostics) -> str | None:
+    ident = Ident(scope.address, f"module.{name}.source", attr.expr.range)
     value = _evaluate(scope, attr, ident, diags)
     if value is None:
         return None
@@ -358,19 +352,17 @@ def _static_source(name: str, attr: Attribute, scope: _Scope, diags: Diagnostics
             rng,
         )
         return None
-    text = _as_string(value.value)
+    text = as_string(value.value)
     if text is None:
         problem = "value must not be null" if value.value is None else "string required"
         diags.error("Unsuitable value type", f"Unsuitable value: {problem}", rng)
     return text
 
 
-def _static_version(
-    name: str, attr: Attribute, scope: _Scope, diags: Diagnostics
-) -> tuple[str | None] | None:
+def _static_version(name: str, attr: Attribute, scope: Scope, diags: Diagnostics) -> tuple[str | None] | None:
     """Return ``(constraint,)`` (``(None,)`` for a null version), or None after an error."""
     decl = Range(attr.name_range.filename, attr.name_range.start, attr.expr.range.end)
-    value = _evaluate(scope, attr, _Ident(scope.path, f"module.{name}.version", decl), diags)
+    value = _evaluate(scope, attr, Ident(scope.address, f"module.{name}.version", decl), diags)
     if value is None:
         return None
     problem = ""
@@ -383,7 +375,7 @@ def _static_version(
     elif value.value is None:
         return (None,)  # a null version is no constraint
     else:
-        text = _as_string(value.value)
+        text = as_string(value.value)
         if text is None:
             problem = "A string value is required for version."
         else:
@@ -545,7 +537,7 @@ def build_graph(
     graph: nx.DiGraph = nx.DiGraph()
     module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
     # Each module's static evaluation context; a child's variables come from its caller's.
-    scopes: dict[str, _Scope] = {"": _Scope(module)}
+    scopes: dict[str, Scope] = {"": Scope(module)}
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
@@ -616,7 +608,7 @@ def build_graph(
                 directory, root=root, options=options, address=address, memo=memo, package=package
             )
             diags.extend(_with_call(d, address, call) for d in load_diags)
-            scopes[address] = _Scope(module, path, module.directory, scopes[parent.address], call.block)
+            scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
             node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
@@ -747,433 +739,3 @@ def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, d
         call.range,
     )
     return True
-
-
-# ---------------------------------------------------------------------------------------------
-# OpenTofu's static evaluation of module ``source`` and ``version`` (spec §5.6)
-#
-# OpenTofu evaluates both with its static evaluator: literals, templates, ``var.*`` (the caller's
-# argument, else the default), ``local.*``, ``path.*``, ``terraform.workspace`` and functions.
-# flatten reads the part of that language a module address needs: string, number, bool and null
-# literals, templates, parentheses, those references and a few pure string functions. Anything
-# else is reported as "Unsupported module source expression" rather than guessed at.
-
-_NAME = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
-_NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_STRING_FUNCTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType(
-    {
-        "tostring": lambda s: s,
-        "lower": str.lower,
-        "upper": str.upper,
-        "trimspace": str.strip,
-    }
-)
-# How many steps of a reference name its subject (ParseRef); the rest are attribute accesses.
-_SUBJECT_STEPS = MappingProxyType({"data": 3, "ephemeral": 3, "module": 3, "self": 1})
-
-
-class _Unsupported(Exception):
-    """An expression outside what flatten's static evaluator reads; the message says what."""
-
-
-class _Failed(Exception):
-    """Evaluation stopped; the diagnostics that say why are already recorded."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Value:
-    """A statically known value with the two cty marks that decoding rejects."""
-
-    value: JsonValue
-    sensitive: bool = False
-    ephemeral: bool = False
-
-    def marked(self, other: _Value) -> _Value:
-        return _Value(self.value, self.sensitive or other.sensitive, self.ephemeral or other.ephemeral)
-
-
-@dataclass(frozen=True, slots=True)
-class _Ident:
-    """OpenTofu's ``StaticIdentifier``: what is being evaluated, for messages and cycle checks."""
-
-    module: tuple[str, ...]
-    subject: str
-    range: Range
-
-    def __str__(self) -> str:
-        return f"{module_address(self.module)}:{self.subject}" if self.module else self.subject
-
-
-Locate = Callable[[int, int], Range]
-
-
-def _locator(value: JsonValue, rng: Range) -> Locate:
-    """Map offsets in a stored expression string to source ranges (the whole range when unsure).
-
-    A native bare expression is stored as ``${source}``; a quoted native string or a JSON string
-    without escapes is stored as written between its quotes. Anything else (escapes, several
-    lines, non-ASCII text) falls back to the whole expression's range.
-    """
-    width = rng.end.byte - rng.start.byte
-    shift: int | None = None
-    if (
-        isinstance(value, str)
-        and rng.start.line == rng.end.line
-        and rng.end.column - rng.start.column == width
-    ):
-        if value.startswith("${") and value.endswith("}") and width == len(value) - 3:
-            shift = -2
-        elif width == len(value) + 2:
-            shift = 1
-
-    def at(start: int, end: int) -> Range:
-        if shift is None or start + shift < 0 or end + shift > width:
-            return rng
-        s, e = start + shift, end + shift
-        return Range(
-            rng.filename,
-            Pos(rng.start.line, rng.start.column + s, rng.start.byte + s),
-            Pos(rng.start.line, rng.start.column + e, rng.start.byte + e),
-        )
-
-    return at
-
-
-def _skip_string(text: str, i: int) -> int:
-    """Return the index just past the quoted string that starts at ``text[i]``."""
-    i += 1
-    while i < len(text):
-        if text[i] == "\\":
-            i += 2
-        elif text[i] == '"':
-            return i + 1
-        elif text.startswith(("${", "%{"), i):
-            i = _skip_braces(text, i + 1)
-        else:
-            i += 1
-    raise _Unsupported("an unterminated string")
-
-
-def _skip_braces(text: str, i: int) -> int:
-    """Return the index just past the ``{...}`` group that starts at ``text[i]``."""
-    depth = 0
-    while i < len(text):
-        c = text[i]
-        if c == '"':
-            i = _skip_string(text, i)
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    raise _Unsupported("an unterminated interpolation")
-
-
-def _as_string(value: JsonValue) -> str | None:
-    """cty's conversion of a primitive value to string (None when there is none)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Decimal):
-        return format(value.normalize(), "f")
-    return value if isinstance(value, str) else None
-
-
-def _combine(value: JsonValue, parts: Sequence[_Value]) -> _Value:
-    out = _Value(value)
-    for part in parts:
-        out = out.marked(part)
-    return out
-
-
-@dataclass
-class _Scope:
-    """One module's static evaluation context (OpenTofu's ``StaticEvaluator`` for a module call).
-
-    ``caller`` is the calling module's scope and ``call`` the module block whose arguments set this
-    module's variables; both are None for the root, whose variables take their defaults (flatten
-    takes no input values). ``directory`` is what ``path.module`` gives.
-    """
-
-    module: Module
-    path: tuple[str, ...] = ()
-    directory: str = "."
-    caller: _Scope | None = None
-    call: Block | None = None
-    diags: Diagnostics = field(default_factory=Diagnostics)
-    stack: list[_Ident] = field(default_factory=list)
-
-    def evaluate(self, attr: Attribute, ident: _Ident) -> _Value:
-        """Evaluate an attribute; raise ``_Failed`` (diagnosed) or ``_Unsupported``."""
-        if any(str(frame) == str(ident) for frame in self.stack):
-            self.diags.error("Circular reference", f"{ident} is self referential", ident.range)
-            raise _Failed
-        self.stack.append(ident)
-        try:
-            return self.value(attr.value, _locator(attr.value, attr.expr.range))
-        finally:
-            self.stack.pop()
-
-    def value(self, value: JsonValue, locate: Locate) -> _Value:
-        whole = locate(0, 0)  # only used when nested values cannot be located
-        if isinstance(value, str):
-            return self.template(value, locate)
-        if isinstance(value, list):
-            items = [self.value(v, lambda _s, _e: whole) for v in value]
-            return _combine([i.value for i in items], items)
-        if isinstance(value, dict):
-            entries = {k: self.value(v, lambda _s, _e: whole) for k, v in value.items()}
-            return _combine({k: v.value for k, v in entries.items()}, list(entries.values()))
-        return _Value(value)
-
-    # -- templates: JSON-template text, where $${ and %%{ are literal ---------------------------
-    def template(self, text: str, locate: Locate) -> _Value:
-        pieces: list[_Value] = []
-        literal: list[str] = []
-        i = 0
-        while i < len(text):
-            if text.startswith(("$${", "%%{"), i):
-                literal.append(text[i] + "{")
-                i += 3
-            elif text.startswith("%{", i):
-                raise _Unsupported("a template directive")
-            elif text.startswith("${", i):
-                close = _skip_braces(text, i + 1)
-                if text.startswith("${~", i) or text[close - 2] == "~":
-                    raise _Unsupported("a template strip marker")
-                if literal:
-                    pieces.append(_Value("".join(literal)))
-                    literal.clear()
-                pieces.append(self.expression(text, i + 2, close - 1, locate))
-                if i == 0 and close == len(text):
-                    return pieces[0]  # a template that is one interpolation is its value, unconverted
-                i = close
-            else:
-                literal.append(text[i])
-                i += 1
-        if literal:
-            pieces.append(_Value("".join(literal)))
-        strings = [_as_string(p.value) for p in pieces]
-        if any(s is None for s in strings):
-            raise _Unsupported("a template that interpolates a value other than a string, number or bool")
-        return _combine("".join(s for s in strings if s is not None), pieces)
-
-    # -- expressions ---------------------------------------------------------------------------
-    def expression(self, text: str, start: int, end: int, locate: Locate) -> _Value:
-        value, i = self.term(text, _space(text, start, end), end, locate)
-        if _space(text, i, end) != end:
-            raise _Unsupported(f"the expression {text[start:end].strip()!r}")
-        return value
-
-    def term(self, text: str, i: int, end: int, locate: Locate) -> tuple[_Value, int]:
-        if i >= end:
-            raise _Unsupported("an empty expression")
-        c = text[i]
-        if c == '"':
-            close = _skip_string(text, i)
-            return self.quoted(text, i, close, locate), close
-        if c == "(":
-            value, j = self.term(text, _space(text, i + 1, end), end, locate)
-            j = _space(text, j, end)
-            if j >= end or text[j] != ")":
-                raise _Unsupported(f"the expression {text[i:end].strip()!r}")
-            return value, j + 1
-        number = _NUM.match(text, i, end)
-        if number:
-            digits = number.group()
-            return _Value(int(digits) if digits.isdigit() else Decimal(digits)), number.end()
-        name = _NAME.match(text, i, end)
-        if name is None:
-            raise _Unsupported(f"the expression {text[i:end].strip()!r}")
-        j = _space(text, name.end(), end)
-        if j < end and text[j] == "(":
-            return self.function(name.group(), text, j + 1, end, locate, name.start())
-        if name.group() in ("true", "false", "null") and not text.startswith(".", name.end()):
-            return _Value({"true": True, "false": False, "null": None}[name.group()]), name.end()
-        steps = [name.group()]
-        j = name.end()
-        while text.startswith(".", j):
-            step = _NAME.match(text, j + 1, end)
-            if step is None:
-                raise _Unsupported(f"the reference {text[i:end].strip()!r}")
-            steps.append(step.group())
-            j = step.end()
-        if j < end and text[j] == "[":
-            raise _Unsupported(f"an index in the reference {text[i:end].strip()!r}")
-        return self.reference(steps, locate(i, j)), j
-
-    def quoted(self, text: str, start: int, end: int, locate: Locate) -> _Value:
-        try:
-            parts = quoted_parts(text, start, end)
-        except TemplateError as exc:
-            raise _Unsupported(exc.summary.lower()) from None
-        pieces: list[_Value] = []
-        for part in parts:
-            if isinstance(part, Literal):
-                pieces.append(_Value(part.value))
-            elif part.is_directive or part.trim_before or part.trim_after:
-                raise _Unsupported("a template directive or strip marker")
-            else:
-                pieces.append(self.expression(text, part.start + 2, part.start + len(part.text) - 1, locate))
-        strings = [_as_string(p.value) for p in pieces]
-        if any(s is None for s in strings):
-            raise _Unsupported("a template that interpolates a value other than a string, number or bool")
-        return _combine("".join(s for s in strings if s is not None), pieces)
-
-    def function(self, name: str, text: str, i: int, end: int, locate: Locate, at: int) -> tuple[_Value, int]:
-        args: list[_Value] = []
-        i = _space(text, i, end)
-        while i < end and text[i] != ")":
-            value, i = self.term(text, i, end, locate)
-            args.append(value)
-            i = _space(text, i, end)
-            if i < end and text[i] == ",":
-                i = _space(text, i + 1, end)
-        if i >= end or len(args) != 1:
-            raise _Unsupported(f"the function call {text[at:end].strip()!r}")
-        (arg,) = args
-        if name == "sensitive":
-            return _Value(arg.value, True, arg.ephemeral), i + 1
-        if name == "nonsensitive":
-            return _Value(arg.value, False, arg.ephemeral), i + 1
-        convert = _STRING_FUNCTIONS.get(name)
-        string = _as_string(arg.value)
-        if convert is None or string is None:
-            raise _Unsupported(f"the function call {text[at : i + 1].strip()!r}")
-        return _Value(convert(string), arg.sensitive, arg.ephemeral), i + 1
-
-    # -- references ----------------------------------------------------------------------------
-    def reference(self, steps: list[str], rng: Range) -> _Value:
-        root = steps[0]
-        top = self.stack[-1]
-        if len(steps) < 2:
-            self.diags.error(
-                "Invalid reference",
-                "A reference to a resource type must be followed by at least one attribute access, "
-                "specifying the resource name.",
-                rng,
-            )
-            raise _Failed
-        if root == "var":
-            return self.variable(steps[1], rng, len(steps) > 2)
-        if root == "local":
-            return self.local(steps[1], rng, len(steps) > 2)
-        if root == "path":
-            return self.path_attr(steps[1], rng)
-        if root == "terraform":
-            return self.terraform_attr(steps[1], rng)
-        subject = ".".join(steps[: _SUBJECT_STEPS.get(root, 2)])
-        output = root == "module" and len(steps) > 2
-        summary = (
-            "Module output not supported in static context" if output else "Dynamic value in static context"
-        )
-        self.diags.error(
-            summary, f"Unable to use {subject} in static context, which is required by {top}", rng
-        )
-        raise _Failed
-
-    def variable(self, name: str, rng: Range, attribute: bool) -> _Value:
-        decl = next((b for b in self.module.blocks_of("variable") if b.labels[:1] == (name,)), None)
-        if decl is None:
-            self.diags.error("Undefined variable", f"Undefined variable var.{name}", rng)
-            raise _Failed
-        if attribute:
-            raise _Unsupported(f"an attribute of var.{name}")
-        ident = _Ident(self.path, f"var.{name}", decl.range)
-        value = self.enhanced(ident, lambda: self.variable_value(name, decl))
-        flags = {
-            a.name: a.value is True for a in decl.body.attributes if a.name in ("sensitive", "ephemeral")
-        }
-        return value.marked(_Value(None, flags.get("sensitive", False), flags.get("ephemeral", False)))
-
-    def variable_value(self, name: str, decl: Block) -> _Value:
-        arg = self.call.body.attribute(name) if self.call is not None else None
-        if arg is not None and self.caller is not None:
-            try:
-                return self.caller.evaluate(arg, _Ident(self.path, f"var.{name}", arg.expr.range))
-            finally:
-                # The argument is evaluated in the caller's context; its diagnostics are ours.
-                self.diags.extend(self.caller.diags)
-                self.caller.diags.clear()
-        default = decl.body.attribute("default")
-        if default is not None:
-            return _Value(default.value)  # a default is a literal (spec §7.3)
-        if self.call is not None:
-            self.diags.error(
-                "Missing required variable in module call",
-                f'The module call does not set the required variable "{name}", which this module\'s '
-                "source or version depends on.",
-                self.call.range,
-            )
-        else:
-            self.diags.error(
-                f"Failed to request input from user for variable var.{name}",
-                "flatten takes no input variable values, so a root module variable that a module source "
-                "or version depends on must have a default.",
-                decl.range,
-            )
-        raise _Failed
-
-    def local(self, name: str, rng: Range, attribute: bool) -> _Value:
-        attr = next(
-            (a for b in self.module.blocks_of("locals") for a in b.body.attributes if a.name == name), None
-        )
-        if attr is None:
-            self.diags.error("Undefined local", f"Undefined local local.{name}", rng)
-            raise _Failed
-        if attribute:
-            raise _Unsupported(f"an attribute of local.{name}")
-        decl = Range(attr.name_range.filename, attr.name_range.start, attr.expr.range.end)
-        ident = _Ident(self.path, f"local.{name}", decl)
-        return self.enhanced(ident, lambda: self.evaluate(attr, ident))
-
-    def enhanced(self, ident: _Ident, compute: Callable[[], _Value]) -> _Value:
-        """OpenTofu's ``enhanceDiagnostics``: say which value a failed dependency was needed by."""
-        try:
-            return compute()
-        except _Failed:
-            top = self.stack[-1]
-            self.diags.error(
-                "Unable to compute static value",
-                f"{top} depends on {ident} which is not available",
-                top.range,
-            )
-            raise
-
-    def path_attr(self, name: str, rng: Range) -> _Value:
-        if name == "module":
-            return _Value(self.directory)
-        if name == "root":
-            return _Value(".")
-        if name == "cwd":
-            raise _Unsupported("path.cwd, which depends on where flatten runs")
-        self.diags.error(
-            'Invalid "path" attribute',
-            f'The "path" object does not have an attribute named "{name}".',
-            rng,
-        )
-        raise _Failed
-
-    def terraform_attr(self, name: str, rng: Range) -> _Value:
-        if name == "workspace":
-            return _Value("default")  # flatten builds outside any workspace: OpenTofu's default one
-        detail = (
-            'The terraform.env attribute was deprecated in v0.10 and removed in v0.12. The "state '
-            'environment" concept was renamed to "workspace" in v0.12, and so the workspace name can now '
-            "be accessed using the terraform.workspace attribute."
-            if name == "env"
-            else f'The "terraform" object does not have an attribute named "{name}". The only supported '
-            "attribute is terraform.workspace, the name of the currently-selected workspace."
-        )
-        self.diags.error('Invalid "terraform" attribute', detail, rng)
-        raise _Failed
-
-
-def _space(text: str, i: int, end: int) -> int:
-    while i < end and text[i] in " \t\r\n":
-        i += 1
-    return i

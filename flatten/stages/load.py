@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Options
 from flatten.stages.decode import check_file, check_versions, incompatible, superseded
@@ -24,6 +24,9 @@ from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSour
 from flatten.stages.merge import merge_module
 
 __all__ = ["display_path", "load_dir", "load_file", "load_module"]
+
+# A file or directory that could not be read: the module graph ties it to the call that loads it.
+_UNREADABLE = Extra(Code.UNREADABLE)
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -50,6 +53,7 @@ def load_file(
             "Failed to read file",
             f"The configuration file {name!r} could not be read: {exc.strerror or exc}.",
             Range.point(name),
+            extra=_UNREADABLE,
         )
         return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
     try:
@@ -62,6 +66,7 @@ def load_file(
             "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is selected "
             "in your editor and save the file again.",
             Range.point(name, line, column, exc.start),
+            extra=_UNREADABLE,
         )
         return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
     syntax = entry.syntax
@@ -102,6 +107,7 @@ def _outside(listing: DirectoryListing, boundary: Path, root: Path) -> tuple[Dir
             "belongs to. flatten reads only files inside a downloaded package, so it did not read this one "
             "and the module is incomplete. If you maintain the package, put the file itself in it.",
             Range.point(name),
+            extra=_UNREADABLE,
         )
     return DirectoryListing(tuple(kept[False]), tuple(kept[True])), diags
 
@@ -147,6 +153,7 @@ def load_module(
             "Failed to read module directory",
             f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
             f"{exc.strerror or exc}.",
+            extra=_UNREADABLE,
         )
         return merged([], diags), None
     if boundary is not None:
@@ -184,6 +191,6 @@ def _load_listing(
     if incompatible(gate):
         # OpenTofu discards every other diagnostic of a module declared incompatible (spec §1),
         # and nothing of the module is merged or followed.
-        return [], Diagnostics(d for d in gate if d.summary == "Incompatible module")
+        return [], Diagnostics(d for d in gate if d.code is Code.INCOMPATIBLE_MODULE)
     diags.extend(gate)
     return files, diags

@@ -24,7 +24,7 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from flatten.lang.blocks import top_schema
-from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
@@ -39,12 +39,16 @@ from flatten.syntax._hcl_templates import (
     parse_number,
     quoted_parts,
 )
-from flatten.syntax.expressions import json_traversal
+from flatten.syntax.references import json_traversal
 
 __all__ = ["convert_expression", "parse_native"]
 
 _Node = Union["Tree[Token]", Token]
 _NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tuple_expr", "for_object_expr"))
+
+# Data for the decode stage, which re-reports some of these in OpenTofu's words (decode.py).
+_INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION)
+_QUOTED = Extra(Code.QUOTED_KEYWORD)
 
 _STATIC_REF_DETAIL = (
     "A single static variable reference is required: only attribute access and indexing with "
@@ -366,9 +370,9 @@ class _Converter:
             end -= 1  # a heredoc token ends with its newline; the expression does not
         return self.src.range(start, end)
 
-    def error(self, summary: str, detail: str, node: _Node | Range) -> None:
+    def error(self, summary: str, detail: str, node: _Node | Range, *, extra: Extra | None = None) -> None:
         rng = node if isinstance(node, Range) else self.range(node)
-        self.diags.error(summary, detail, rng)
+        self.diags.error(summary, detail, rng, extra=extra)
 
     # -- bodies ------------------------------------------------------------------------------
 
@@ -417,7 +421,10 @@ class _Converter:
         if mode is None:
             hint = f' Did you mean to define a block of type "{name}"?' if name in schema.blocks else ""
             self.error(
-                "Unsupported argument", f'An argument named "{name}" is not expected here.{hint}', name_range
+                "Unsupported argument",
+                f'An argument named "{name}" is not expected here.{hint}',
+                name_range,
+                extra=Extra(Code.UNEXPECTED_ARGUMENT, name),
             )
             return None
         if name in attrs:
@@ -668,6 +675,7 @@ class _Converter:
                         "Invalid expression",
                         "Expected the start of an expression, but found an invalid expression token.",
                         child,
+                        extra=_INVALID_EXPRESSION,
                     )
                     return
         if kind == "string":
@@ -797,14 +805,15 @@ class _Converter:
                 node,
             )
         else:
-            self.error("Invalid expression", _STATIC_REF_DETAIL, node)
+            self.error("Invalid expression", _STATIC_REF_DETAIL, node, extra=_INVALID_EXPRESSION)
         return None
 
     def tuple_items(self, node: _Node, what: str) -> list[_Node] | None:
         inner = _unwrap(node)
         if isinstance(inner, Tree) and inner.data == "tuple":
             return list(_children(inner))
-        self.error("Invalid expression", f"A static list expression is required{what}.", node)
+        detail = f"A static list expression is required{what}."
+        self.error("Invalid expression", detail, node, extra=_INVALID_EXPRESSION)
         return None
 
     def traversal_list(self, node: _Node, name: str) -> JsonValue:
@@ -817,7 +826,9 @@ class _Converter:
             return self.name(inner)
         content = self.quoted_content(node)
         if content is not None:
-            self.diags.warning("Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node))
+            self.diags.warning(
+                "Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node), extra=_QUOTED
+            )
             return content
         self.error(
             f'Invalid "{name}" keyword',
@@ -870,7 +881,9 @@ class _Converter:
         if isinstance(inner, Tree) and inner.data == "identifier" and self.name(inner) == "all":
             return "all"
         if self.quoted_content(node) == "all":
-            self.diags.warning("Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node))
+            self.diags.warning(
+                "Quoted keywords are deprecated", _QUOTED_KW_DETAIL, self.range(node), extra=_QUOTED
+            )
             return "all"
         items = self.tuple_items(node, " (or the keyword all)")
         if items is None:
@@ -901,7 +914,8 @@ class _Converter:
     def provider_map(self, node: _Node, name: str) -> JsonValue:
         inner = _unwrap(node)
         if not (isinstance(inner, Tree) and inner.data == "object"):
-            self.error("Invalid expression", "A static map expression is required.", node)
+            detail = "A static map expression is required."
+            self.error("Invalid expression", detail, node, extra=_INVALID_EXPRESSION)
             return None
         out: dict[str, JsonValue] = {}
         for elem in (c for c in _children(inner) if c.data == "object_elem"):

@@ -53,7 +53,7 @@ from flatten.syntax._hcl_templates import (
     parse_number,
     quoted_parts,
 )
-from flatten.syntax.expressions import json_traversal
+from flatten.syntax.references import json_traversal
 
 __all__ = ["parse", "read_fast"]
 

@@ -23,11 +23,11 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Final
 
 from flatten.lang.blocks import top_schema
-from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
-from flatten.syntax.expressions import has_legacy_index
+from flatten.syntax.references import has_legacy_index
 
 __all__ = ["parse_json"]
 
@@ -50,6 +50,9 @@ _TOKEN = re.compile(
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYWORDS: Final[dict[str, JsonValue]] = {"true": True, "false": False, "null": None}
+# Data for the decode stage, which re-reports some of these in OpenTofu's words (decode.py).
+_INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION)
+
 _NOT_SINGLE = (
     "A single static variable reference is required: only attribute access and indexing with "
     "constant keys. No calculations, function calls, template expressions, etc are allowed here."
@@ -406,8 +409,8 @@ class _Decoder:
         end = node.start + 1 if node.kind in (_OBJ, _ARR) else node.end
         return self.loc.range(node.start, end)
 
-    def error(self, summary: str, detail: str, start: int, end: int) -> None:
-        self.diags.error(summary, detail, self.loc.range(start, end))
+    def error(self, summary: str, detail: str, start: int, end: int, *, extra: Extra | None = None) -> None:
+        self.diags.error(summary, detail, self.loc.range(start, end), extra=extra)
 
     def _where(self, r: Range) -> str:
         if r.start.line == r.end.line:
@@ -513,6 +516,7 @@ class _Decoder:
                     "Extraneous JSON object property",
                     f'No argument or block type is named "{key}".' + _did_you_mean(hint),
                     key_range,
+                    extra=Extra(Code.UNEXPECTED_ARGUMENT, key),
                 )
                 continue
             provider_defined = schema.other_blocks and key not in schema.attributes
@@ -552,7 +556,7 @@ class _Decoder:
             at = node.start + str(node.value).index("${")  # HCL reports one character early
             self.error("Invalid character", "This character is not used within the language.", at, at + 1)
             detail = "Expected the start of an expression, but found an invalid expression token."
-            self.error("Invalid expression", detail, at, at + 1)
+            self.error("Invalid expression", detail, at, at + 1, extra=_INVALID_EXPRESSION)
         elif mode is Mode.TRAVERSAL:
             self.traversal(node, "provider" if key == "provider" else "")
         elif mode is Mode.TRAVERSAL_LIST:
@@ -593,14 +597,15 @@ class _Decoder:
                 node.end,
             )
         else:
-            self.error("Invalid expression", _NOT_SINGLE, node.start, node.end)
+            self.error("Invalid expression", _NOT_SINGLE, node.start, node.end, extra=_INVALID_EXPRESSION)
 
     def traversal_list(self, node: _Node) -> None:
         if node.kind == _ARR:
             for item in node.items:
                 self.traversal(item, "")
         elif not (node.kind == _SCALAR and node.value is None):
-            self.error("Invalid expression", "A static list expression is required.", node.start, node.end)
+            detail = "A static list expression is required."
+            self.error("Invalid expression", detail, node.start, node.end, extra=_INVALID_EXPRESSION)
 
 
 def _provider_detail(arg: str) -> str:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -19,13 +20,15 @@ from support.paths import DATA
 from typer.testing import CliRunner
 
 from flatten import cli
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, render_json, render_text
 from flatten.lang.model import Pos, Range
+from flatten.lang.options import Options
 from flatten.reports.base import SourceBase, find_base
 from flatten.reports.github import escape_data, escape_property, render_github
 from flatten.reports.junit import render_junit
 from flatten.reports.sarif import render_sarif
 from flatten.shell import replay
+from flatten.stages.load import load_dir
 
 SCHEMA = json.loads((DATA / "reports" / "sarif-schema-2.1.0.json").read_text())
 OLD = 1_600_000_000 * 10**9
@@ -383,3 +386,26 @@ def test_any_diagnostics_give_valid_reports(
     assert lines.pop() == ""
     assert [line.split(" ", 1)[0] for line in lines] == [f"::{d.severity.value}" for d in diags]
     assert all("\r" not in line for line in lines)
+
+
+def test_diagnostic_data_is_never_rendered(tmp_path: Path) -> None:
+    """``Diagnostic.extra`` is for stages only: every format prints the same with or without it."""
+    write_tree(
+        tmp_path,
+        {
+            "main.tf": 'resource "x" "y" {\n  lifecycle {\n    ignore_changes = "all"\n  }\n  bogus = 1\n}\n',
+            "data.tf.json": '{"data": {"x": {"y": {"lifecycle": {"prevent_destroy": true}}}}}\n',
+        },
+    )
+    _, diags = load_dir(tmp_path, root=tmp_path, options=Options())
+    assert any(d.extra is not None for d in diags)
+    bare = [replace(d, extra=None) for d in diags]
+    base = find_base(tmp_path)
+    for render in (
+        lambda ds: render_json(ds),
+        lambda ds: render_text(ds, root=tmp_path),
+        lambda ds: render_sarif(ds, base),
+        lambda ds: render_junit(ds, base, command="build"),
+        lambda ds: render_github(ds, base),
+    ):
+        assert render(diags) == render(bare)

@@ -14,7 +14,8 @@ import pytest
 from support.cases import case_dirs, case_options, expected_diagnostics
 from support.paths import DATA as TEST_DATA
 
-from flatten.lang.model import Body, ParsedFile
+from flatten.lang.diagnostics import Code, Diagnostic, Extra
+from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
 from flatten.stages.decode import (
     ProviderAddressError,
@@ -22,6 +23,7 @@ from flatten.stages.decode import (
     check_versions,
     parse_provider_part,
     parse_provider_source,
+    superseded,
     value_traversals,
 )
 from flatten.stages.load import load_dir
@@ -85,13 +87,19 @@ def test_empty_file_has_no_diagnostics() -> None:
         pytest.param("${1.5e3 + count.index}", [("count", "index")], id="number"),
         pytest.param("${<<EOT\n${var.h}\nEOT\n}", [("var", "h")], id="heredoc"),
         pytest.param("${x # comment\n}", [("x",)], id="comment"),
+        # The collection is outside the for's scope; only the body sees the iterator.
+        pytest.param("${[for var in var.m : var]}", [("var", "m")], id="for-collection-scope"),
+        pytest.param("${true[var.i] && null.x}", [("var", "i")], id="keyword-literals-indexed"),
+        pytest.param("${<<EOT\r\n${var.h}\r\nEOT\r\n}", [("var", "h")], id="heredoc-crlf"),
     ],
 )
 def test_value_traversals(text: str, want: list[tuple[str, ...]]) -> None:
     assert value_traversals(text) == want
 
 
-@pytest.mark.parametrize("text", ['${"unterminated}', "${(a}", "${a]}"])
+@pytest.mark.parametrize(
+    "text", ['${"unterminated}', "${(a}", "${a]}", "%{ endif }", "${a} %{not a directive}"]
+)
 def test_value_traversals_unreadable(text: str) -> None:
     assert value_traversals(text) is None
 
@@ -146,3 +154,18 @@ def test_provider_source_invalid(source: str, summary: str) -> None:
 
 def test_opentofu_prefix_is_fine_for_terraform() -> None:
     assert parse_provider_source("acme/opentofu-x", dialect=Dialect.TERRAFORM)[2] == "opentofu-x"
+
+
+def test_decode_rewording_goes_by_the_parser_diagnostics_code_not_its_wording() -> None:
+    """A decode diagnostic replaces the parser's diagnostic of the code it names, at its range only."""
+    here, there = Range.point("main.tf", 3, 5, 20), Range.point("main.tf", 9, 5, 80)
+    unexpected = Extra(Code.UNEXPECTED_ARGUMENT, "prevent_destroy")
+    parse = [
+        Diagnostic.error("Some parser wording", "", here, extra=unexpected),
+        Diagnostic.error("Some parser wording", "", there, extra=unexpected),
+        Diagnostic.error("Unsupported argument", "", here),  # no code: nothing replaces it
+    ]
+    decode = [
+        Diagnostic.error("Decoder wording", "", here, extra=Extra(replaces=(Code.UNEXPECTED_ARGUMENT,)))
+    ]
+    assert superseded(parse, decode) == parse[1:]

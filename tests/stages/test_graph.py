@@ -499,3 +499,18 @@ def test_a_symlink_to_a_module_outside_the_root_is_the_module_not_a_lost_file(tm
     assert result.tree.root == "live"
     assert result.tree.paths() == [MANIFEST_NAME, "live/main.tf.json", "real/main.tf.json", "real/x.tpl"]
     assert json.loads(result.files["live/main.tf.json"])["module"]["l"]["source"] == "../real"
+
+
+def test_tofu_static_source_keeps_every_digit_of_a_number(tree) -> None:
+    """A number interpolated into a source converts to text as cty does (every digit; Terraform
+    1.11.4's tostring(2.92073342245454551634931124953E+57) is the directory name below)."""
+    digits = "2920733422454545516349311249530000000000000000000000000000"
+    root = tree(
+        {
+            "main.tf": 'module "m" {\n  source = "./m-${2.92073342245454551634931124953E+57}"\n}\n',
+            f"m-{digits}/main.tf": "",
+        }
+    )
+    graph, diags = build_graph(root, options=TOFU)
+    assert not diags
+    assert graph.node("module.m").directory.name == f"m-{digits}"

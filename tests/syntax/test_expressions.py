@@ -1,4 +1,4 @@
-"""The expression rewriter (``flatten.syntax.expressions``): tables of templates and expressions.
+"""The expression rewriter (``flatten.syntax.references``): tables of templates and expressions.
 
 Each row renames ``var.x`` to ``local.y`` and ``aws_vpc.this`` to ``aws_vpc.net__this`` and
 states the exact output: references are found by parsing, so string literals, comments, object
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from flatten.syntax.expressions import (
+from flatten.syntax.references import (
     ExpressionError,
     Reference,
     expression_references,

@@ -19,9 +19,9 @@ import pytest
 from flatten.lang.model import Attribute, Block, Body
 from flatten.lang.options import Options
 from flatten.syntax import hcl_fast
-from flatten.syntax.expressions import has_legacy_index, json_traversal
 from flatten.syntax.hcl import parse_native
 from flatten.syntax.jsonsyntax import parse_json
+from flatten.syntax.references import has_legacy_index, json_traversal
 
 OPTS = Options()
 
