@@ -14,9 +14,10 @@ stages too.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, Pos, Range
@@ -28,14 +29,16 @@ __all__ = ["Failed", "Ident", "Scope", "Unsupported", "Value", "as_bool", "as_st
 
 _NAME = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_STRING_FUNCTIONS: dict[str, Callable[[str], str]] = {
-    "tostring": lambda s: s,
-    "lower": str.lower,
-    "upper": str.upper,
-    "trimspace": str.strip,
-}
+_STRING_FUNCTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType(
+    {
+        "tostring": lambda s: s,
+        "lower": str.lower,
+        "upper": str.upper,
+        "trimspace": str.strip,
+    }
+)
 # How many steps of a reference name its subject (ParseRef); the rest are attribute accesses.
-_SUBJECT_STEPS = {"data": 3, "ephemeral": 3, "module": 3, "self": 1}
+_SUBJECT_STEPS = MappingProxyType({"data": 3, "ephemeral": 3, "module": 3, "self": 1})
 
 
 class Unsupported(Exception):

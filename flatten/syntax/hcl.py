@@ -17,6 +17,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Union
 
 import hcl2
@@ -76,7 +77,7 @@ _STRIP_CLOSE = re.compile(r"~\}")
 _ESCAPES = re.compile(r"(\$\$|%%)\{")
 _SHORT_NS_CALL = re.compile(r"(?<![\w:-])([A-Za-z_][\w-]*)::([A-Za-z_][\w-]*)(?=\s*\()")
 _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
-_UNARY_CONTEXT = set("=([{,:?!-+*/%<>&|\n")
+_UNARY_CONTEXT = frozenset("=([{,:?!-+*/%<>&|\n")
 _HEREDOC_OPEN = re.compile(r"<<-?([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _NON_ASCII_WORD = re.compile(r"[^\x00-\x7f]")
 _NEWLINE_ARROW = re.compile(r"((?:\r?\n[ \t]*)+)=>")
@@ -960,17 +961,19 @@ class _Converter:
         return out
 
 
-_MODES = {
-    Mode.TRAVERSAL: _Converter.traversal,
-    Mode.TRAVERSAL_LIST: _Converter.traversal_list,
-    Mode.KEYWORD: _Converter.keyword,
-    Mode.KEYWORD_LIST: _Converter.keyword_list,
-    Mode.TYPE: _Converter.type_expr,
-    Mode.EXPR_SOURCE_LIST: _Converter.source_list,
-    Mode.IGNORE_CHANGES: _Converter.ignore_changes,
-    Mode.PROVIDER_MAP: _Converter.provider_map,
-    Mode.REQUIRED_PROVIDER: _Converter.required_provider,
-}
+_MODES = MappingProxyType(
+    {
+        Mode.TRAVERSAL: _Converter.traversal,
+        Mode.TRAVERSAL_LIST: _Converter.traversal_list,
+        Mode.KEYWORD: _Converter.keyword,
+        Mode.KEYWORD_LIST: _Converter.keyword_list,
+        Mode.TYPE: _Converter.type_expr,
+        Mode.EXPR_SOURCE_LIST: _Converter.source_list,
+        Mode.IGNORE_CHANGES: _Converter.ignore_changes,
+        Mode.PROVIDER_MAP: _Converter.provider_map,
+        Mode.REQUIRED_PROVIDER: _Converter.required_provider,
+    }
+)
 
 
 def _parse(src: _Source) -> Tree[Token] | None:

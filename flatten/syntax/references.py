@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.model import JsonValue
 
@@ -46,7 +47,7 @@ _HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
 _DIGITS = re.compile(r"[0-9]+")
 _INDEX = re.compile(r'\[[ \t]*(?:([0-9]+)|"((?:[^"\\$%]|\\[nrt"\\])*)")[ \t]*\]')
 _KEYWORDS = frozenset({"for", "in", "if", "true", "false", "null"})
-_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+_ESCAPES = MappingProxyType({"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"})
 
 Step = tuple[str, "str | int"]  # ("attr", name) or ("index", key)
 
