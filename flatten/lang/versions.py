@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = [
     "Constraint",
@@ -51,7 +52,7 @@ __all__ = [
     "select_module_version",
 ]
 
-_PRODUCT = {"terraform": "Terraform", "opentofu": "OpenTofu"}
+_PRODUCT = MappingProxyType({"terraform": "Terraform", "opentofu": "OpenTofu"})
 
 # go-version's VersionRegexpRaw, verbatim. Python's re and Go's regexp both pick the leftmost-first
 # (backtracking-order) match, so the capture groups come out the same.
@@ -460,7 +461,7 @@ _CANON_SELECTION = re.compile(
     r"(?P<nums>(?:[0-9]+|[*xX])(?:\.(?:[0-9]+|[*xX]))*)?"
     r"(?:-(?P<pre>[0-9A-Za-z.\-]+))?(?:\+(?P<meta>[0-9A-Za-z.\-]+))?"
 )
-_CANON_OPS = {"", "=", "!", ">", ">=", "<", "<=", "~", "^"}
+_CANON_OPS = frozenset({"", "=", "!", ">", ">=", "<", "<=", "~", "^"})
 _SemVer = tuple[int, int, int, str, str]  # go-versions Version: major, minor, patch, prerelease, metadata
 
 

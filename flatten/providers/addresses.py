@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from flatten.lang.options import Dialect
 from flatten.stages.decode import ProviderAddressError, parse_provider_part, parse_provider_source
@@ -31,7 +32,9 @@ __all__ = [
 ]
 
 BUILTIN_HOST = "terraform.io"
-_DEFAULT_HOSTS = {Dialect.TERRAFORM: "registry.terraform.io", Dialect.OPENTOFU: "registry.opentofu.org"}
+_DEFAULT_HOSTS = MappingProxyType(
+    {Dialect.TERRAFORM: "registry.terraform.io", Dialect.OPENTOFU: "registry.opentofu.org"}
+)
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import encodings.idna
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = [
     "DEFAULT_REGISTRY_HOSTS",
@@ -46,9 +47,11 @@ __all__ = [
 ]
 
 #: The registry host assumed by a three-part registry address, per dialect.
-DEFAULT_REGISTRY_HOSTS = {"terraform": "registry.terraform.io", "opentofu": "registry.opentofu.org"}
+DEFAULT_REGISTRY_HOSTS = MappingProxyType(
+    {"terraform": "registry.terraform.io", "opentofu": "registry.opentofu.org"}
+)
 
-_PRODUCT = {"terraform": "Terraform", "opentofu": "OpenTofu"}
+_PRODUCT = MappingProxyType({"terraform": "Terraform", "opentofu": "OpenTofu"})
 _LOCAL_PREFIXES = ("./", "../", ".\\", "..\\")
 
 
@@ -613,7 +616,9 @@ def _go_quote(s: str) -> str:
     return "".join(out)
 
 
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+_GO_ESCAPES = MappingProxyType(
+    {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+)
 
 
 # ---------------------------------------------------------------------------------------------
