@@ -16,7 +16,7 @@ from pathlib import Path
 
 from flatten.lang.model import Range
 from flatten.lang.options import Dialect
-from flatten.sources.redact import redact_url
+from flatten.lang.redact import redact_url
 
 __all__ = [
     "Diagnostic",

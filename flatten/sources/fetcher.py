@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.options import Options
+from flatten.lang.redact import Scrubber, redact_url, strip_userinfo
 from flatten.lang.versions import InvalidConstraint, parse_constraints, select_module_version
 from flatten.sources.address import (
     InvalidSourceAddress,
@@ -48,7 +49,6 @@ from flatten.sources.git import resolve_ref
 from flatten.sources.installed import InstalledModule, read_installed
 from flatten.sources.package import FetchedModule, FetchError, ModulePackage
 from flatten.sources.progress import Progress
-from flatten.sources.redact import Scrubber, redact_url, strip_userinfo
 
 if TYPE_CHECKING:
     from flatten.sources.getter import Getter, GetterAddress

@@ -31,6 +31,7 @@ import networkx as nx
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Dialect, Options
+from flatten.lang.redact import redact_url
 from flatten.lang.versions import parse_constraints
 from flatten.shell import build_cache
 from flatten.sources import (
@@ -43,7 +44,6 @@ from flatten.sources import (
     parse_module_source,
 )
 from flatten.sources.package import FetchedModule, ModulePackage
-from flatten.sources.redact import redact_url
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_dir
 from flatten.stages.merge import merge_module
