@@ -176,13 +176,15 @@ def _fetcher(
     The lock for ``--locked`` is the manifest of the previous build in ``out``. Progress is drawn
     only when stderr is a terminal, so piped and CI output stays quiet.
     """
+    from flatten.shell import cache_auth
     from flatten.sources.fetcher import RemoteFetcher, read_lock
     from flatten.stages.emit import MANIFEST_NAME
 
     env = env or _source_env(os.environ)
     manifest = out / MANIFEST_NAME if out is not None else None
     lock = read_lock(manifest.read_bytes()) if manifest is not None and manifest.is_file() else None
-    return RemoteFetcher(root, options=options, env=env, lock=lock)
+    # The download cache's entries are tagged with the machine's key, which the shell keeps.
+    return RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth, lock=lock)
 
 
 _FORMAT_HELP = (

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import cast
 
 from flatten.lang.fields import BlockSchema
@@ -45,8 +46,8 @@ from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
 
 __all__ = ["MODES", "Context", "Work", "inline_call"]
 
-MODES = {"resource": "managed", "data": "data", "ephemeral": "ephemeral"}
-_PREFIX = {"managed": "", "data": "data.", "ephemeral": "ephemeral."}
+MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "ephemeral"})
+_PREFIX = MappingProxyType({"managed": "", "data": "data.", "ephemeral": "ephemeral."})
 _RESERVED = frozenset(
     {"var", "local", "module", "data", "ephemeral", "path", "terraform", "count", "each", "self", "resource"}
 )

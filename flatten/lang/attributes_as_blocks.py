@@ -19,30 +19,33 @@ block.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 
 __all__ = ["ATTRIBUTES_AS_BLOCKS", "attribute_blocks"]
 
-ATTRIBUTES_AS_BLOCKS: Mapping[str, tuple[str, ...]] = {
-    "aws_appsync_source_api_association": ("source_api_association_config",),
-    "aws_auditmanager_assessment": ("roles",),
-    "aws_bedrockagent_agent": (
-        "guardrail_configuration",
-        "memory_configuration",
-        "prompt_override_configuration",
-    ),
-    "aws_bedrockagent_agent_alias": ("routing_configuration",),
-    "aws_cloudwatch_log_delivery": ("s3_delivery_configuration",),
-    "aws_default_route_table": ("route",),
-    "aws_default_security_group": ("egress", "ingress"),
-    "aws_emr_cluster": ("placement_group_config", "step"),
-    "aws_guardduty_malware_protection_plan": ("actions",),
-    "aws_network_acl": ("egress", "ingress"),
-    "aws_networkfirewall_tls_inspection_configuration": ("encryption_configuration",),
-    "aws_route53domains_domain": ("billing_contact", "name_server"),
-    "aws_route_table": ("route",),
-    "aws_security_group": ("egress", "ingress"),
-    "aws_securitylake_data_lake": ("configuration.encryption_configuration",),
-}
+ATTRIBUTES_AS_BLOCKS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "aws_appsync_source_api_association": ("source_api_association_config",),
+        "aws_auditmanager_assessment": ("roles",),
+        "aws_bedrockagent_agent": (
+            "guardrail_configuration",
+            "memory_configuration",
+            "prompt_override_configuration",
+        ),
+        "aws_bedrockagent_agent_alias": ("routing_configuration",),
+        "aws_cloudwatch_log_delivery": ("s3_delivery_configuration",),
+        "aws_default_route_table": ("route",),
+        "aws_default_security_group": ("egress", "ingress"),
+        "aws_emr_cluster": ("placement_group_config", "step"),
+        "aws_guardduty_malware_protection_plan": ("actions",),
+        "aws_network_acl": ("egress", "ingress"),
+        "aws_networkfirewall_tls_inspection_configuration": ("encryption_configuration",),
+        "aws_route53domains_domain": ("billing_contact", "name_server"),
+        "aws_route_table": ("route",),
+        "aws_security_group": ("egress", "ingress"),
+        "aws_securitylake_data_lake": ("configuration.encryption_configuration",),
+    }
+)
 
 
 def attribute_blocks(resource_type: str) -> frozenset[str]:

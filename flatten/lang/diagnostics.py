@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import Range
-from flatten.sources.redact import redact_url
+from flatten.lang.redact import redact_url
 
 __all__ = [
     "Code",

@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
 from typing import TypeAlias, Union
 
 from flatten.lang.model import JsonValue
@@ -109,12 +110,16 @@ NUMBER = Primitive("number")
 BOOL = Primitive("bool")
 ANY = AnyType()
 
-_PRIMITIVES: dict[str, Primitive] = {"string": STRING, "number": NUMBER, "bool": BOOL}
-_COLLECTIONS: dict[str, type[ListType] | type[SetType] | type[MapType]] = {
-    "list": ListType,
-    "set": SetType,
-    "map": MapType,
-}
+_PRIMITIVES: MappingProxyType[str, Primitive] = MappingProxyType(
+    {"string": STRING, "number": NUMBER, "bool": BOOL}
+)
+_COLLECTIONS: MappingProxyType[str, type[ListType] | type[SetType] | type[MapType]] = MappingProxyType(
+    {
+        "list": ListType,
+        "set": SetType,
+        "map": MapType,
+    }
+)
 
 
 def type_string(ty: Type) -> str:
@@ -283,7 +288,7 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_ESCAPES = MappingProxyType({"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"})
 
 
 def _unquote(text: str) -> str:

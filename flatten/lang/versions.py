@@ -461,7 +461,7 @@ _CANON_SELECTION = re.compile(
     r"(?P<nums>(?:[0-9]+|[*xX])(?:\.(?:[0-9]+|[*xX]))*)?"
     r"(?:-(?P<pre>[0-9A-Za-z.\-]+))?(?:\+(?P<meta>[0-9A-Za-z.\-]+))?"
 )
-_CANON_OPS = {"", "=", "!", ">", ">=", "<", "<=", "~", "^"}
+_CANON_OPS = frozenset({"", "=", "!", ">", ">=", "<", "<=", "~", "^"})
 _SemVer = tuple[int, int, int, str, str]  # go-versions Version: major, minor, patch, prerelease, metadata
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from flatten.lang.diagnostics import Diagnostic
 from flatten.lang.model import JsonValue, Range
-from flatten.sources.redact import redact_url
+from flatten.lang.redact import redact_url
 from flatten.stages.graph import module_address
 
 from .addresses import Provider

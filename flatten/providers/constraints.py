@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = ["canonical_constraints"]
 
@@ -22,7 +23,7 @@ _TERM = re.compile(
 )
 
 # Terraform's order for terms with the same boundary: lower bounds first, exclusions last.
-_PRIORITY = {">": 1, ">=": 2, "=": 3, "~>patch": 4, "~>minor": 5, "<=": 6, "<": 7, "!=": 8}
+_PRIORITY = MappingProxyType({">": 1, ">=": 2, "=": 3, "~>patch": 4, "~>minor": 5, "<=": 6, "<": 7, "!=": 8})
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from flatten.lang.model import Attribute, Block, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Dialect
@@ -227,7 +228,7 @@ def _provider_block(block: Block) -> ProviderBlock | None:
     )
 
 
-_MODES = {"resource": "managed", "data": "data", "ephemeral": "ephemeral"}
+_MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "ephemeral"})
 
 
 def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:

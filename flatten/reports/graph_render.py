@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from flatten.lang.model import JsonValue
+from flatten.lang.redact import redact_url
 from flatten.reports import GraphFormat
-from flatten.sources.redact import redact_url
 from flatten.stages.emit import dumps
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.load import display_path

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from types import MappingProxyType
 from urllib.parse import quote
 
 from flatten.lang.diagnostics import Diagnostic, Severity
@@ -21,7 +22,7 @@ __all__ = ["SCHEMA_URI", "render_sarif"]
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _SRCROOT = "%SRCROOT%"
-_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+_LEVEL = MappingProxyType({Severity.ERROR: "error", Severity.WARNING: "warning"})
 
 
 def _uri(path: str) -> str:

@@ -14,7 +14,8 @@ atomic ``rename`` of a complete directory, made while holding the entry's lock, 
 (threads or processes) never see a half-written package and never download the same one twice.
 
 An entry is used only when it is still what was made: ``meta.json`` carries a tag made with this
-machine's key (flatten.shell.cache_auth; a cache restored from elsewhere is all misses), ``files`` is a
+machine's key (flatten.shell.cache_auth, handed in by the shell as a :class:`CacheAuth`; a cache
+restored from elsewhere is all misses), ``files`` is a
 real directory, and the digest of its tree equals the recorded one. Anything else (content
 tampered with, emptied, a file or ``files`` replaced by a symlink) is a miss: the package is
 downloaded again into a fresh entry, never vendored as found.
@@ -34,8 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from flatten.shell import cache_auth
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -84,11 +85,24 @@ class CachedPackage:
     subdir: str = ""
 
 
-class PackageCache:
-    """A content-addressed package store in ``root`` (see the module docstring for the layout)."""
+class CacheAuth(Protocol):
+    """The machine's cache key and tags (``flatten.shell.cache_auth`` is one): the key lives with
+    the shell, which owns every cache's trust, so this layer is handed it rather than importing it."""
 
-    def __init__(self, root: Path) -> None:
+    def key(self) -> bytes | None: ...
+
+    def tag(self, kind: str, name: str, payload: bytes | memoryview) -> bytes: ...
+
+
+class PackageCache:
+    """A content-addressed package store in ``root`` (see the module docstring for the layout).
+
+    ``auth`` tags and verifies entries; None is a machine without a key: every entry is a miss.
+    """
+
+    def __init__(self, root: Path, auth: CacheAuth | None) -> None:
         self.root = root / "v1"
+        self._auth = auth
 
     @staticmethod
     def key(identity: str) -> str:
@@ -108,7 +122,7 @@ class PackageCache:
         if not isinstance(meta, dict) or meta.get("identity") != identity:
             return None
         mac = meta.pop("mac", None)
-        if not isinstance(mac, str) or not _verify_meta(self.key(identity), meta, mac):
+        if not isinstance(mac, str) or not _verify_meta(self._auth, self.key(identity), meta, mac):
             return None
         digest = meta.get("digest")
         try:
@@ -161,7 +175,7 @@ class PackageCache:
                     commit, subdir = fill(work / "files")
                     digest = tree_digest(work / "files")
                     meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
-                    meta["mac"] = _meta_mac(self.key(identity), meta)
+                    meta["mac"] = _meta_mac(self._auth, self.key(identity), meta)
                     (work / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
                     entry = self._entry(identity)
                     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -183,13 +197,14 @@ class PackageCache:
         return CachedPackage(files, identity, digest, commit, subdir), True
 
 
-def _meta_mac(name: str, meta: Mapping[str, object]) -> str:
-    """Return the tag of a ``meta.json`` (every field but ``mac``), as stored in its ``mac`` field."""
+def _meta_mac(auth: CacheAuth | None, name: str, meta: Mapping[str, object]) -> str:
+    """Return the tag of a ``meta.json`` (every field but ``mac``), as stored in its ``mac`` field
+    (zeros without a key, as ``cache_auth.tag`` gives, which nothing verifies)."""
     payload = json.dumps({k: v for k, v in meta.items() if k != "mac"}, sort_keys=True).encode()
-    return cache_auth.tag("package", name, payload).hex()
+    return (auth.tag("package", name, payload) if auth is not None else bytes(32)).hex()
 
 
-def _verify_meta(name: str, meta: dict[str, object], mac: str) -> bool:
-    if cache_auth.key() is None:
+def _verify_meta(auth: CacheAuth | None, name: str, meta: dict[str, object], mac: str) -> bool:
+    if auth is None or auth.key() is None:
         return False
-    return hmac.compare_digest(_meta_mac(name, meta).encode(), mac.encode("utf-8", "surrogatepass"))
+    return hmac.compare_digest(_meta_mac(auth, name, meta).encode(), mac.encode("utf-8", "surrogatepass"))

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 __all__ = ["ExtractLimits", "Secret", "SourceEnv", "read_cli_credentials", "token_env_host"]
 
@@ -167,7 +168,7 @@ _TOKEN_RE = re.compile(
     r"""|(?P<ident>[A-Za-z_][A-Za-z0-9_\-]*)|(?P<punct>[{}=\[\],:()])|(?P<other>[^\s{}"\[\]=]+)""",
     re.S,
 )
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+_ESCAPES = MappingProxyType({"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"})
 
 
 def _tokens(text: str) -> Iterator[tuple[str, str]]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.options import Options
+from flatten.lang.redact import Scrubber, redact_url, strip_userinfo
 from flatten.lang.versions import InvalidConstraint, parse_constraints, select_module_version
 from flatten.sources.address import (
     InvalidSourceAddress,
@@ -42,13 +43,12 @@ from flatten.sources.address import (
     RemoteSource,
     parse_remote_source,
 )
-from flatten.sources.cache import PackageCache, tree_digest
+from flatten.sources.cache import CacheAuth, PackageCache, tree_digest
 from flatten.sources.env import SourceEnv
 from flatten.sources.git import resolve_ref
 from flatten.sources.installed import InstalledModule, read_installed
 from flatten.sources.package import FetchedModule, FetchError, ModulePackage
 from flatten.sources.progress import Progress
-from flatten.sources.redact import Scrubber, redact_url, strip_userinfo
 
 if TYPE_CHECKING:
     from flatten.sources.getter import Getter, GetterAddress
@@ -123,9 +123,13 @@ class RemoteFetcher:
     ``root`` is the root module directory (where ``.terraform`` lives), ``env`` the settings
     read from the environment at the edge, ``lock`` the records of the previous manifest
     (:func:`read_lock`; used with ``options.locked``), ``progress`` where to report downloads.
+    ``cache_auth`` tags the download cache's entries (the shell's ``flatten.shell.cache_auth``;
+    None: no key, every cached package is a miss).
 
     >>> from flatten.sources.env import SourceEnv
-    >>> fetcher = RemoteFetcher(Path("."), options=Options(offline=True), env=SourceEnv(Path("/nonexistent")))
+    >>> fetcher = RemoteFetcher(
+    ...     Path("."), options=Options(offline=True), env=SourceEnv(Path("/nonexistent")), cache_auth=None
+    ... )
     """
 
     def __init__(
@@ -134,6 +138,7 @@ class RemoteFetcher:
         *,
         options: Options,
         env: SourceEnv,
+        cache_auth: CacheAuth | None,
         lock: Mapping[str, LockedModule] | None = None,
         progress: Progress | None = None,
         downloads: bool = True,
@@ -145,7 +150,7 @@ class RemoteFetcher:
         self._lock = dict(lock or {})
         self._progress = progress or Progress(sys.stderr if env.progress else None)
         self._made: tuple[RegistryClient, Getter] | None = None
-        self._cache = PackageCache(env.cache_dir)
+        self._cache = PackageCache(env.cache_dir, cache_auth)
         self._installed = read_installed(self._root, env.data_dir) if env.use_installed else {}
         self._results: dict[str, _Result] = {}
         self._mutex = threading.Lock()
@@ -523,7 +528,9 @@ def _getter_address(addr: RegistrySource | RemoteSource) -> GetterAddress | None
 
 def installed_only(root: Path, *, options: Options) -> RemoteFetcher:
     """Return a fetcher that only reuses ``.terraform/modules`` (``build_graph``'s default): no network."""
-    return RemoteFetcher(root, options=options, env=SourceEnv(cache_dir=Path(os.devnull)), downloads=False)
+    return RemoteFetcher(
+        root, options=options, env=SourceEnv(cache_dir=Path(os.devnull)), cache_auth=None, downloads=False
+    )
 
 
 def tree_digest_file(path: Path) -> str:

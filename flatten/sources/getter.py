@@ -18,6 +18,7 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from flatten.sources.address import InvalidSourceAddress, parse_remote_source
 from flatten.sources.archive import archive_format, extract_archive
@@ -30,7 +31,7 @@ from flatten.sources.transport import Deadline, HttpClient
 __all__ = ["Getter", "GetterAddress", "parse_getter_address"]
 
 _UNSUPPORTED = ("hg", "s3", "gcs", "oci")
-_HASHES = {"md5": 32, "sha1": 40, "sha256": 64, "sha512": 128}
+_HASHES = MappingProxyType({"md5": 32, "sha1": 40, "sha256": 64, "sha512": 128})
 
 
 @dataclass(frozen=True, slots=True)

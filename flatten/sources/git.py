@@ -15,9 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from flatten.lang.redact import redact_url, strip_controls
 from flatten.sources.archive import check_package_tree
 from flatten.sources.package import FetchError
-from flatten.sources.redact import redact_url, strip_controls
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
 

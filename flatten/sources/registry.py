@@ -19,9 +19,9 @@ import json
 import threading
 import urllib.parse
 
+from flatten.lang.redact import redact_url
 from flatten.sources.address import RegistrySource
 from flatten.sources.package import FetchError
-from flatten.sources.redact import redact_url
 from flatten.sources.transport import HttpClient, Response
 
 __all__ = ["RegistryClient", "resolve_relative"]

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.sources.env import Secret
 from flatten.sources.package import FetchError
-from flatten.sources.redact import redact_url
 
 __all__ = ["Deadline", "HttpClient", "Response", "url_host"]
 

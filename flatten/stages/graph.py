@@ -30,6 +30,7 @@ import networkx as nx
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Options
+from flatten.lang.redact import redact_url
 from flatten.lang.versions import parse_constraints
 from flatten.sources import (
     InvalidSourceAddress,
@@ -41,7 +42,6 @@ from flatten.sources import (
     parse_module_source,
 )
 from flatten.sources.package import FetchedModule, ModulePackage
-from flatten.sources.redact import redact_url
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey

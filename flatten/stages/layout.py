@@ -36,8 +36,8 @@ from pathlib import Path
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
+from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
-from flatten.sources.redact import redact_url
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.graph import ModuleGraph, ModuleNode

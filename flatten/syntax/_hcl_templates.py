@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 
 __all__ = [
     "Literal",
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 _HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
-_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+_SIMPLE_ESCAPES = MappingProxyType({"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"})
 
 
 class TemplateError(Exception):

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from json import JSONDecodeError
 from json.decoder import scanstring  # type: ignore[attr-defined]
+from types import MappingProxyType
 from typing import Final
 
 from flatten.lang.blocks import top_schema
@@ -49,7 +50,9 @@ _TOKEN = re.compile(
 )
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_KEYWORDS: Final[dict[str, JsonValue]] = {"true": True, "false": False, "null": None}
+_KEYWORDS: Final[MappingProxyType[str, JsonValue]] = MappingProxyType(
+    {"true": True, "false": False, "null": None}
+)
 # Data for the decode stage, which re-reports some of these in OpenTofu's words (decode.py).
 _INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION)
 

@@ -200,7 +200,7 @@ def test_mutated_registry_responses_through_the_command_line(fuzz_server: HTTPSe
 
 def test_the_registry_checker_can_fail(fuzz_server: HTTPServer, tmp_path: Path) -> None:
     """A server whose answers reach the output unredacted is caught: the check means something."""
-    from flatten.sources import redact
+    from flatten.lang import redact
 
     case = base_registry()
     case["/v1/modules/acme/m/aws/1.1.0/download"].headers["X-Terraform-Get"] = "{SELF}/files/{TOKEN}.tgz"

@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from flatten import cli
 from flatten.build import build
 from flatten.lang.options import Options
-from flatten.shell import parse_cache
+from flatten.shell import cache_auth, parse_cache
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher
 from flatten.stages import emit
@@ -320,7 +320,11 @@ def test_a_server_or_registry_cannot_redirect_a_download_to_this_machine(tmp_pat
         root = write_files(tmp_path / "src", {"main.tf": main})
         env = SourceEnv(cache_dir=tmp_path / "cache", insecure_hosts=frozenset({reg.host}))
         options = Options()
-        _, diags = build_graph(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+        _, diags = build_graph(
+            root,
+            options=options,
+            fetcher=RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth),
+        )
     errors = {d.summary: d.detail for d in diags.errors}
     assert "local download address" in errors["Invalid response from remote module registry"]
     assert "answered with the local address" in errors["Failed to download module"]
@@ -513,7 +517,9 @@ def test_diagnostics_in_a_package_module_name_the_package_file(tmp_path: Path) -
     root = write_files(tmp_path / "src", {"main.tf": f'module "m" {{\n  source = "file://{archive}"\n}}\n'})
     env = SourceEnv(cache_dir=tmp_path / "cache")
     options = Options()
-    _, diags = build_graph(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+    _, diags = build_graph(
+        root, options=options, fetcher=RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth)
+    )
     [warning] = diags
     assert warning.summary == "Backend configuration ignored"
     assert warning.range is not None and warning.range.filename == f"file://{archive}//main.tf"

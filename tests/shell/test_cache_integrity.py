@@ -352,7 +352,7 @@ def test_locked_refuses_a_forged_entry_even_with_a_shared_key(
     meta = json.loads((entry / "meta.json").read_text())
     meta["digest"] = package_cache.tree_digest(entry / "files")
     monkeypatch.setenv("FLATTEN_CACHE_KEY", "shared by every job")  # the forger has the key
-    meta["mac"] = package_cache._meta_mac(entry.name, meta)
+    meta["mac"] = package_cache._meta_mac(cache_auth, entry.name, meta)
     (entry / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n")
     proc = _build(root, out, shared, "--locked")
     assert proc.returncode == 1

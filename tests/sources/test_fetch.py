@@ -184,9 +184,10 @@ def test_concurrent_processes_share_the_cache(tmp_path: Path) -> None:
             "import sys; from pathlib import Path\n"
             "from flatten.stages.graph import build_graph\nfrom flatten.lang.options import Options\n"
             "from flatten.sources.env import SourceEnv\nfrom flatten.sources.fetcher import RemoteFetcher\n"
+            "from flatten.shell import cache_auth\n"
             "env = SourceEnv(cache_dir=Path(sys.argv[2]))\n"
             "g, d = build_graph(Path(sys.argv[1]), options=Options(), "
-            "fetcher=RemoteFetcher(Path(sys.argv[1]), options=Options(), env=env))\n"
+            "fetcher=RemoteFetcher(Path(sys.argv[1]), options=Options(), env=env, cache_auth=cache_auth))\n"
             "sys.exit(1 if d.has_errors else 0)\n"
         )
         procs = [

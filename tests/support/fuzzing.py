@@ -922,6 +922,7 @@ def _assert_nothing_leaked(text: str, where: str) -> None:
 
 def check_registry(case: RegistryCase, srv: object, work: Path) -> Diagnostics:
     """Build a root calling the fuzzed registry and archive server; raise AssertionError on a break."""
+    from flatten.shell import cache_auth
     from flatten.sources.env import Secret, SourceEnv
     from flatten.sources.fetcher import RemoteFetcher
 
@@ -937,7 +938,9 @@ def check_registry(case: RegistryCase, srv: object, work: Path) -> Diagnostics:
         download_timeout=5.0,
     )
     options = Options()
-    result, diags = build(root, options=options, fetcher=RemoteFetcher(root, options=options, env=env))
+    result, diags = build(
+        root, options=options, fetcher=RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth)
+    )
     check_diagnostics(diags)
     text = render_text(diags, root=root)
     for ch in ("\x1b", "\x07", "\x00", "\r", "\u202e"):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
+from flatten.shell import cache_auth
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher, read_lock
 from flatten.stages.graph import ModuleGraph, build_graph
@@ -21,7 +22,7 @@ def run(
     root: Path, env: SourceEnv, options: Options | None = None, lock: bytes | None = None
 ) -> tuple[ModuleGraph, OutputTree | None, Diagnostics]:
     options = options or Options()
-    fetcher = RemoteFetcher(root, options=options, env=env, lock=read_lock(lock))
+    fetcher = RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth, lock=read_lock(lock))
     graph, diags = build_graph(root, options=options, fetcher=fetcher)
     if diags.has_errors:
         return graph, None, diags
