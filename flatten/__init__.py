@@ -18,12 +18,24 @@ The names load on first use, so ``import flatten`` (and ``flatten --version``) s
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-from typing import TYPE_CHECKING
+# ``python -m flatten`` and the ``flatten`` script import this package before __main__ can install
+# its handlers: a Ctrl-C during these imports ends the program quietly with 130, as one later does,
+# instead of a traceback. Imported as a library, the interrupt is the caller's and is re-raised.
+try:
+    import importlib
+    import sys
+    import types
+    from typing import TYPE_CHECKING
 
-from flatten.lang.release import __version__
+    from flatten.lang.release import __version__
+except KeyboardInterrupt:  # pragma: no cover - timing; tests/reliability/test_interrupt.py
+    import os as _os
+    import sys as _sys
+
+    if _sys.argv[:1] == ["-m"] or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "flatten":
+        _sys.stderr.write("flatten: interrupted\n")
+        _os._exit(130)
+    raise
 
 if TYPE_CHECKING:
     from flatten.build import BuildResult, build

@@ -205,3 +205,30 @@ def test_terminated_build_leaves_no_worker_processes(tmp_path: Path) -> None:
         os.kill(w, signal.SIGKILL)
     assert workers, "the build finished before it started any worker"
     assert not alive, f"worker processes left running: {sorted(alive)}"
+
+
+_INTERRUPT_IN_PACKAGE_IMPORT = """
+import runpy, sys
+
+class Interrupt:
+    # Ctrl-C arriving while the package imports its first module, before __main__ runs.
+    def find_spec(self, name, path=None, target=None):
+        if name == "flatten.lang.release":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["-m", "--version"]  # what python -m sets while it locates the module
+runpy._run_module_as_main("flatten")
+"""
+
+
+def test_ctrl_c_while_the_package_is_imported_exits_130_without_a_traceback() -> None:
+    # The flaky random-signal case above, made deterministic: `python -m flatten` imports
+    # flatten/__init__.py before __main__ installs its handlers.
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_IN_PACKAGE_IMPORT], capture_output=True, timeout=60
+    )
+    assert proc.returncode == 130, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr
+    assert proc.stderr == b"flatten: interrupted\n"
