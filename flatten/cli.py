@@ -70,13 +70,18 @@ class BuildRequest:
     Paths are as typed (messages name them so); :func:`run_request` resolves and checks them.
     """
 
-    root: Path
+    roots: tuple[Path, ...]  # one, or several for a many-root run (flatten/shell/roots.py)
     out: Path
     options: Options
     report_format: ReportFormat | None  # --format, when given
     diagnostics_json: bool
     check: bool
     environ: tuple[tuple[str, str], ...]  # the BUILD_ENVIRON variables, sorted by name
+
+    @property
+    def root(self) -> Path:
+        """The first (with one ROOT, the) root module directory."""
+        return self.roots[0]
 
     @staticmethod
     def environ_of(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -279,6 +284,13 @@ def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleG
     (``../modules/x``) or a local package (``source = "/abs/dir"``) is the user's source too. A
     directory inside the root needs no check: ``_check_out`` already keeps --out apart from the root.
     """
+    problem = _out_modules_problem(out, out_abs, root_abs, graph)
+    if problem is not None:
+        raise _usage_error(problem)
+
+
+def _out_modules_problem(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleGraph | None") -> str | None:
+    """Return why ``_check_out_modules`` refuses --out, or None."""
     seen: set[Path] = set()
     inside = str(root_abs).rstrip(os.sep) + os.sep  # a string test: 200 modules cost 1 ms, not 10
     for node in graph.nodes() if graph is not None else ():
@@ -286,21 +298,36 @@ def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleG
             if directory is None or directory in seen or str(directory).startswith(inside):
                 continue
             seen.add(directory)
-            real = _real(directory, "The module directory")
+            try:
+                real = directory.resolve()
+            except (OSError, RuntimeError):
+                return (
+                    f"The module directory {directory} cannot be resolved: it is, or passes through, "
+                    "a symlink loop."
+                )
             if _is_within(real, out_abs) or _is_within(out_abs, real):
                 where = "contains" if _is_within(real, out_abs) else "is inside"
-                raise _usage_error(
+                return (
                     f"--out {out} {where} the directory {real} of {node.address or 'the root module'}; "
                     "writing the output would replace or write into your sources. Choose a directory "
                     "outside every module directory."
                 )
+    return None
 
 
 @app.command()
 def build(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
-    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
+    roots: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Argument(
+            metavar="ROOT...",
+            help="The root module directory (default: the current one). With several, each is built "
+            "into OUT/<its path relative to the roots' common parent>.",
+            show_default=False,
+        ),
+    ] = None,
     dialect: Annotated[
         Dialect, typer.Option(help="Whose rules to follow: file names, blocks and diagnostic wording.")
     ] = Dialect.TERRAFORM,
@@ -344,9 +371,9 @@ def build(
         typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
     ] = None,
 ) -> None:
-    """Build ROOT into one canonical .tf.json tree in OUT."""
+    """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
-        root=root,
+        roots=tuple(roots) if roots else (Path("."),),
         out=out,
         options=Options(
             dialect=dialect,
@@ -385,6 +412,11 @@ def run_request(request: BuildRequest) -> int:
 
 
 def _run_request(request: BuildRequest) -> int:
+    if len(request.roots) > 1:
+        # The flatten program's runner builds them (flatten/shell/roots.py: forks, shared memo).
+        raise _usage_error(
+            "several ROOTs are built by the flatten program (`flatten` or `python -m flatten`)."
+        )
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
     from flatten.shell.memo import DiskMemo
