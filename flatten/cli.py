@@ -32,6 +32,7 @@ from flatten.reports import GraphFormat, ReportFormat
 if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostics
     from flatten.lang.model import JsonValue
+    from flatten.reports.base import SourceBase
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
     from flatten.stages.memo import Memo
@@ -624,6 +625,11 @@ def providers(
     raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
 
 
+def _case_name(label: str, base: "SourceBase") -> str:
+    """Return a JUnit test case's name for a root: its path in the repository, else as given."""
+    return base.root_path if base.root_path != "." else label
+
+
 def _render_many(
     fmt: ReportFormat, labels: list[str], roots: list[tuple[Path, "Diagnostics"]], *, command: str
 ) -> str:
@@ -640,7 +646,13 @@ def _render_many(
     if fmt is ReportFormat.JUNIT:
         from flatten.reports.junit import render_junit_many
 
-        return render_junit_many([(d, find_base(r)) for r, d in roots], command=command)
+        return render_junit_many(
+            [
+                (_case_name(label, base := find_base(r)), d, base)
+                for label, (r, d) in zip(labels, roots, strict=True)
+            ],
+            command=command,
+        )
     from flatten.lang.diagnostics import render_json
 
     return _json_array(

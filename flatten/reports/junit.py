@@ -41,21 +41,21 @@ def _entry(d: Diagnostic, base: SourceBase) -> str:
 
 def render_junit(diags: Iterable[Diagnostic], base: SourceBase, *, command: str) -> str:
     """Return the diagnostics of ``flatten <command>`` on ``base.root`` as a JUnit XML report."""
-    return render_junit_many([(diags, base)], command=command)
+    return render_junit_many([(base.root_path, diags, base)], command=command)
 
 
-def render_junit_many(roots: Sequence[tuple[Iterable[Diagnostic], SourceBase]], *, command: str) -> str:
+def render_junit_many(roots: Sequence[tuple[str, Iterable[Diagnostic], SourceBase]], *, command: str) -> str:
     """Return one JUnit XML report for ``flatten <command>`` on several roots: one test case each
-    (in the order given), in one suite."""
-    cases = [(list(diags), base) for diags, base in roots]
-    failed = sum(1 for items, _ in cases for d in items if d.severity is Severity.ERROR)
+    (in the order given, named by the first of each tuple), in one suite."""
+    cases = [(name, list(diags), base) for name, diags, base in roots]
+    failed = sum(1 for _, items, _ in cases for d in items if d.severity is Severity.ERROR)
     counts = {"tests": str(len(cases)), "failures": str(failed), "errors": "0", "skipped": "0"}
     suites = ET.Element("testsuites", {"name": f"flatten {command}", **counts})
     suite = ET.SubElement(suites, "testsuite", {"name": f"flatten {command}", **counts})
-    for items, base in cases:
+    for name, items, base in cases:
         errors = [d for d in items if d.severity is Severity.ERROR]
         warnings = [d for d in items if d.severity is Severity.WARNING]
-        case = ET.SubElement(suite, "testcase", {"classname": f"flatten.{command}", "name": base.root_path})
+        case = ET.SubElement(suite, "testcase", {"classname": f"flatten.{command}", "name": name})
         for d in errors:
             failure = ET.SubElement(
                 case, "failure", {"message": _xml_text(d.summary), "type": rule_id(d.summary)}

@@ -24,7 +24,6 @@ flatten/shell/replay.py) are neither used nor written for such a run.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -38,6 +37,7 @@ from flatten.cli import (
     _is_within,
     _out_modules_problem,
     _real,
+    _render_many,
     _report_format,
     _root_dir,
     _source_env,
@@ -224,32 +224,13 @@ def _report(
     check: bool,
 ) -> None:
     """Print every root's outcome, in root order (see the module docstring)."""
-    from flatten.lang.diagnostics import render_json, render_text
+    from flatten.lang.diagnostics import render_text
     from flatten.reports.base import find_base
 
-    if fmt is ReportFormat.JSON:
-        doc = [
-            {"root": label, **json.loads(render_json(o.diags))}
-            for label, o in zip(labels, outcomes, strict=True)
-        ]
-        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    elif fmt is ReportFormat.SARIF:
-        from flatten.reports.sarif import render_sarif_many
-
+    if fmt is not ReportFormat.TEXT:
         sys.stdout.write(
-            render_sarif_many(
-                [
-                    (label, o.diags, find_base(root))
-                    for label, o, root in zip(labels, outcomes, roots, strict=True)
-                ]
-            )
-        )
-    elif fmt is ReportFormat.JUNIT:
-        from flatten.reports.junit import render_junit_many
-
-        sys.stdout.write(
-            render_junit_many(
-                [(o.diags, find_base(root)) for o, root in zip(outcomes, roots, strict=True)], command="build"
+            _render_many(
+                fmt, labels, [(r, o.diags) for r, o in zip(roots, outcomes, strict=True)], command="build"
             )
         )
     failed = []
