@@ -250,7 +250,8 @@ def _report(
         if outcome.wrote is not None and fmt is ReportFormat.TEXT:
             sys.stderr.write(f"flatten: {label}: {outcome.wrote}\n")
     if failed:
-        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots failed: {', '.join(failed)}\n")
+        what = "not up to date" if check else "failed"
+        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots {what}: {', '.join(failed)}\n")
     elif fmt is ReportFormat.TEXT:
         done = "up to date" if check else "built"
         sys.stderr.write(f"flatten: all {len(labels)} roots {done}\n")
