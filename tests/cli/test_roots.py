@@ -169,7 +169,9 @@ def test_options_apply_to_every_root(tmp_path: Path) -> None:
     proc = flatten("build", *ROOTS, "--out", out, "--inline", "--provenance", cwd=base)
     assert proc.returncode == 0, proc.stderr
     for root in ROOTS:
-        alone = flatten("build", root, "--out", tmp_path / "alone" / root, "--inline", "--provenance", cwd=base)
+        alone = flatten(
+            "build", root, "--out", tmp_path / "alone" / root, "--inline", "--provenance", cwd=base
+        )
         assert alone.returncode == 0, alone.stderr
         assert files_of(out / root.removeprefix("live/")) == files_of(tmp_path / "alone" / root)
     usage = flatten("build", *ROOTS, "--out", out, "--module", "module.net", cwd=base)
