@@ -1,4 +1,4 @@
-"""Many roots in one run: ``flatten build ROOT... --out DIR``, ``graph`` and ``providers`` (docs/monorepo.md)."""
+"""Many roots in one run: `flatten build ROOT... --out DIR`, graph and providers (docs/monorepo.md)."""
 
 from __future__ import annotations
 
