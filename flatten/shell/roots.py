@@ -24,8 +24,10 @@ flatten/shell/replay.py) are neither used nor written for such a run.
 
 from __future__ import annotations
 
+import bisect
 import os
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,7 +36,6 @@ from flatten.cli import (
     BuildRequest,
     _check_out,
     _fetcher,
-    _is_within,
     _out_modules_problem,
     _real,
     _render_many,
@@ -81,8 +82,9 @@ def place(roots: list[Path], resolved: list[Path]) -> list[str]:
             )
         by_path[real] = root
     for root, real in zip(roots, resolved, strict=True):
-        for other, other_real in zip(roots, resolved, strict=True):
-            if other_real != real and _is_within(real, other_real):
+        for other_real in real.parents:  # each root's ancestors, not every pair of roots
+            other = by_path.get(other_real)
+            if other is not None:
                 raise _usage_error(
                     f"ROOT {root} is inside ROOT {other}; the output of {other} replaces its directory "
                     "whole, so the two outputs cannot both be kept. Build them in separate runs."
@@ -128,19 +130,24 @@ def _run(request: BuildRequest) -> int:
     # Download progress lines from several processes at once would garble each other: the
     # run's own progress line ("[12/100] live/prod") stands for them.
     env = replace(_source_env(environ), progress=False)
-    for out, out_abs in zip(outs, outs_abs, strict=True):
-        for root, root_abs in zip(roots, resolved, strict=True):
-            _check_out(out, out_abs, root, root_abs, env.cache_dir)
+    # Each output against every root and every module directory: by walking up from the output
+    # and by a sorted prefix search below it, not pair by pair (10,000 pairs for 100 roots took 1.4 s).
+    by_root = dict(zip(resolved, roots, strict=True))
+    for out, out_abs, root, root_abs in zip(outs, outs_abs, roots, resolved, strict=True):
+        _check_out(out, out_abs, root, root_abs, env.cache_dir)  # and the cache, the filesystem root
+        other = _overlap(out_abs, by_root.keys())
+        if other is not None:
+            _check_out(out, out_abs, by_root[other], other, env.cache_dir)  # raises its usage error
     memo = SharedMemo(DiskMemo())
     # Every root and local module directory loaded once, here, before the builds fork.
     directories = preload(resolved, options=options, memo=memo)
     for out, out_abs in zip(outs, outs_abs, strict=True):
-        for directory in sorted(directories):
-            if _is_within(directory, out_abs) or _is_within(out_abs, directory):
-                raise _usage_error(
-                    f"--out {out} overlaps the module directory {directory}; writing the output would "
-                    "replace or write into your sources. Choose a --out outside every module directory."
-                )
+        directory = _overlap(out_abs, directories)
+        if directory is not None:
+            raise _usage_error(
+                f"--out {out} overlaps the module directory {directory}; writing the output would "
+                "replace or write into your sources. Choose a --out outside every module directory."
+            )
     labels = [r.as_posix() for r in roots]
 
     def job(i: int) -> RootOutcome:
@@ -195,6 +202,17 @@ def _build_one(
 
             traceback.print_exc()
         return RootOutcome(INTERNAL_ERROR, error=f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _overlap(path: Path, directories: Collection[Path]) -> Path | None:
+    """Return one of ``directories`` (resolved) that holds ``path``, is it, or lies inside it."""
+    for parent in (path, *path.parents):
+        if parent in directories:
+            return parent
+    below = str(path).rstrip(os.sep) + os.sep
+    names = sorted(str(d) for d in directories)
+    at = bisect.bisect_left(names, below)
+    return Path(names[at]) if at < len(names) and names[at].startswith(below) else None
 
 
 class _Progress:
