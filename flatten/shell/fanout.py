@@ -4,7 +4,9 @@ A many-root build (flatten/shell/roots.py) builds each root in one of a few fork
 they inherit what the parent loaded (flatten/shell/shared_memo.py) and run the same code, so no
 start-up is paid again. The rules are prefetch's (flatten/shell/prefetch.py): fork only from a
 process with no other thread (a lock another thread holds would stay held in the child), and
-each child dies with its parent (``PR_SET_PDEATHSIG`` on Linux). Items go to children in turn
+each child dies with its parent (``PR_SET_PDEATHSIG`` on Linux; SIGTERM, so that a child
+swapping an output in undoes it), and the children are sent SIGTERM when the parent stops early
+(Ctrl-C, SIGTERM). Items go to children in turn
 (item ``i`` to child ``i % workers``); a child sends each result, pickled, as soon as it has it,
 and the parent reads every child at once, so ``done`` (the progress line) sees results in
 completion order while the returned list is in item order. Where forking is not possible (no
@@ -19,6 +21,8 @@ import contextlib
 import os
 import pickle
 import selectors
+import signal
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
@@ -84,25 +88,12 @@ def _forked(
         selector.register(read_end, selectors.EVENT_READ, bytearray())
     results: list[T | None] = [None] * count
     try:
-        while selector.get_map():
-            for key, _ in selector.select():
-                buffer: bytearray = key.data
-                chunk = os.read(key.fd, 1 << 20)
-                if not chunk:
-                    selector.unregister(key.fd)
-                    os.close(key.fd)
-                    continue
-                buffer += chunk
-                while len(buffer) >= _SIZE:
-                    size = int.from_bytes(buffer[:_SIZE], "big")
-                    if len(buffer) < _SIZE + size:
-                        break
-                    # A pickle, but from our own fork through a pipe only the two processes hold.
-                    index, value = pickle.loads(bytes(buffer[_SIZE : _SIZE + size]))
-                    del buffer[: _SIZE + size]
-                    results[index] = value
-                    if done is not None:
-                        done(index)
+        _collect(selector, results, done)
+    except BaseException:  # Ctrl-C, SIGTERM (emit.Interrupted), a bug: the children stop too
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        raise
     finally:
         for key in list(selector.get_map().values()):
             os.close(key.fd)
@@ -113,12 +104,52 @@ def _forked(
     return results
 
 
+def _collect(
+    selector: selectors.BaseSelector, results: list[T | None], done: Callable[[int], None] | None
+) -> None:
+    """Read every child's frames until each pipe ends, keeping each result at its item's index."""
+    while selector.get_map():
+        for key, _ in selector.select():
+            buffer: bytearray = key.data
+            chunk = os.read(key.fd, 1 << 20)
+            if not chunk:
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                continue
+            buffer += chunk
+            while len(buffer) >= _SIZE:
+                size = int.from_bytes(buffer[:_SIZE], "big")
+                if len(buffer) < _SIZE + size:
+                    break
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                index, value = pickle.loads(bytes(buffer[_SIZE : _SIZE + size]))
+                del buffer[: _SIZE + size]
+                results[index] = value
+                if done is not None:
+                    done(index)
+
+
+def _die_with(parent: int) -> None:
+    """Make this child get SIGTERM when its parent dies (Linux), and leave at once when the parent
+    is gone already. SIGTERM, not prefetch's SIGKILL: a child swapping a root's output in undoes
+    its half-done swap on SIGTERM (emit.write_tree), and otherwise simply ends."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except Exception:
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _child(parent: int, write_end: int, items: Sequence[int], job: Callable[[int], T]) -> None:
     code = 1
     try:
-        from flatten.shell.prefetch import _worker_init, finish
+        from flatten.shell.prefetch import finish
 
-        _worker_init(parent)
+        _die_with(parent)
         with os.fdopen(write_end, "wb") as sending:
             for i in items:
                 try:
