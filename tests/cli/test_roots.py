@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from support.files import write_tree
@@ -64,13 +65,28 @@ def test_several_roots_build_as_each_alone(tmp_path: Path) -> None:
     assert [line.split(":")[1].strip() for line in lines[:3]] == list(ROOTS)
     assert lines[-1] == "flatten: all 3 roots built"
     assert "\r" not in proc.stderr
-    # No build record for a many-root run (docs/monorepo.md): only single-root builds replay.
-    builds = Path(os.environ["FLATTEN_CACHE_DIR"]).parent / "builds"
-    assert not builds.exists() or not any(builds.iterdir())
     # Rebuilding into the same DIR replaces each root's output (a fixed point).
     again = flatten("build", *ROOTS, "--out", tmp_path / "out", cwd=base)
     assert again.returncode == 0, again.stderr
     assert files_of(tmp_path / "out" / "dev") == files_of(tmp_path / "alone" / "live/dev")
+
+
+def test_several_roots_keep_no_build_record(tmp_path: Path) -> None:
+    """A record stands for one root's build (flatten/shell/replay.py); a many-root run builds."""
+    # Roots whose modules are inside them: a single build of such a root is recorded.
+    own = 'module "own" {\n  source = "./own"\n  name   = "x"\n}\n'
+    base = write_tree(
+        tmp_path / "repo",
+        {f"{r}/{f}": t for r in ("a", "b") for f, t in (("main.tf", own), ("own/main.tf", NET))},
+    )
+    old = time.time() - 60  # records are only written for inputs that cannot still be changing
+    for path in [base, *base.rglob("*")]:
+        os.utime(path, (old, old))
+    builds = Path(os.environ["FLATTEN_CACHE_DIR"]) / "builds"
+    assert flatten("build", "a", "b", "--out", tmp_path / "out", cwd=base).returncode == 0
+    assert not builds.exists() or not any(builds.iterdir())
+    assert flatten("build", "a", "--out", tmp_path / "alone", cwd=base).returncode == 0
+    assert len(list(builds.iterdir())) == 1  # the single-root build did record
 
 
 def test_one_root_with_errors_does_not_stop_the_others(tmp_path: Path) -> None:
