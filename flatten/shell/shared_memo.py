@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import fields
 from pathlib import Path
 
 from flatten.lang.diagnostics import Diagnostics
@@ -35,11 +34,7 @@ from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSour
 __all__ = ["SharedMemo", "preload"]
 
 _ListingKey = tuple[str, str]  # directory, dialect
-_ModuleKey = tuple[str, str, str, tuple[tuple[str, str, bool], ...]]
-
-
-def _options_key(options: Options) -> str:
-    return repr(tuple((f.name, getattr(options, f.name)) for f in fields(options)))
+_ModuleKey = tuple[str, str, Options, tuple[tuple[str, str, bool], ...]]
 
 
 class SharedMemo:
@@ -50,12 +45,13 @@ class SharedMemo:
     bytes depend on where the layout of each root puts the modules it calls.
     """
 
-    __slots__ = ("_inner", "_listings", "_modules")
+    __slots__ = ("_emitted", "_inner", "_listings", "_modules")
 
     def __init__(self, inner: Memo = NO_MEMO) -> None:
         self._inner = inner
         self._listings: dict[_ListingKey, DirectoryListing] = {}
         self._modules: dict[_ModuleKey, tuple[LoadedModule, MemoKey | None]] = {}
+        self._emitted: dict[tuple[str, bool], bytes] = {}
 
     def parsed(
         self, source: ParseSource, compute: Callable[[], tuple[Body, Diagnostics]]
@@ -76,7 +72,7 @@ class SharedMemo:
         self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
     ) -> tuple[LoadedModule, MemoKey | None]:
         files = tuple((str(f.path), f.syntax, f.is_override) for f in source.listing.files)
-        key = (str(source.directory), source.display, _options_key(source.options), files)
+        key = (str(source.directory), source.display, source.options, files)
         found = self._modules.get(key)
         if found is None:
             found = self._modules[key] = self._inner.module(source, compute)
@@ -90,7 +86,16 @@ class SharedMemo:
         provenance: bool,
         compute: Callable[[], bytes],
     ) -> bytes:
-        return self._inner.emitted(key, original, output, provenance, compute)
+        if key is None or output is not original or key.module is not original:
+            return self._inner.emitted(key, original, output, provenance, compute)
+        # A module written as loaded (it calls no other, so no source is rewritten): the same
+        # bytes in every root that loaded it under this key.
+        found = self._emitted.get((key.key, provenance))
+        if found is None:
+            found = self._emitted[(key.key, provenance)] = self._inner.emitted(
+                key, original, output, provenance, compute
+            )
+        return found
 
     @property
     def modules(self) -> int:
