@@ -65,9 +65,13 @@ def test_several_roots_build_as_each_alone(tmp_path: Path) -> None:
     assert [line.split(":")[1].strip() for line in lines[:3]] == list(ROOTS)
     assert lines[-1] == "flatten: all 3 roots built"
     assert "\r" not in proc.stderr
-    # Rebuilding into the same DIR replaces each root's output (a fixed point).
+    # Rebuilding into the same DIR: an output that already holds the same bytes is left as it
+    # is, one that differs (edited by hand here) is replaced.
+    (tmp_path / "out/dev/flatten.manifest.json").write_text("{}")
     again = flatten("build", *ROOTS, "--out", tmp_path / "out", cwd=base)
     assert again.returncode == 0, again.stderr
+    assert "flatten: live/prod: 3 files in " in again.stderr and "/out/prod up to date" in again.stderr
+    assert "flatten: live/dev: wrote 3 files to " in again.stderr
     assert files_of(tmp_path / "out" / "dev") == files_of(tmp_path / "alone" / "live/dev")
 
 
