@@ -221,3 +221,32 @@ def test_graph_and_providers_take_several_roots(tmp_path: Path) -> None:
     assert "\n# live/dev\n" in text.stdout
     refused = flatten("providers", "live/prod", "live/dev", "--explain", "terraform_data.net", cwd=base)
     assert refused.returncode == 2
+
+
+def test_progress_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal, stderr shows "[k/3] ROOT" as roots finish; piped, none (the other tests)."""
+    import pty
+
+    base = monorepo(tmp_path / "repo")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flatten", "build", *ROOTS, "--out", str(tmp_path / "out")],
+        cwd=base,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the pty closes when the process ends
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait() == 0
+    os.close(master)
+    text = seen.decode()
+    assert "[3/3] " in text and "[1/3] " in text
+    assert text.rstrip().endswith("flatten: all 3 roots built")
