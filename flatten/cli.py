@@ -14,11 +14,13 @@ start, and evaluating them from strings (a compile per annotation) cost a replay
 names imported only for type checking are quoted instead.
 """
 
+import json as _json
 import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -29,8 +31,11 @@ from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostics
+    from flatten.lang.model import JsonValue
+    from flatten.reports.base import SourceBase
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
+    from flatten.stages.memo import Memo
 
 app = typer.Typer(
     # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
@@ -70,13 +75,18 @@ class BuildRequest:
     Paths are as typed (messages name them so); :func:`run_request` resolves and checks them.
     """
 
-    root: Path
+    roots: tuple[Path, ...]  # one, or several for a many-root run (flatten/shell/roots.py)
     out: Path
     options: Options
     report_format: ReportFormat | None  # --format, when given
     diagnostics_json: bool
     check: bool
     environ: tuple[tuple[str, str], ...]  # the BUILD_ENVIRON variables, sorted by name
+
+    @property
+    def root(self) -> Path:
+        """The first (with one ROOT, the) root module directory."""
+        return self.roots[0]
 
     @staticmethod
     def environ_of(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -279,6 +289,13 @@ def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleG
     (``../modules/x``) or a local package (``source = "/abs/dir"``) is the user's source too. A
     directory inside the root needs no check: ``_check_out`` already keeps --out apart from the root.
     """
+    problem = _out_modules_problem(out, out_abs, root_abs, graph)
+    if problem is not None:
+        raise _usage_error(problem)
+
+
+def _out_modules_problem(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleGraph | None") -> str | None:
+    """Return why ``_check_out_modules`` refuses --out, or None."""
     seen: set[Path] = set()
     inside = str(root_abs).rstrip(os.sep) + os.sep  # a string test: 200 modules cost 1 ms, not 10
     for node in graph.nodes() if graph is not None else ():
@@ -286,21 +303,36 @@ def _check_out_modules(out: Path, out_abs: Path, root_abs: Path, graph: "ModuleG
             if directory is None or directory in seen or str(directory).startswith(inside):
                 continue
             seen.add(directory)
-            real = _real(directory, "The module directory")
+            try:
+                real = directory.resolve()
+            except (OSError, RuntimeError):
+                return (
+                    f"The module directory {directory} cannot be resolved: it is, or passes through, "
+                    "a symlink loop."
+                )
             if _is_within(real, out_abs) or _is_within(out_abs, real):
                 where = "contains" if _is_within(real, out_abs) else "is inside"
-                raise _usage_error(
+                return (
                     f"--out {out} {where} the directory {real} of {node.address or 'the root module'}; "
                     "writing the output would replace or write into your sources. Choose a directory "
                     "outside every module directory."
                 )
+    return None
 
 
 @app.command()
 def build(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
-    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
+    roots: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Argument(
+            metavar="ROOT...",
+            help="The root module directory (default: the current one). With several, each is built "
+            "into OUT/<its path relative to the roots' common parent>.",
+            show_default=False,
+        ),
+    ] = None,
     dialect: Annotated[
         Dialect, typer.Option(help="Whose rules to follow: file names, blocks and diagnostic wording.")
     ] = Dialect.TERRAFORM,
@@ -344,9 +376,9 @@ def build(
         typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
     ] = None,
 ) -> None:
-    """Build ROOT into one canonical .tf.json tree in OUT."""
+    """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
-        root=root,
+        roots=tuple(roots) if roots else (Path("."),),
         out=out,
         options=Options(
             dialect=dialect,
@@ -385,6 +417,11 @@ def run_request(request: BuildRequest) -> int:
 
 
 def _run_request(request: BuildRequest) -> int:
+    if len(request.roots) > 1:
+        # The flatten program's runner builds them (flatten/shell/roots.py: forks, shared memo).
+        raise _usage_error(
+            "several ROOTs are built by the flatten program (`flatten` or `python -m flatten`)."
+        )
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
     from flatten.shell.memo import DiskMemo
@@ -428,7 +465,14 @@ def _run_request(request: BuildRequest) -> int:
 
 @app.command()
 def graph(
-    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
+    roots: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Argument(
+            metavar="ROOT...",
+            help="The root module directory (default: the current one); several: each in turn, labelled.",
+            show_default=False,
+        ),
+    ] = None,
     format: Annotated[GraphFormat, typer.Option("--format", "-f", help="Output format.")] = GraphFormat.TEXT,
     dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
     diagnostics_json: Annotated[
@@ -442,22 +486,71 @@ def graph(
     from flatten.shell.memo import DiskMemo
     from flatten.stages.graph import build_graph
 
-    root_abs = _root_dir(root)
+    paths = list(roots) if roots else [Path(".")]
+    many = len(paths) > 1
+    roots_abs = [_root_dir(root) for root in paths]
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(
-        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
-    )
-    if diagnostics_json:
-        sys.stderr.write(render_json(diags))
-    elif diags:
-        sys.stderr.write(render_text(diags, root=root_abs))
-    sys.stdout.write(render_graph(module_graph, format, root=root_abs))
-    raise typer.Exit(exit_code(diags))
+    memo = _roots_memo(DiskMemo(), many)
+    code = 0
+    diag_docs: list[object] = []
+    graph_docs: list[object] = []
+    for root, root_abs in zip(paths, roots_abs, strict=True):
+        label = root.as_posix() if many else None
+        module_graph, diags = build_graph(
+            root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=memo
+        )
+        code = max(code, exit_code(diags))
+        if diagnostics_json and label is not None:
+            diag_docs.append({"root": label, **_json.loads(render_json(diags))})
+        elif diagnostics_json:
+            sys.stderr.write(render_json(diags))
+        elif diags:
+            sys.stderr.write(render_text(diags, root=root_abs, label=label))
+        rendered = render_graph(module_graph, format, root=root_abs)
+        if label is None:
+            sys.stdout.write(rendered)
+        elif format is GraphFormat.JSON:
+            graph_docs.append({"root": label, **_json.loads(rendered)})
+        else:
+            sys.stdout.write(_GRAPH_HEADING[format].format(label) + rendered)
+    if diag_docs:
+        sys.stderr.write(_json_array(diag_docs))
+    if graph_docs:
+        sys.stdout.write(_json_array(graph_docs))
+    raise typer.Exit(code)
+
+
+#: How ``flatten graph`` heads each root's tree when it shows several, in each format's comment.
+_GRAPH_HEADING = MappingProxyType(
+    {GraphFormat.TEXT: "# {}\n", GraphFormat.DOT: "// {}\n", GraphFormat.MERMAID: "%% {}\n"}
+)
+
+
+def _json_array(docs: list[object]) -> str:
+    """Return one object per root as a JSON array (the layout of ``render_json``)."""
+    return _json.dumps(docs, indent=2, ensure_ascii=False) + "\n"
+
+
+def _roots_memo(memo: "Memo", many: bool) -> "Memo":
+    """Return ``memo``, with the in-memory layer that loads each module once for all roots when
+    there are several (flatten/shell/shared_memo.py)."""
+    if not many:
+        return memo
+    from flatten.shell.shared_memo import SharedMemo
+
+    return SharedMemo(memo)
 
 
 @app.command()
 def providers(
-    root: Annotated[Path, typer.Argument(metavar="ROOT", help="The root module directory.")] = Path("."),
+    roots: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Argument(
+            metavar="ROOT...",
+            help="The root module directory (default: the current one); several: each in turn, labelled.",
+            show_default=False,
+        ),
+    ] = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (not the diagnostics) as JSON.")
     ] = False,
@@ -486,29 +579,85 @@ def providers(
     from flatten.stages.emit import dumps
     from flatten.stages.graph import build_graph
 
-    root_abs = _root_dir(root)
+    paths = list(roots) if roots else [Path(".")]
+    many = len(paths) > 1
+    roots_abs = [_root_dir(root) for root in paths]
     fmt = _report_format(report_format, diagnostics_json)
+    if many and explain_address is not None:
+        raise _usage_error("--explain shows one resource of one root: give one ROOT.")
     options = Options(dialect=dialect, offline=offline)
-    module_graph, diags = build_graph(
-        root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=DiskMemo()
-    )
-    # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
-    wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
-    diags.extend(wiring_diags)
-    if explain_address is not None:
-        report = explain(wiring, explain_address)
-        if report is None:  # before any diagnostics, so a redirected SARIF or XML file stays whole
-            raise _usage_error(f"no resource {explain_address} in the configuration.")
-    elif json_output:
-        report = dumps(audit_json(wiring, diags))
-    else:
-        report = audit_text(wiring, diags)
+    memo = _roots_memo(DiskMemo(), many)
+    reports: list[str] = []
+    audits: list[JsonValue] = []
+    all_diags: list[tuple[Path, Diagnostics]] = []
+    for root, root_abs in zip(paths, roots_abs, strict=True):
+        module_graph, diags = build_graph(
+            root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=memo
+        )
+        # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
+        wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
+        diags.extend(wiring_diags)
+        all_diags.append((root_abs, diags))
+        if explain_address is not None:
+            report = explain(wiring, explain_address)
+            if report is None:  # before any diagnostics, so a redirected SARIF or XML file stays whole
+                raise _usage_error(f"no resource {explain_address} in the configuration.")
+        elif json_output and many:
+            audits.append({"root": root.as_posix(), **audit_json(wiring, diags)})
+            continue
+        elif json_output:
+            report = dumps(audit_json(wiring, diags))
+        else:
+            report = audit_text(wiring, diags)
+        reports.append(f"# {root.as_posix()}\n{report}" if many else report)
+    if audits:
+        reports.append(dumps(audits))
+    labels = [root.as_posix() for root in paths]
     if fmt is ReportFormat.TEXT:
-        _annotate(diags, root=root_abs, environ=os.environ)  # the text diagnostics are part of the report
-    else:
+        for root_abs, diags in all_diags:  # the text diagnostics are part of the report
+            _annotate(diags, root=root_abs, environ=os.environ)
+    elif not many:
+        root_abs, diags = all_diags[0]
         sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
-    sys.stdout.write(report)
-    raise typer.Exit(exit_code(diags))
+    else:
+        sys.stderr.write(_render_many(fmt, labels, all_diags, command="providers"))
+    sys.stdout.write("".join(reports))
+    raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
+
+
+def _case_name(label: str, base: "SourceBase") -> str:
+    """Return a JUnit test case's name for a root: its path in the repository, else as given."""
+    return base.root_path if base.root_path != "." else label
+
+
+def _render_many(
+    fmt: ReportFormat, labels: list[str], roots: list[tuple[Path, "Diagnostics"]], *, command: str
+) -> str:
+    """Return several roots' diagnostics in a machine format: a JSON array of one object per
+    root, a SARIF run per root, a JUnit test case per root (flatten/shell/roots.py does the same)."""
+    from flatten.reports.base import find_base
+
+    if fmt is ReportFormat.SARIF:
+        from flatten.reports.sarif import render_sarif_many
+
+        return render_sarif_many(
+            [(label, d, find_base(r)) for label, (r, d) in zip(labels, roots, strict=True)]
+        )
+    if fmt is ReportFormat.JUNIT:
+        from flatten.reports.junit import render_junit_many
+
+        return render_junit_many(
+            [
+                (_case_name(label, base := find_base(r)), d, base)
+                for label, (r, d) in zip(labels, roots, strict=True)
+            ],
+            command=command,
+        )
+    from flatten.lang.diagnostics import render_json
+
+    return _json_array(
+        [{"root": label, **_json.loads(render_json(d))} for label, (_, d) in zip(labels, roots, strict=True)]
+    )
 
 
 #: Exit code for a bug in flatten itself (not the configuration, not the command line).

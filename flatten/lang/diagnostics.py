@@ -188,9 +188,14 @@ def _snippet(root: Path | None, r: Range) -> str | None:
     return None
 
 
-def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None) -> str:
-    """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail."""
+def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None, label: str | None = None) -> str:
+    """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail.
+
+    ``label`` names the root module in each location (``in root live/prod``), for a run that
+    builds several roots.
+    """
     blocks: list[str] = []
+    in_root = f"in root {label}" if label is not None else None
     for d in diags:
         lines = [f"{d.severity.value.capitalize()}: {redact_url(d.summary)}"]
         if d.range is not None:
@@ -198,12 +203,14 @@ def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None) -> str
             where = f"  on {d.range.filename} line {d.range.start.line}"
             if d.module:
                 where += f", in {d.module}"
+            if in_root is not None:
+                where += f", {in_root}"
             lines.append(where + ":")
             snippet = _snippet(root, d.range)
             if snippet:
                 lines.append(snippet)
-        elif d.module:
-            lines += ["", f"  in {d.module}"]
+        elif d.module or in_root is not None:
+            lines += ["", "  " + ", ".join(w for w in (d.module and f"in {d.module}", in_root) if w)]
         if d.detail:
             lines += ["", redact_url(d.detail)]
         blocks.append("\n".join(lines))

@@ -1,4 +1,4 @@
-"""SARIF 2.1.0 (OASIS) for code scanning: one run, one rule per summary, one result per diagnostic.
+"""SARIF 2.1.0 (OASIS) for code scanning: one run per root, one rule per summary, one result per diagnostic.
 
 Paths are relative to the repository root (``%SRCROOT%``), which is where GitHub code scanning
 and other SARIF viewers look files up; no absolute path is written, so the log is the same on
@@ -10,7 +10,7 @@ at all) is placed on the root module directory and its own location goes into th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from types import MappingProxyType
 from urllib.parse import quote
 
@@ -18,7 +18,7 @@ from flatten.lang.diagnostics import Diagnostic, Severity
 from flatten.lang.release import __version__
 from flatten.reports.base import SourceBase, location_text, rule_id
 
-__all__ = ["SCHEMA_URI", "render_sarif"]
+__all__ = ["SCHEMA_URI", "render_sarif", "render_sarif_many"]
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _SRCROOT = "%SRCROOT%"
@@ -61,6 +61,27 @@ def _location(d: Diagnostic, base: SourceBase) -> tuple[dict[str, object], bool]
 
 def render_sarif(diags: Iterable[Diagnostic], base: SourceBase) -> str:
     """Return the diagnostics as a SARIF 2.1.0 log (JSON text ending in a newline)."""
+    return _log([_run(diags, base)])
+
+
+def render_sarif_many(roots: Sequence[tuple[str, Iterable[Diagnostic], SourceBase]]) -> str:
+    """Return one SARIF 2.1.0 log for several roots: one run per root, in the order given, each
+    named by ``automationDetails.id`` ``flatten/<label>/`` (what code scanning calls a category,
+    so each root's alerts are tracked on their own)."""
+    runs = []
+    for label, diags, base in roots:
+        run = _run(diags, base)
+        run["automationDetails"] = {"id": f"flatten/{label}/"}
+        runs.append(run)
+    return _log(runs)
+
+
+def _log(runs: list[dict[str, object]]) -> str:
+    log = {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": runs}
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
+def _run(diags: Iterable[Diagnostic], base: SourceBase) -> dict[str, object]:
     rules: list[dict[str, object]] = []
     index: dict[str, int] = {}
     results: list[dict[str, object]] = []
@@ -90,16 +111,9 @@ def render_sarif(diags: Iterable[Diagnostic], base: SourceBase) -> str:
                 "locations": [location],
             }
         )
-    log = {
-        "$schema": SCHEMA_URI,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {"driver": {"name": "flatten", "version": __version__, "rules": rules}},
-                # Ranges come from the HCL reader, whose columns count characters.
-                "columnKind": "unicodeCodePoints",
-                "results": results,
-            }
-        ],
+    return {
+        "tool": {"driver": {"name": "flatten", "version": __version__, "rules": rules}},
+        # Ranges come from the HCL reader, whose columns count characters.
+        "columnKind": "unicodeCodePoints",
+        "results": results,
     }
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"

@@ -43,6 +43,12 @@ def run_build(request: BuildRequest) -> int:
     """
     from flatten.cli import load_pipeline, run_request
 
+    if len(request.roots) > 1:
+        # Its own prefetch (every module loaded once, then one forked build per CPU) and no
+        # build record: flatten/shell/roots.py.
+        from flatten.shell.roots import run_roots
+
+        return run_roots(request)
     cache = default_cache()
     options = request.options
     if (

@@ -61,7 +61,8 @@ def replayable(request: BuildRequest) -> bool:
     """
     options = request.options
     return (
-        request.report_format in (None, "text")
+        len(request.roots) == 1  # a many-root run keeps no record (flatten/shell/roots.py)
+        and request.report_format in (None, "text")
         and not request.diagnostics_json
         and not request.check
         and not (options.offline or options.locked or options.inline or options.inline_only is not None)

@@ -61,7 +61,7 @@ def test_help_at_80_columns_names_every_option_whole(path: list[str], tmp_path: 
 
 def test_build_help_names_its_root_argument_as_the_docstring_does(tmp_path: Path) -> None:
     proc = _run(["build", "--help"], {"COLUMNS": "80"}, tmp_path)
-    assert "Usage: flatten build [OPTIONS] [ROOT]" in proc.stdout
+    assert "Usage: flatten build [OPTIONS] [ROOT...]" in proc.stdout
 
 
 def _complete(
