@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Union
@@ -1068,7 +1068,13 @@ class PieceSource(_Source):
     """
 
     def __init__(  # the base class's fields, computed from the whole file instead of the slice
-        self, text: str, filename: str, start: int, end: int, line_starts: list[int], line_bytes: list[int] | None
+        self,
+        text: str,
+        filename: str,
+        start: int,
+        end: int,
+        line_starts: list[int],
+        line_bytes: list[int] | None,
     ) -> None:
         self.text = text[start:end]
         self.whole = text
@@ -1182,7 +1188,9 @@ def parse_piece(src: PieceSource, schema: BlockSchema, options: Options) -> Piec
         diags = Diagnostics()
         _syntax_error(exc, whole, diags)
         return Piece("error", diags=diags)
-    except Exception:  # noqa: BLE001 - another failure's message may name this piece: whole file
+    except Exception:  # another failure's message may name this piece: the whole file decides
+        return Piece("unsure")
+    if tree is None:
         return Piece("unsure")
     if not at_end and _runs_past(src, len(src.text)):
         return Piece("open")

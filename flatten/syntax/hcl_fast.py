@@ -971,13 +971,10 @@ def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diag
 def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
     """Return the file's top-level body and diagnostics, exactly as ``hcl.parse_native`` does.
 
-    The fast reader answers when it can; otherwise it reads the file item by item and gives
-    python-hcl2 only the items it declines (``read_in_pieces``); when even that cannot vouch
-    for the result, python-hcl2 (``parse_native``) reads the whole file.
+    The fast reader reads the file item by item and gives python-hcl2 only the items it
+    declines (``read_in_pieces``; a file it reads whole gives what ``read_fast`` gives); when
+    that cannot vouch for the result, python-hcl2 (``parse_native``) reads the whole file.
     """
-    result = read_fast(text, filename, options=options)
-    if result is not None:
-        return result
     result = read_in_pieces(text, filename, options=options)
     if result is not None:
         return result
@@ -1005,8 +1002,6 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
     """
     if "\x00" in text or ("\r" in text and "\r" in text.replace("\r\n", "")) or _blanks_operators(text):
         return None  # the whole text is rewritten for python-hcl2 in ways a piece would not see
-    from flatten.syntax.hcl import PieceSource, parse_piece
-
     try:
         reader = _Reader(text, filename)
         n = reader.n
@@ -1029,6 +1024,9 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
                 continue
             except (_Unsure, RecursionError):
                 pass
+            # python-hcl2 (and lark) are imported only when a file has a piece for them.
+            from flatten.syntax.hcl import PieceSource, parse_piece
+
             start = text.rfind("\n", 0, i) + 1
             if text[start:i].strip():
                 return None  # a comment before the item on its line: pieces start at a line start
