@@ -1114,6 +1114,9 @@ class Piece:
     status: str
     items: tuple[Attribute | Block, ...] = ()
     diags: Diagnostics = field(default_factory=Diagnostics)
+    # For "open": how many block bodies the piece leaves open, when it ends between the items of
+    # such bodies (what a missing "}" does); 0 when it ends inside anything else.
+    closes: int = 0
 
 
 # Where a python-hcl2 terminal may span lines (and so run past a piece's end): block comments,
@@ -1158,11 +1161,49 @@ def _runs_past(src: PieceSource, upto: int) -> bool:
     return False
 
 
-def parse_piece(src: PieceSource, schema: BlockSchema, options: Options) -> Piece:
+def _open_blocks(src: PieceSource) -> int:
+    """Return how many block bodies the piece leaves open between their items (1 to 3), or 0.
+
+    python-hcl2 parses the piece followed by that many ``}`` lines, each of which must close a
+    block (not an object, a call or a template): then the whole file's parser, reading on past
+    the piece, is between the items of those bodies, and reads what follows as their items.
+    """
+    end = len(src.text)
+    for depth in range(1, 4):
+        try:
+            tree = hcl2.parses_to_tree(_prepare(src.text + "}\n" * depth)[0])
+        except Exception:  # still open, or not closed by braces: try one more
+            continue
+        closers = 0
+        stack: list[Tree[Token]] = [tree]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                if isinstance(child, Tree):
+                    stack.append(child)
+                elif child.type == "RBRACE" and (child.start_pos or 0) >= end:
+                    if node.data != "block":
+                        return 0
+                    closers += 1
+        return depth if closers == depth and not _runs_past(src, end) else 0
+    return 0
+
+
+def unclosed_at_end(src: PieceSource) -> Diagnostics:
+    """Return the whole file's diagnostic when its parse ends inside a block body (``src``: any
+    piece of the file)."""
+    whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
+    diags = Diagnostics()
+    _syntax_error(UnexpectedEOF([]), whole, diags)
+    return diags
+
+
+def parse_piece(src: PieceSource, schema: BlockSchema, options: Options, *, probe: bool = False) -> Piece:
     """Parse the piece ``src`` alone with python-hcl2 and say what it tells about the whole file.
 
     The piece starts at the start of a line where a top-level item starts, with only complete
     items before it, and ends before a line that starts with a name (or at the end of the file).
+    With ``probe``, a piece that ends inside block bodies says how many (``Piece.closes``).
     """
     at_end = src.offset + len(src.text) == len(src.whole)
     try:
@@ -1172,7 +1213,7 @@ def parse_piece(src: PieceSource, schema: BlockSchema, options: Options) -> Piec
     except UnexpectedInput as exc:
         if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
             if not at_end:
-                return Piece("open")
+                return Piece("open", closes=_open_blocks(src) if probe else 0)
             whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
             diags = Diagnostics()
             _syntax_error(exc, whole, diags)

@@ -1012,6 +1012,9 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
         diags = Diagnostics()
         attrs: set[str] = set()
         blocks: set[str] = set()
+        # Inside how many block bodies python-hcl2 would be reading (a "}" was left out): the
+        # rest must then read as their items, and the file ends inside them.
+        open_blocks = 0
         i = reader.gap(reader.bom)
         while i < n:
             try:
@@ -1025,25 +1028,33 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
             except (_Unsure, RecursionError):
                 pass
             # python-hcl2 (and lark) are imported only when a file has a piece for them.
-            from flatten.syntax.hcl import PieceSource, parse_piece
+            from flatten.syntax.hcl import PieceSource, parse_piece, unclosed_at_end
 
             start = text.rfind("\n", 0, i) + 1
             if text[start:i].strip():
                 return None  # a comment before the item on its line: pieces start at a line start
             end = _piece_end(text, i + 1)
+            probe = not open_blocks
             while True:
                 src = PieceSource(text, filename, start, end, reader.line_starts, reader.line_bytes)
-                piece = parse_piece(src, schema, options)
+                piece = parse_piece(src, schema, options, probe=probe)
                 if piece.status == "ok":
                     items.extend(piece.items)
                     diags.extend(piece.diags)
                     break
-                if piece.status == "error":
+                if piece.status == "error" and not open_blocks:
                     return Body(), piece.diags
+                if piece.status == "open" and piece.closes:
+                    open_blocks = piece.closes
+                    break
                 if piece.status != "open" or end >= n:
-                    return None
+                    return None  # in open bodies, an error (a stray "}"?) may read otherwise
+                probe = False
                 end = _piece_end(text, start + 2 * (end - start))
             i = end
+        if open_blocks:
+            whole = PieceSource(text, filename, 0, n, reader.line_starts, reader.line_bytes)
+            return Body(), unclosed_at_end(whole)
         return make_body(tuple(items), reader.range(0, n)), diags
     except Exception:  # a bug here must never change a result: the whole-file parse decides
         return None

@@ -108,6 +108,8 @@ EDITS = {
     ),
     "unclosed block comment": ("count = var.n", "count = /* var.n"),
     "unclosed heredoc": ("count = var.n > 0 ? 1 : 0", "count = <<EOT\nx"),
+    "missing closing brace": ("ignore_changes = [input]\n  }\n}\n", "ignore_changes = [input]\n  }\n"),
+    "missing nested closing brace": ("ignore_changes = [input]\n  }\n}\n", "ignore_changes = [input]\n}\n"),
 }
 
 
@@ -118,7 +120,15 @@ def test_one_edit_in_a_large_file_agrees_with_the_whole_file(edit: tuple[str, st
     assert same(text)
 
 
-TYPOS = ["double equals", "stray character", "unsupported argument", "missing equals", "unclosed call"]
+TYPOS = [
+    "double equals",
+    "stray character",
+    "unsupported argument",
+    "missing equals",
+    "unclosed call",
+    "missing closing brace",
+    "missing nested closing brace",
+]
 
 
 @pytest.mark.parametrize("name", TYPOS)
@@ -146,6 +156,16 @@ def test_a_heredoc_line_that_looks_like_an_item_makes_a_longer_piece(pieces_read
     assert not diags and len(body.items) == 40
     assert len(pieces_read) >= 2  # the first piece ended inside the heredoc
     assert same(text)
+
+
+def test_a_missing_brace_and_a_stray_one_later() -> None:
+    """The blocks between are read inside the unclosed one; the stray brace closes it."""
+    text = in_middle(*EDITS["missing closing brace"])
+    later = text.index('resource "terraform_data" "r30"')
+    text = text[:later] + "}\n" + text[later:]
+    assert same(text) or hcl_fast.read_fast(text, "main.tf", options=Options()) is not None
+    body, diags = hcl_fast.parse(text, "main.tf", options=Options())
+    assert (body, diags) == parse_native(text, "main.tf", options=Options())
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
