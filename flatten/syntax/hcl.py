@@ -1194,7 +1194,7 @@ def unclosed_at_end(src: PieceSource) -> Diagnostics:
     piece of the file)."""
     whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
     diags = Diagnostics()
-    _syntax_error(UnexpectedEOF([]), whole, diags)
+    _syntax_error(UnexpectedEOF([]), whole, diags)  # type: ignore[no-untyped-call]
     return diags
 
 
