@@ -1057,7 +1057,7 @@ def _run(src: _Source, schema: BlockSchema, options: Options) -> tuple[Body, Dia
 # -- one piece of a file -------------------------------------------------------------------------
 # The fast reader (hcl_fast) hands the top-level items it declines to python-hcl2 one piece at a
 # time, so a large file with one typo or one construct it does not read costs python-hcl2's
-# 0.1 MB/s only on that piece (docs/reliability.md, "Syntax errors in large files").
+# 0.1 MB/s only on that piece (docs/performance.md, "The error path").
 
 
 class PieceSource(_Source):

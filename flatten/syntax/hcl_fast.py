@@ -9,9 +9,12 @@ other expression is kept as ``"${" + exact source + "}"`` (spec §7, python-hcl2
 
 It accepts a strict subset of what both python-hcl2 and HCL accept: anything unusual (a syntax
 python-hcl2 reads differently from HCL, a rewrite ``hcl._prepare`` would make, non-ASCII outside
-strings and comments, any construct that would produce a diagnostic) raises ``_Unsure`` and the
-whole file goes to ``parse_native``. ``tests/syntax/test_hcl_fast.py`` compares both readers, ranges
-and diagnostics included, over every corpus file and generated modules.
+strings and comments, any construct that would produce a diagnostic) raises ``_Unsure``, and
+python-hcl2 reads that top-level item's piece of the file (``read_in_pieces``), or the whole
+file through ``parse_native`` when a piece cannot vouch for the result.
+``tests/syntax/test_hcl_fast.py`` compares both readers, ranges and diagnostics included, over
+every corpus file and generated modules; ``tests/syntax/test_hcl_pieces.py`` the pieces with
+the whole-file parse.
 """
 
 from __future__ import annotations
