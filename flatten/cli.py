@@ -122,15 +122,30 @@ def _version(value: bool) -> None:
 def version_line() -> str:
     """Return ``flatten X (python-hcl2 Y, Python Z)``: what a bug report needs to reproduce a run.
 
-    python-hcl2's version comes from its installed metadata, not from importing it (the parser
-    import costs a build's start-up, and ``--version`` must stay instant).
+    python-hcl2's version is read from its ``version.py`` as text, not by importing it (the parser
+    import costs a build's start-up) nor through ``importlib.metadata`` (15 ms of imports: the
+    email package): ``--version`` must stay instant. Its installed metadata is the fallback.
     """
-    from importlib.metadata import PackageNotFoundError, version
+    import importlib.util
+    import re
 
-    try:
-        hcl2 = version("python-hcl2")
-    except PackageNotFoundError:
-        hcl2 = "not installed"
+    hcl2 = "not installed"
+    spec = importlib.util.find_spec("hcl2")
+    found = None
+    if spec is not None and spec.origin:
+        try:
+            text = Path(spec.origin).with_name("version.py").read_text(encoding="utf-8")
+        except OSError:
+            text = ""
+        found = re.search(r"""^__version__ = version = ['"]([^'"]+)['"]""", text, re.M)
+    if found is not None:
+        hcl2 = found.group(1)
+    elif spec is not None:
+        import contextlib
+        from importlib.metadata import PackageNotFoundError, version
+
+        with contextlib.suppress(PackageNotFoundError):
+            hcl2 = version("python-hcl2")
     python = ".".join(str(part) for part in sys.version_info[:3])
     return f"flatten {__version__} (python-hcl2 {hcl2}, Python {python})"
 

@@ -16,9 +16,6 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from flatten.shell import replay
-from flatten.shell.parse_cache import default_cache
-
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
 
@@ -41,7 +38,11 @@ def run_build(request: BuildRequest) -> int:
     Anything it cannot help (a cache turned off, a root or output that does not resolve, an
     option prefetch does not know) runs unchanged.
     """
-    from flatten.cli import load_pipeline, run_request
+    # Imported by the command that builds: ``--version``, ``--help`` and shell completion load
+    # neither the caches nor the pipeline (tests/cli/test_startup.py).
+    from flatten.cli import run_request
+    from flatten.shell import replay
+    from flatten.shell.parse_cache import default_cache
 
     if len(request.roots) > 1:
         # Its own prefetch (every module loaded once, then one forked build per CPU) and no
@@ -74,9 +75,9 @@ def run_build(request: BuildRequest) -> int:
 
     take = prefetch_forked(root, options=options)
     if take is None:
-        prefetch(root, options=options, meanwhile=load_pipeline)
+        prefetch(root, options=options, meanwhile=_load_all)
     else:
-        load_pipeline()
+        _load_all()
         take()
     if record is None:
         try:
@@ -93,6 +94,16 @@ def run_build(request: BuildRequest) -> int:
     if code == 0 and not "".join(std.parts):
         replay.save_record(record, root, out, "".join(err.parts), started)
     return code
+
+
+def _load_all() -> None:
+    """Import the pipeline and the graph library (which the pipeline imports only when it builds a
+    graph) while prefetch works: the imports are most of a small build's time."""
+    from flatten.cli import load_pipeline
+    from flatten.stages.graph import load_graph_library
+
+    load_pipeline()
+    load_graph_library()
 
 
 def end(status: int) -> None:

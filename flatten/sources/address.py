@@ -29,7 +29,6 @@ LocalSource(path='./child')
 
 from __future__ import annotations
 
-import encodings.idna
 import re
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -360,6 +359,10 @@ def _svchost_for_comparison(given: str) -> str | None:
             ascii_label = label.lower()
             display = ascii_label
         else:
+            # Imported here: encodings.idna (with stringprep and unicodedata) costs every build's
+            # start-up about 3 ms, and only a non-ASCII host name needs it.
+            import encodings.idna
+
             try:
                 ascii_label = encodings.idna.ToASCII(label).decode("ascii").lower()
                 display = encodings.idna.ToUnicode(ascii_label)

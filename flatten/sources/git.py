@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from flatten.lang.redact import redact_url, strip_controls
-from flatten.sources.archive import check_package_tree
 from flatten.sources.package import FetchError
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
@@ -114,6 +113,9 @@ def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0, time
     if (dest / ".gitmodules").is_file():
         run(["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
     commit = run(["rev-parse", "HEAD"], cwd=dest).strip()
+    # Imported here: the archive stack (tarfile, zipfile, lzma) is for remote sources only.
+    from flatten.sources.archive import check_package_tree
+
     check_package_tree(dest)  # names and depth, as archive members are checked (before rglob recurses)
     for gitdir in [dest / ".git", *dest.rglob(".git")]:
         if gitdir.is_dir() and not gitdir.is_symlink():

@@ -11,7 +11,6 @@ so building the output again reproduces it byte for byte.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import fcntl
 import glob
@@ -340,14 +339,17 @@ def _locked(directory: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-_libc = ctypes.CDLL(None, use_errno=True)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two directories atomically (Linux renameat2); return False where unsupported."""
-    renameat2 = getattr(_libc, "renameat2", None)
+    # Imported here: ctypes costs every build's start-up 7 ms, and only a rebuild into an
+    # existing --out swaps (docs/performance.md, "Start-up").
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     if renameat2 is None:
         return False
     result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)

@@ -23,9 +23,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol, runtime_checkable
-
-import networkx as nx
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
@@ -46,6 +44,9 @@ from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, Value, as_string
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "ModuleCall",
@@ -142,6 +143,22 @@ class PrefetchingFetcher(Protocol):
     def prefetch(self, calls: Sequence[ModuleCall], *, parent: ModuleNode) -> None: ...
 
 
+def load_graph_library() -> None:
+    """Import networkx ahead of ``build_graph`` (it is most of a build's import time).
+
+    networkx is imported when there is a graph to build, so ``flatten --version``, ``--help``,
+    a replayed build and a usage error never pay for it; ``flatten.shell.process`` calls this
+    while its forked child prefetches, so a build imports it beside that work instead of after.
+    """
+    import networkx  # noqa: F401
+
+
+def _digraph() -> nx.DiGraph:
+    import networkx
+
+    return networkx.DiGraph()
+
+
 class ModuleGraph:
     """A directed graph of module paths: an edge from each caller to each module it calls."""
 
@@ -158,7 +175,7 @@ class ModuleGraph:
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
         """Return a graph of ``nodes`` (by address) with an edge from each caller to its ``kids``."""
-        graph = nx.DiGraph()
+        graph = _digraph()
         for address, node in nodes.items():
             graph.add_node(address, node=node)
         for parent, children in kids.items():
@@ -534,7 +551,7 @@ def build_graph(
         from flatten.sources.fetcher import installed_only
 
         fetcher = installed_only(root, options=options)
-    graph: nx.DiGraph = nx.DiGraph()
+    graph = _digraph()
     module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
     # Each module's static evaluation context; a child's variables come from its caller's.
     scopes: dict[str, Scope] = {"": Scope(module)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Union
@@ -42,7 +43,7 @@ from flatten.syntax._hcl_templates import (
 )
 from flatten.syntax.references import json_traversal
 
-__all__ = ["convert_expression", "parse_native"]
+__all__ = ["Piece", "PieceSource", "convert_expression", "parse_native", "parse_piece"]
 
 _Node = Union["Tree[Token]", Token]
 _NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tuple_expr", "for_object_expr"))
@@ -1051,6 +1052,197 @@ def _run(src: _Source, schema: BlockSchema, options: Options) -> tuple[Body, Dia
         _syntax_error(exc, src, conv.diags)
         return Body(), conv.diags
     return body, conv.diags
+
+
+# -- one piece of a file -------------------------------------------------------------------------
+# The fast reader (hcl_fast) hands the top-level items it declines to python-hcl2 one piece at a
+# time, so a large file with one typo or one construct it does not read costs python-hcl2's
+# 0.1 MB/s only on that piece (docs/performance.md, "The error path").
+
+
+class PieceSource(_Source):
+    """The slice ``[start, end)`` of a file, parsed on its own; every position is the whole file's.
+
+    ``line_starts`` are the whole text's line offsets; ``line_bytes`` the UTF-8 bytes before each
+    line (None for an ASCII text), so a position costs what it costs in the whole file's reader.
+    """
+
+    def __init__(  # the base class's fields, computed from the whole file instead of the slice
+        self,
+        text: str,
+        filename: str,
+        start: int,
+        end: int,
+        line_starts: list[int],
+        line_bytes: list[int] | None,
+    ) -> None:
+        self.text = text[start:end]
+        self.whole = text
+        self.offset = start
+        self.filename = filename
+        self.prefix = 0
+        self.bom = 1 if text[:1] == "\ufeff" else 0
+        self.line_starts = line_starts
+        self.line_bytes = line_bytes
+        self.ascii = line_bytes is None
+        self.blanked = frozenset()
+
+    def pos(self, i: int) -> Pos:
+        j = max(0, min(i, len(self.text))) + self.offset
+        line = bisect.bisect_right(self.line_starts, j) - 1
+        start = self.line_starts[line]
+        column = j - start + 1
+        if self.line_bytes is None:
+            byte = j
+        else:
+            byte = self.line_bytes[line] + len(self.whole[start:j].encode("utf-8", "surrogatepass"))
+        if line == 0:
+            column -= self.bom
+        return Pos(line + 1, max(column, 1), byte)
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """What python-hcl2 made of one piece of a file.
+
+    ``status``: ``"ok"`` (``items`` and ``diags`` are the piece's part of the whole file's
+    result), ``"error"`` (``diags`` holds the whole file's one syntax error: python-hcl2 stops at
+    the first), ``"open"`` (the piece ends inside something, or a token may run past its end: read
+    a longer piece) or ``"unsure"`` (only a whole-file parse can tell).
+    """
+
+    status: str
+    items: tuple[Attribute | Block, ...] = ()
+    diags: Diagnostics = field(default_factory=Diagnostics)
+    # For "open": how many block bodies the piece leaves open, when it ends between the items of
+    # such bodies (what a missing "}" does); 0 when it ends inside anything else.
+    closes: int = 0
+
+
+# Where a python-hcl2 terminal may span lines (and so run past a piece's end): block comments,
+# heredocs, escaped sequences, escaped-quote strings in directives.
+_SPANNING = re.compile(r'/\*|<<-?[A-Za-z]|\$\$\{|%%\{|\\"')
+_TEMPLATE_STRING = re.compile(r'\\"(?:[^"\\]|\\.)*\\"')
+
+
+def _spanning_end(text: str, m: re.Match[str]) -> int:
+    """Return where the multi-line terminal starting at ``m`` ends in ``text`` (-1: nowhere).
+
+    A superset of python-hcl2's terminals (a heredoc's closing marker may have trailing spaces,
+    which ``_prepare`` moves), so an end past a piece's end is never missed.
+    """
+    tok, s = m.group(), m.start()
+    if tok == "/*":
+        end = text.find("*/", s + 2)
+        return -1 if end < 0 else end + 2
+    if tok.startswith("<<"):
+        opener = _HEREDOC_OPEN.match(text, s)
+        if opener is None:
+            return -1
+        closing = re.compile(r"^[ \t]*" + re.escape(opener.group(1)) + r"[ \t]*\r?$", re.M)
+        found = closing.search(text, opener.end())
+        return -1 if found is None else found.end() + 1
+    if tok in ("$${", "%%{"):
+        end = text.find("}", s)
+        return -1 if end < 0 else end + 1
+    found = _TEMPLATE_STRING.match(text, s)
+    return -1 if found is None else found.end()
+
+
+def _runs_past(src: PieceSource, upto: int) -> bool:
+    """Return whether a multi-line token starting in the piece at or before ``upto`` could end
+    past the piece's end in the whole file (then the piece alone may be lexed differently)."""
+    end = src.offset + len(src.text)
+    for m in _SPANNING.finditer(src.whole, src.offset, end):
+        if m.start() > src.offset + upto:
+            break
+        if _spanning_end(src.whole, m) > end:
+            return True
+    return False
+
+
+def _open_blocks(src: PieceSource) -> int:
+    """Return how many block bodies the piece leaves open between their items (1 to 3), or 0.
+
+    python-hcl2 parses the piece followed by that many ``}`` lines, each of which must close a
+    block (not an object, a call or a template): then the whole file's parser, reading on past
+    the piece, is between the items of those bodies, and reads what follows as their items.
+    """
+    end = len(src.text)
+    for depth in range(1, 4):
+        try:
+            tree = hcl2.parses_to_tree(_prepare(src.text + "}\n" * depth)[0])
+        except Exception:  # still open, or not closed by braces: try one more
+            continue
+        closers = 0
+        stack: list[Tree[Token]] = [tree]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                if isinstance(child, Tree):
+                    stack.append(child)
+                elif child.type == "RBRACE" and (child.start_pos or 0) >= end:
+                    if node.data != "block":
+                        return 0
+                    closers += 1
+        return depth if closers == depth and not _runs_past(src, end) else 0
+    return 0
+
+
+def unclosed_at_end(src: PieceSource) -> Diagnostics:
+    """Return the whole file's diagnostic when its parse ends inside a block body (``src``: any
+    piece of the file)."""
+    whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
+    diags = Diagnostics()
+    _syntax_error(UnexpectedEOF([]), whole, diags)  # type: ignore[no-untyped-call]
+    return diags
+
+
+def parse_piece(src: PieceSource, schema: BlockSchema, options: Options, *, probe: bool = False) -> Piece:
+    """Parse the piece ``src`` alone with python-hcl2 and say what it tells about the whole file.
+
+    The piece starts at the start of a line where a top-level item starts, with only complete
+    items before it, and ends before a line that starts with a name (or at the end of the file).
+    With ``probe``, a piece that ends inside block bodies says how many (``Piece.closes``).
+    """
+    at_end = src.offset + len(src.text) == len(src.whole)
+    try:
+        tree = _parse(src)
+    except RecursionError:
+        return Piece("unsure")
+    except UnexpectedInput as exc:
+        if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+            if not at_end:
+                return Piece("open", closes=_open_blocks(src) if probe else 0)
+            whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
+            diags = Diagnostics()
+            _syntax_error(exc, whole, diags)
+            return Piece("error", diags=diags)
+        pos = exc.pos_in_stream
+        if not isinstance(pos, int) or pos < 0:
+            return Piece("unsure")
+        if not at_end and (pos >= len(src.text) - 1 or _runs_past(src, pos + 1)):
+            return Piece("open")
+        # The whole file's parse reads the same tokens up to here and fails here the same way.
+        exc.pos_in_stream = pos + src.offset
+        whole = PieceSource(src.whole, src.filename, 0, len(src.whole), src.line_starts, src.line_bytes)
+        diags = Diagnostics()
+        _syntax_error(exc, whole, diags)
+        return Piece("error", diags=diags)
+    except Exception:  # another failure's message may name this piece: the whole file decides
+        return Piece("unsure")
+    if tree is None:
+        return Piece("unsure")
+    if not at_end and _runs_past(src, len(src.text)):
+        return Piece("open")
+    conv = _Converter(src, options)
+    try:
+        top = tree.children[0]
+        assert isinstance(top, Tree)
+        body = conv.body(top, schema, None)
+    except RecursionError:
+        return Piece("unsure")
+    return Piece("ok", body.items, conv.diags)
 
 
 def parse_native(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:

@@ -9,9 +9,12 @@ other expression is kept as ``"${" + exact source + "}"`` (spec §7, python-hcl2
 
 It accepts a strict subset of what both python-hcl2 and HCL accept: anything unusual (a syntax
 python-hcl2 reads differently from HCL, a rewrite ``hcl._prepare`` would make, non-ASCII outside
-strings and comments, any construct that would produce a diagnostic) raises ``_Unsure`` and the
-whole file goes to ``parse_native``. ``tests/syntax/test_hcl_fast.py`` compares both readers, ranges
-and diagnostics included, over every corpus file and generated modules.
+strings and comments, any construct that would produce a diagnostic) raises ``_Unsure``, and
+python-hcl2 reads that top-level item's piece of the file (``read_in_pieces``), or the whole
+file through ``parse_native`` when a piece cannot vouch for the result.
+``tests/syntax/test_hcl_fast.py`` compares both readers, ranges and diagnostics included, over
+every corpus file and generated modules; ``tests/syntax/test_hcl_pieces.py`` the pieces with
+the whole-file parse.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from flatten.syntax._hcl_templates import (
 )
 from flatten.syntax.references import json_traversal
 
-__all__ = ["parse", "read_fast"]
+__all__ = ["parse", "read_fast", "read_in_pieces"]
 
 # The model's objects are built with model.make_* (through their slots): the same objects
 # as the dataclass constructors give, in about a third of the time (docs/performance.md).
@@ -971,11 +974,96 @@ def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diag
 def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
     """Return the file's top-level body and diagnostics, exactly as ``hcl.parse_native`` does.
 
-    The fast reader answers when it can; otherwise python-hcl2 (``parse_native``) reads the file.
+    The fast reader reads the file item by item and gives python-hcl2 only the items it
+    declines (``read_in_pieces``; a file it reads whole gives what ``read_fast`` gives); when
+    that cannot vouch for the result, python-hcl2 (``parse_native``) reads the whole file.
     """
-    result = read_fast(text, filename, options=options)
+    result = read_in_pieces(text, filename, options=options)
     if result is not None:
         return result
     from flatten.syntax.hcl import parse_native
 
     return parse_native(text, filename, options=options)
+
+
+# A line that starts with a name: where a top-level item may start (a piece may end before it).
+_ITEM_LINE = re.compile(r"\n(?=[A-Za-z_])")
+
+
+def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics] | None:
+    """Return what ``parse_native`` returns for ``text``, reading python-hcl2 only where needed; or
+    None when only a whole-file parse can tell.
+
+    The fast reader reads the top-level items it can; an item it declines (a syntax error, or a
+    construct it leaves to python-hcl2) starts a *piece*, which runs to the next line starting
+    with a name, and python-hcl2 parses the piece alone with the whole file's positions
+    (``hcl.parse_piece``). A piece that parses gives its items and diagnostics; a syntax error
+    in it is the whole file's (python-hcl2 stops at the first, and everything before it was
+    read); a piece that ends inside something (an unclosed brace, a heredoc whose body has such
+    a line) is made about twice as long until it closes, up to the end of the file. So a 20 MB
+    file with one typo costs the fast reader's time plus python-hcl2 on a few KB.
+    """
+    if "\x00" in text or ("\r" in text and "\r" in text.replace("\r\n", "")) or _blanks_operators(text):
+        return None  # the whole text is rewritten for python-hcl2 in ways a piece would not see
+    try:
+        reader = _Reader(text, filename)
+        n = reader.n
+        if not reader.ascii:
+            reader.pos(n)  # fills reader.line_bytes, which pieces share
+        schema = top_schema(options.dialect)
+        items: list[Attribute | Block] = []
+        diags = Diagnostics()
+        attrs: set[str] = set()
+        blocks: set[str] = set()
+        # Inside how many block bodies python-hcl2 would be reading (a "}" was left out): the
+        # rest must then read as their items, and the file ends inside them.
+        open_blocks = 0
+        i = reader.gap(reader.bom)
+        while i < n:
+            try:
+                item, end = reader.item(i, schema, attrs, blocks)
+                j = reader.gap(end)
+                if j < n and "\n" not in reader.text[end - 1 : j]:
+                    raise _Unsure  # items must end with a newline
+                items.append(item)
+                i = j
+                continue
+            except (_Unsure, RecursionError):
+                pass
+            # python-hcl2 (and lark) are imported only when a file has a piece for them.
+            from flatten.syntax.hcl import PieceSource, parse_piece, unclosed_at_end
+
+            start = text.rfind("\n", 0, i) + 1
+            if text[start:i].strip():
+                return None  # a comment before the item on its line: pieces start at a line start
+            end = _piece_end(text, i + 1)
+            probe = not open_blocks
+            while True:
+                src = PieceSource(text, filename, start, end, reader.line_starts, reader.line_bytes)
+                piece = parse_piece(src, schema, options, probe=probe)
+                if piece.status == "ok":
+                    items.extend(piece.items)
+                    diags.extend(piece.diags)
+                    break
+                if piece.status == "error" and not open_blocks:
+                    return Body(), piece.diags
+                if piece.status == "open" and piece.closes:
+                    open_blocks = piece.closes
+                    break
+                if piece.status != "open" or end >= n:
+                    return None  # in open bodies, an error (a stray "}"?) may read otherwise
+                probe = False
+                end = _piece_end(text, start + 2 * (end - start))
+            i = end
+        if open_blocks:
+            whole = PieceSource(text, filename, 0, n, reader.line_starts, reader.line_bytes)
+            return Body(), unclosed_at_end(whole)
+        return make_body(tuple(items), reader.range(0, n)), diags
+    except Exception:  # a bug here must never change a result: the whole-file parse decides
+        return None
+
+
+def _piece_end(text: str, i: int) -> int:
+    """Return the start of the first line at or after ``i`` that starts with a name, else the end."""
+    m = _ITEM_LINE.search(text, max(i - 1, 0))
+    return len(text) if m is None else m.end()
