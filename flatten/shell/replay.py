@@ -295,12 +295,13 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
     digest for digest. The files are written as a build writes them (flatten/stages/output.py),
     and the messages are the build's, naming this --out. Else (or on any trouble) return False.
 
-    Only into an --out where nothing exists yet (a build checks and replaces anything else), and
-    only with the umask the record was made with (it decides the files' permissions).
+    Only into an --out where nothing exists yet, or an empty directory (a build checks and
+    replaces anything else), and only with the umask the record was made with (it decides the
+    files' permissions).
     """
     try:
-        if os.path.lexists(out):
-            return False  # a build checks and replaces what is there
+        if os.path.lexists(out) and not (os.path.isdir(out) and not os.listdir(out)):
+            return False  # a build checks and replaces what is there (an empty directory: here too)
         record = _load(_any_out_path(builds, request, root))
         if record is None:
             return False

@@ -90,6 +90,9 @@ def test_a_new_out_gets_the_previous_identical_builds_output(
     assert _cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
     assert calls == [1]
     assert {rel: data for rel, (data, _) in _listing(tmp_path / "two").items()} == _uncached(root)
+    (tmp_path / "empty").mkdir()  # as a CI job may make it
+    assert _cli(["build", str(root), "--out", str(tmp_path / "empty")], calls) == 0
+    assert calls == [1] and _listing(tmp_path / "empty") == _listing(tmp_path / "one")
 
 
 @pytest.mark.parametrize("change", ["input", "mode", "previous output", "out exists", "out inside root"])
