@@ -83,32 +83,52 @@ def _digest_file(path: str) -> str:
         return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
 
 
-def _snapshot_tree(top: Path, entries: dict[str, object], seen: set[str], started_ns: int | None) -> None:
+def _realpath(path: str, reals: dict[str, str]) -> str:
+    """Return ``os.path.realpath(path)`` for a normalised absolute path, each directory resolved
+    once (``reals``): a path's real path is its parent's joined with its name, unless the name is
+    a symlink. (realpath itself checks every component of every path: 3,400 lstat calls to check
+    the 200-module tree instead of 800.)"""
+    found = reals.get(path)
+    if found is None:
+        parent, name = os.path.split(path)
+        if not name or name in (".", "..") or parent == path:
+            found = os.path.realpath(path)
+        else:
+            joined = os.path.join(_realpath(parent, reals), name)
+            found = os.path.realpath(joined) if os.path.islink(joined) else joined
+        reals[path] = found
+    return found
+
+
+def _snapshot_tree(
+    top: Path, entries: dict[str, object], seen: set[str], started_ns: int | None, reals: dict[str, str]
+) -> None:
     """Add ``top``'s tree to ``entries``: directory listings, symlink targets and file digests."""
-    real = os.path.realpath(top)
+    real = _realpath(str(top), reals)
     if real in seen:
         return
     seen.add(real)
     stack = [str(top)]
     while stack:
         current = stack.pop()
-        real_dir = os.path.realpath(current)
-        st = os.stat(current)
-        if started_ns is not None and st.st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
+        real_dir = _realpath(current, reals)
+        if started_ns is not None and os.stat(current).st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
             raise _Unrecordable(current)
         names = []
         with os.scandir(current) as it:
             for entry in it:
                 names.append(entry.name)
                 path = entry.path
-                if entry.is_symlink():
+                is_link = entry.is_symlink()
+                if is_link:
                     entries["L" + path] = os.readlink(path)
                 if entry.is_dir():
                     if entry.name.startswith(".") or entry.name.endswith("~"):
                         continue  # no stage reads hidden or backup directories
-                    child_real = os.path.realpath(path)
+                    child_real = os.path.realpath(path) if is_link else os.path.join(real_dir, entry.name)
+                    reals[path] = child_real
                     if child_real in seen:
-                        if entry.is_symlink():
+                        if is_link:
                             entries["D" + path] = child_real
                         continue
                     seen.add(child_real)
@@ -124,8 +144,9 @@ def _snapshot_tree(top: Path, entries: dict[str, object], seen: set[str], starte
 def _snapshot_inputs(root: Path, tops: list[str], started_ns: int | None) -> dict[str, object]:
     entries: dict[str, object] = {}
     seen: set[str] = set()
+    reals: dict[str, str] = {}
     for top in tops:
-        _snapshot_tree(Path(top), entries, seen, started_ns)
+        _snapshot_tree(Path(top), entries, seen, started_ns, reals)
     manifest = root / ".terraform" / "modules" / "modules.json"
     try:
         entries["M"] = _digest_file(str(manifest))

@@ -126,3 +126,29 @@ def test_a_new_out_is_built_when_anything_differs(
         assert code == 0
         assert {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
         assert _listing(out)["modules/a/run.sh"][1] == (0o644 if change == "mode" else 0o755)
+
+
+def test_a_record_with_symlinked_modules_replays_until_a_link_moves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "src"
+    write_tree(
+        root,
+        {
+            "main.tf": 'module "a" {\n  source = "./lib/a"\n}\n',
+            "real1/a/main.tf": 'variable "v" {\n  default = 1\n}\n',
+            "real2/a/main.tf": 'variable "v" {\n  default = 2\n}\n',
+        },
+    )
+    os.symlink("real1", root / "lib")  # an ancestor of the module directory is a link
+    _age(root)
+    calls: list[int] = []
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1]  # the second replayed
+    (root / "lib").unlink()
+    os.symlink("real2", root / "lib")
+    _age(root)
+    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1, 1] and {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
