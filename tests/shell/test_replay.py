@@ -95,7 +95,9 @@ def test_a_new_out_gets_the_previous_identical_builds_output(
     assert calls == [1] and _listing(tmp_path / "empty") == _listing(tmp_path / "one")
 
 
-@pytest.mark.parametrize("change", ["input", "mode", "previous output", "out exists", "out inside root"])
+@pytest.mark.parametrize(
+    "change", ["input", "mode", "previous output", "out exists", "out inside root", "umask"]
+)
 def test_a_new_out_is_built_when_anything_differs(
     tmp_path: Path, change: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -113,10 +115,14 @@ def test_a_new_out_is_built_when_anything_differs(
     elif change == "out exists":
         out.mkdir()
         (out / "mine.txt").write_text("not flatten's")
-    else:
+    elif change == "out inside root":
         out = root / "out"
     capsys.readouterr()
-    code = _cli(["build", str(root), "--out", str(out)], calls)
+    previous = os.umask(0o077 if change == "umask" else 0o022)  # it decides the files' modes
+    try:
+        code = _cli(["build", str(root), "--out", str(out)], calls)
+    finally:
+        os.umask(previous)
     assert calls == [1, 1]  # built (or refused) as without any record
     if change == "out exists":
         assert code == 2 and (out / "mine.txt").exists()
@@ -126,6 +132,7 @@ def test_a_new_out_is_built_when_anything_differs(
         assert code == 0
         assert {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
         assert _listing(out)["modules/a/run.sh"][1] == (0o644 if change == "mode" else 0o755)
+        assert _listing(out)["main.tf.json"][1] == (0o600 if change == "umask" else 0o644)
 
 
 def test_a_record_with_symlinked_modules_replays_until_a_link_moves(
