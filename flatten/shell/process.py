@@ -3,6 +3,7 @@
 ``main`` runs the command line with ``run_build`` as the runner of build requests (typer parses
 the command line once, in flatten.cli). For a build it can help, ``run_build`` replays the
 previous identical build when a record says nothing it read changed (flatten.shell.replay), else
+writes the output of the previous identical build into a new --out (the same record), else
 prefetches in a fork while this process imports the pipeline (flatten.shell.prefetch), runs the
 build, and records it. A library caller of flatten.cli (typer's CliRunner) gets none of this.
 """
@@ -65,9 +66,12 @@ def run_build(request: BuildRequest) -> int:
     except (OSError, RuntimeError):  # the build reports it
         return run_request(request)
     record = None
+    builds = cache.directory.parent / "builds"
     if replay.replayable(request):
-        record = replay.record_path(cache.directory.parent / "builds", request, root, out)
+        record = replay.record_path(builds, request, root, out)
         if record.is_file() and replay.replay(record, root, out):
+            return 0
+        if replay.replay_into(builds, request, root, out):  # the same build, into a new --out
             return 0
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
@@ -92,7 +96,7 @@ def run_build(request: BuildRequest) -> int:
         sys.stderr, sys.stdout = err.real, std.real
         finish()
     if code == 0 and not "".join(std.parts):
-        replay.save_record(record, root, out, "".join(err.parts), started)
+        replay.save_record(builds, request, root, out, "".join(err.parts), started)
     return code
 
 

@@ -66,3 +66,10 @@ def test_version_and_a_replayed_build_never_load_the_pipeline(tmp_path: Path) ->
     again, loaded = _imports(argv, tmp_path)
     assert again.returncode == 0 and "flatten: wrote 3 files to" in again.stderr
     assert "flatten.build" not in loaded and "flatten.lang.model" not in loaded, sorted(loaded)  # replayed
+    # The same build into a new --out: the recorded output is written there, the pipeline unloaded.
+    elsewhere, loaded = _imports(["build", str(root), "--out", str(tmp_path / "new")], tmp_path)
+    assert elsewhere.returncode == 0 and f"flatten: wrote 3 files to {tmp_path / 'new'}" in elsewhere.stderr
+    assert "flatten.build" not in loaded and "flatten.lang.model" not in loaded, sorted(loaded)
+    assert sorted(p.name for p in (tmp_path / "new").rglob("*")) == sorted(
+        p.name for p in (tmp_path / "out").rglob("*")
+    )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from flatten.stages import emit
+from flatten.stages import emit, output
 
 RESOURCE = 'resource "terraform_data" "r{i}" {{\n  input = "${{local.p}}-{i}-{tag}"\n}}\n'
 
@@ -163,7 +163,7 @@ def test_a_build_waits_for_the_lock_on_the_output(tmp_path: Path) -> None:
     """The lock is real: while another holder has it, a build does not touch --out."""
     root, out = tmp_path / "src", tmp_path / "out"
     make_tree(root, "new", files=2)
-    with emit._locked(tmp_path):  # the lock write_tree takes (on the parent of --out)
+    with output._locked(tmp_path):  # the lock write_tree takes (on the parent of --out)
         proc = start(root, out)
         time.sleep(3)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""

@@ -30,7 +30,7 @@ from flatten.lang.options import Options
 from flatten.shell import cache_auth, parse_cache
 from flatten.sources.env import SourceEnv
 from flatten.sources.fetcher import RemoteFetcher
-from flatten.stages import emit
+from flatten.stages import output
 from flatten.stages.emit import MANIFEST_NAME, write_tree
 from flatten.stages.graph import build_graph
 
@@ -73,7 +73,7 @@ def _unrenamable(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[tuple[str, 
         done.append((os.fspath(src), os.fspath(dst)))
 
     monkeypatch.setattr(os, "rename", rename)
-    monkeypatch.setattr(emit, "_exchange", lambda a, b: False if Path(b) == out else emit._exchange(a, b))
+    monkeypatch.setattr(output, "_exchange", lambda a, b: False if Path(b) == out else output._exchange(a, b))
     return done
 
 

@@ -318,7 +318,7 @@ def test_build_records_never_replay_the_wrong_report(tmp_path: Path) -> None:
     plain = flatten(tmp_path, "build", root, "--out", out)
     assert plain.returncode == 0 and "Warning: Version constraints" in plain.stderr
     records = list((tmp_path / "cache" / "builds").iterdir())
-    assert len(records) == 1
+    assert len(records) == 2  # one build recorded: under its --out, and as the latest into any --out
     assert flatten(tmp_path, "build", root, "--out", out).stderr == plain.stderr
     annotated = flatten(tmp_path, "build", root, "--out", out, GITHUB_ACTIONS="true")
     assert "\n::warning file=infra/main.tf,line=2," in annotated.stderr

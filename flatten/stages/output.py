@@ -1,0 +1,312 @@
+"""The output tree written atomically: a temporary tree beside ``--out``, swapped into place.
+
+Rule for the whole file: ``--out`` holds either the previous output or the whole new one at
+every moment, whatever happens (an exception, Ctrl-C, SIGTERM, a full disk); a directory flatten
+did not write is never replaced (docs/reliability.md, "Your files and the output directory").
+It imports nothing of flatten, so a replayed build (flatten/shell/replay.py) writes an output
+tree without loading the pipeline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import glob
+import os
+import shutil
+import signal
+import stat
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+__all__ = ["MANIFEST_NAME", "Interrupted", "OutputError", "copied_mode", "write_tree"]
+
+MANIFEST_NAME = "flatten.manifest.json"
+
+
+class OutputError(Exception):
+    """The output directory cannot be written or replaced (a usage problem, not configuration)."""
+
+
+# Temporary directories of the in-place swap (an --out that is a mount point), inside --out itself.
+_INSIDE_PREFIXES = (".flatten-new-", ".flatten-old-")
+
+
+def _is_previous_output(path: Path) -> bool:
+    return (path / MANIFEST_NAME).is_file() or not any(
+        not p.name.startswith(_INSIDE_PREFIXES) for p in path.iterdir()
+    )
+
+
+class Interrupted(BaseException):
+    """SIGTERM arrived while the output was being written (raised so cleanup runs)."""
+
+
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    # SIGTERM normally kills the process without unwinding; turn it into an exception for the
+    # duration of the write so the temporary tree is removed and the old output stays in place.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` so two builds into the same place take turns."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux renameat2); return False where unsupported."""
+    # Imported here: ctypes costs every build's start-up 7 ms, and only a rebuild into an
+    # existing --out swaps (docs/performance.md, "Start-up").
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return bool(result == 0)
+
+
+def _swap_by_renames(tmp: Path, out: Path) -> None:
+    """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between."""
+    old = tmp.with_name(tmp.name + "-old") if out.exists() else None
+    if old is not None:
+        os.rename(out, old)
+    try:
+        os.rename(tmp, out)
+    except BaseException:
+        if old is not None and not out.exists():
+            os.rename(old, out)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def copied_mode(mode: int) -> int:
+    """Return the permissions a copied file gets from its source's ``st_mode``.
+
+    Scripts keep their executable bits and private files stay private, but setuid, setgid and
+    sticky bits and write access for group and others are dropped (an archive saying 4777 gives
+    0755), and the owner can always read and write the copy.
+
+    >>> oct(copied_mode(0o104777)), oct(copied_mode(0o100600)), oct(copied_mode(0o100664))
+    ('0o755', '0o600', '0o644')
+    """
+    return (stat.S_IMODE(mode) & 0o755) | 0o600
+
+
+def _write_files(
+    tmp: Path, files: Mapping[str, bytes], copies: Mapping[str, Path], modes: Mapping[str, int]
+) -> None:
+    for rel, data in sorted(files.items()):
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        mode = modes.get(rel)
+        if mode is not None:
+            os.chmod(target, mode)
+    for rel, source in sorted(copies.items()):
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        os.chmod(target, copied_mode(os.stat(source).st_mode))
+    os.chmod(tmp, 0o755)
+
+
+def _swap_contents(out: Path, new: Path, old: Path) -> None:
+    """Make the entries of ``new`` the entries of ``out``, moving ``out``'s own entries into ``old``.
+
+    For an ``out`` that cannot itself be renamed (a mount point). Each move is one rename on the
+    same filesystem; the manifest leaves last and arrives first, so ``out`` holds a manifest (or
+    only these temporary directories) at every moment. On any exception every move is undone.
+    """
+    ours = {new.name, old.name}
+    leaving = sorted(n for n in os.listdir(out) if n not in ours)
+    leaving.sort(key=lambda n: n == MANIFEST_NAME)
+    arriving = sorted(os.listdir(new))
+    arriving.sort(key=lambda n: n != MANIFEST_NAME)
+    moved_out: list[str] = []
+    moved_in: list[str] = []
+    try:
+        for name in leaving:
+            os.rename(out / name, old / name)
+            moved_out.append(name)
+        for name in arriving:
+            os.rename(new / name, out / name)
+            moved_in.append(name)
+    except BaseException:
+        for name in reversed(moved_in):
+            os.rename(out / name, new / name)
+        for name in reversed(moved_out):
+            os.rename(old / name, out / name)
+        raise
+
+
+def _replace_contents(
+    out: Path,
+    files: Mapping[str, bytes],
+    copies: Mapping[str, Path],
+    modes: Mapping[str, int],
+    mask: set[int] | None,
+) -> None:
+    """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
+    new: Path | None = None
+    old: Path | None = None
+    try:
+        new = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[0], dir=out))
+        with _signals_allowed(mask):
+            _write_files(new, files, copies, modes)
+        old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
+        _swap_contents(out, new, old)
+    finally:
+        for tmp in (new, old):
+            if tmp is not None:
+                _remove(tmp)
+
+
+# A directory that cannot be renamed: a mount point (EBUSY), or one on another filesystem than
+# the temporary tree (EXDEV). Its contents can still be replaced.
+_UNRENAMABLE = frozenset({errno.EBUSY, errno.EXDEV})
+
+
+def write_tree(
+    out: Path,
+    files: Mapping[str, bytes],
+    copies: Mapping[str, Path] | None = None,
+    *,
+    modes: Mapping[str, int] | None = None,
+) -> None:
+    """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
+    the directory ``out``, replacing it atomically. ``modes`` gives some of ``files`` their
+    permissions (a replayed build writes copied files with the modes they were written with).
+
+    The tree is written into a temporary directory beside ``out`` and swapped into place (an
+    atomic exchange where the kernel supports it), so a failed or interrupted build (an
+    exception, Ctrl-C or SIGTERM) leaves the previous output untouched and no temporary directory
+    behind. Builds into the same ``out`` take turns (a lock on its parent directory). An existing
+    ``out`` is replaced only if it is empty or holds a previous flatten output (it has the
+    manifest); anything else raises ``OutputError``.
+
+    An ``out`` that cannot be renamed (a mount point, such as a container volume) keeps its
+    place: the tree is written into a temporary directory inside it, and its entries are then
+    swapped one rename at a time, undone on any failure (docs/reliability.md).
+    """
+    out = out.absolute()
+    parent = out.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    deferred: set[int] | None = None
+    try:
+        with _terminate_as_exception(), _locked(parent):
+            if out.exists():
+                if not out.is_dir():
+                    raise OutputError(f"{out} exists and is not a directory")
+                if not _is_previous_output(out):
+                    raise OutputError(
+                        f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a "
+                        "directory flatten did not write. Choose an empty or new --out directory."
+                    )
+            # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
+            for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            if out.is_dir():
+                for prefix in _INSIDE_PREFIXES:
+                    for stale in out.glob(prefix + "*"):
+                        shutil.rmtree(stale, ignore_errors=True)
+            # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
+            # handled between creating the temporary directory and the start of its cleanup, or
+            # during the swap, would leave that directory behind. One that arrives meanwhile is
+            # handled after the tree is complete (the new output is then in place).
+            deferred = _signal_mask()  # first: whatever happens next, the finally restores it
+            _block_signals(deferred)
+            in_place = out.is_dir() and os.path.ismount(out)
+            tmp: Path | None = None
+            try:
+                if not in_place:
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
+                    with _signals_allowed(deferred):
+                        _write_files(tmp, files, copies or {}, modes or {})
+                    try:
+                        if not (
+                            out.exists() and _exchange(tmp, out)
+                        ):  # after an exchange tmp holds the old output
+                            _swap_by_renames(tmp, out)
+                    except OSError as exc:
+                        if exc.errno not in _UNRENAMABLE or not out.is_dir():
+                            raise
+                        in_place = True  # _swap_by_renames put the old output back
+            finally:
+                if tmp is not None:
+                    _remove(tmp)
+            if in_place:
+                _replace_contents(out, files, copies or {}, modes or {}, deferred)
+    finally:
+        if deferred is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
+
+
+_DEFERRED = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+def _signal_mask() -> set[int] | None:
+    """Return this thread's blocked signals (None where signals cannot be masked)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return set(signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+
+
+def _block_signals(mask: set[int] | None) -> None:
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+
+
+@contextlib.contextmanager
+def _signals_allowed(mask: set[int] | None) -> Iterator[None]:
+    """Deliver Ctrl-C and SIGTERM again (as in ``mask``) for the duration of the block."""
+    if mask is None:
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
+
+
+def _remove(tmp: Path) -> None:
+    """Remove ``tmp`` whole, even when an interrupt is raised meanwhile; then raise the first one.
+
+    (Signals are deferred while it runs; this also covers a handler that was already due.)
+    """
+    pending: BaseException | None = None
+    while True:
+        try:
+            shutil.rmtree(tmp, ignore_errors=True)
+            break
+        except (Interrupted, KeyboardInterrupt) as exc:
+            pending = pending or exc
+    if pending is not None:
+        raise pending

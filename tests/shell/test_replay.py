@@ -1,0 +1,161 @@
+"""Build records (flatten/shell/replay.py): a build into a new --out writes the previous identical
+build's output, and only when every input and that output are still as recorded."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from support.files import write_tree
+
+from flatten import cli
+from flatten.build import build
+from flatten.lang.options import Options
+from flatten.shell import process
+
+OLD = 1_600_000_000_000_000_000  # inputs older than any build start: a record may be written
+
+
+def _tree(root: Path) -> Path:
+    write_tree(
+        root,
+        {
+            "main.tf": 'module "a" {\n  source = "./modules/a"\n}\n'
+            'module "b" {\n  source = "./modules/b"\n}\n',
+            "modules/a/main.tf": 'variable "v" {\n  default = 1\n}\n',
+            "modules/a/run.sh": "#!/bin/sh\necho hi\n",
+            "modules/b/main.tf": 'resource "terraform_data" "r" {\n  input = "b"\n}\n',
+        },
+    )
+    os.chmod(root / "modules" / "a" / "run.sh", 0o755)  # copied along with its executable bit
+    _age(root)
+    return root
+
+
+def _age(root: Path) -> None:
+    for current, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(current, name), ns=(OLD, OLD))
+        os.utime(current, ns=(OLD, OLD))
+
+
+def _cli(argv: list[str], calls: list[int]) -> int:
+    """Run the command line as the flatten program does; ``calls`` counts the builds that ran."""
+    real = cli.run_request
+
+    def counting(request: cli.BuildRequest) -> int:
+        calls.append(1)
+        return real(request)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cli, "run_request", counting)
+        m.setattr(sys, "argv", ["flatten", *argv])
+        try:
+            cli.main(runner=process.run_build)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+    return 0
+
+
+def _uncached(root: Path) -> dict[str, bytes]:
+    """The output of a build without any memo (the reference every cached build must equal)."""
+    return build(root, options=Options())[0].files
+
+
+def _listing(top: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.relative_to(top).as_posix(): (p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+        for p in sorted(top.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_a_new_out_gets_the_previous_identical_builds_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _tree(tmp_path / "src")
+    calls: list[int] = []
+    assert _cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
+    first = capsys.readouterr().err
+    assert calls == [1] and first.endswith(f"files to {tmp_path / 'one'}\n")
+    assert _cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
+    assert calls == [1]  # written from the record, not built
+    assert capsys.readouterr().err == first.replace(str(tmp_path / "one"), str(tmp_path / "two"))
+    assert _listing(tmp_path / "two") == _listing(tmp_path / "one")
+    assert _listing(tmp_path / "two")["modules/a/run.sh"][1] == 0o755
+    # ... and the new --out has its own record: the same command again replays.
+    assert _cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
+    assert calls == [1]
+    assert {rel: data for rel, (data, _) in _listing(tmp_path / "two").items()} == _uncached(root)
+    (tmp_path / "empty").mkdir()  # as a CI job may make it
+    assert _cli(["build", str(root), "--out", str(tmp_path / "empty")], calls) == 0
+    assert calls == [1] and _listing(tmp_path / "empty") == _listing(tmp_path / "one")
+
+
+@pytest.mark.parametrize(
+    "change", ["input", "mode", "previous output", "out exists", "out inside root", "umask"]
+)
+def test_a_new_out_is_built_when_anything_differs(
+    tmp_path: Path, change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _tree(tmp_path / "src")
+    calls: list[int] = []
+    assert _cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
+    out = tmp_path / "two"
+    if change == "input":
+        (root / "modules" / "b" / "main.tf").write_text('resource "terraform_data" "r" {\n  input = "c"\n}\n')
+        _age(root)  # same mtime as recorded: the digest notices
+    elif change == "mode":
+        os.chmod(root / "modules" / "a" / "run.sh", 0o644)
+    elif change == "previous output":
+        (tmp_path / "one" / "modules" / "b" / "main.tf.json").write_text("{}\n")
+    elif change == "out exists":
+        out.mkdir()
+        (out / "mine.txt").write_text("not flatten's")
+    elif change == "out inside root":
+        out = root / "out"
+    capsys.readouterr()
+    previous = os.umask(0o077 if change == "umask" else 0o022)  # it decides the files' modes
+    try:
+        code = _cli(["build", str(root), "--out", str(out)], calls)
+    finally:
+        os.umask(previous)
+    assert calls == [1, 1]  # built (or refused) as without any record
+    if change == "out exists":
+        assert code == 2 and (out / "mine.txt").exists()
+    elif change == "out inside root":
+        assert code == 2 and "inside the root module" in capsys.readouterr().err
+    else:
+        assert code == 0
+        assert {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
+        assert _listing(out)["modules/a/run.sh"][1] == (0o644 if change == "mode" else 0o755)
+        assert _listing(out)["main.tf.json"][1] == (0o600 if change == "umask" else 0o644)
+
+
+def test_a_record_with_symlinked_modules_replays_until_a_link_moves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "src"
+    write_tree(
+        root,
+        {
+            "main.tf": 'module "a" {\n  source = "./lib/a"\n}\n',
+            "real1/a/main.tf": 'variable "v" {\n  default = 1\n}\n',
+            "real2/a/main.tf": 'variable "v" {\n  default = 2\n}\n',
+        },
+    )
+    os.symlink("real1", root / "lib")  # an ancestor of the module directory is a link
+    _age(root)
+    calls: list[int] = []
+    out = tmp_path / "out"
+    for _ in range(2):
+        assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1]  # the second replayed
+    (root / "lib").unlink()
+    os.symlink("real2", root / "lib")
+    _age(root)
+    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1, 1] and {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
