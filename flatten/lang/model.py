@@ -27,12 +27,17 @@ __all__ = [
     "Pos",
     "Range",
     "make_attribute",
+    "make_attribute_at",
     "make_block",
+    "make_block_at",
     "make_body",
+    "make_body_at",
     "make_expr",
+    "make_expr_at",
     "make_pos",
     "make_range",
     "make_range_at",
+    "range_args",
     "range_from_key",
 ]
 
@@ -358,3 +363,70 @@ def make_body(items: tuple[Attribute | Block, ...], range: Range | None) -> Body
     _BODY_I(b, items)
     BODY_SET_RANGE(b, range)
     return b
+
+
+# -- the same, from a range's filename and key: how cache entries store the model -------------------
+# A cache entry is a pickle, and the pickler's memo (and the unpickler's) keeps every object it
+# saved until the whole entry is done: a Range reduced on its own costs the range, its tuple of
+# arguments and an opcode pair each, seven times for a variable block. Passing each owner's ranges
+# as ``(filename, key)`` inside the owner's own arguments leaves one tuple per owner (the filename
+# is one memoized string per file), a third of the objects alive while an entry is encoded or
+# decoded (docs/reliability.md, "Memory").
+
+
+def make_expr_at(value: object, filename: str, key: int | tuple[Pos, Pos]) -> Expr:
+    """Return ``Expr(value, range_from_key(filename, key))``."""
+    e = _new(Expr)
+    _EXPR_V(e, value)
+    _EXPR_R(e, range_from_key(filename, key))
+    return e
+
+
+def make_attribute_at(
+    name: str, value: object, filename: str, name_key: int | tuple[Pos, Pos], key: int | tuple[Pos, Pos]
+) -> Attribute:
+    """Return ``Attribute(name, Expr(value, <range key>), <range name_key>)``, both ranges in ``filename``."""
+    a = _new(Attribute)
+    _ATTR_N(a, name)
+    _ATTR_E(a, make_expr_at(value, filename, key))
+    _ATTR_R(a, range_from_key(filename, name_key))
+    return a
+
+
+def make_body_at(items: tuple[Attribute | Block, ...], filename: str, key: int | tuple[Pos, Pos]) -> Body:
+    """Return ``Body(items, range_from_key(filename, key))``."""
+    b = _new(Body)
+    _BODY_I(b, items)
+    BODY_SET_RANGE(b, range_from_key(filename, key))
+    return b
+
+
+def make_block_at(
+    type_: str,
+    labels: tuple[str, ...],
+    body: Body,
+    filename: str,
+    key: int | tuple[Pos, Pos],
+    label_keys: tuple[int | tuple[Pos, Pos], ...],
+    origins: tuple[Range, ...],
+) -> Block:
+    """Return ``make_block(type_, labels, body, <range key>, <ranges label_keys>, origins)``, every
+    range in ``filename``."""
+    return make_block(
+        type_,
+        labels,
+        body,
+        range_from_key(filename, key),
+        tuple([range_from_key(filename, k) for k in label_keys]),
+        origins,
+    )
+
+
+def range_args(*ranges: Range) -> tuple[str, tuple[int | tuple[Pos, Pos], ...]] | None:
+    """Return the filename these ranges share and their keys, or None when they are not all in
+    one file (the ``*_at`` constructors then do not apply)."""
+    filename = ranges[0].filename
+    for r in ranges:
+        if r.filename != filename:
+            return None
+    return filename, tuple([r._key for r in ranges])

@@ -25,6 +25,7 @@ verify is a miss. Each entry's bytes are thus hashed once per build, where they 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import io
@@ -52,10 +53,15 @@ from flatten.lang.model import (
     make_attribute,
     make_block,
     make_body,
+    make_attribute_at,
+    make_block_at,
+    make_body_at,
     make_expr,
+    make_expr_at,
     make_pos,
     make_range,
     make_range_at,
+    range_args,
     range_from_key,
 )
 from flatten.lang.options import Dialect, Options
@@ -82,6 +88,7 @@ __all__ = [
     "make_body",
     "make_expr",
     "make_lazy_block",
+    "make_lazy_block_at",
     "make_pos",
     "make_range",
     "make_range_at",
@@ -92,8 +99,8 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 3  # bump when the stored form changes
-_MAGIC = b"flatten-module-3\n"
+SCHEMA_VERSION = 4  # bump when the stored form changes
+_MAGIC = b"flatten-module-4\n"
 _EMIT_MAGIC = b"flatten-emit-1\n"
 
 # The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
@@ -202,6 +209,40 @@ def make_lazy_block(
     return b
 
 
+def make_lazy_block_at(
+    type_: str,
+    labels: tuple[str, ...],
+    data: bytes,
+    attributes: tuple[str, ...],
+    types: tuple[str, ...],
+    filename: str,
+    body_key: int | tuple[Pos, Pos],
+    key: int | tuple[Pos, Pos],
+    label_keys: tuple[int | tuple[Pos, Pos], ...],
+    origins: tuple[Range, ...],
+) -> Block:
+    """``make_lazy_block`` with every range but the origins as its key in ``filename`` (the
+    pickler's memo keeps fewer objects: model.make_block_at)."""
+    return make_lazy_block(
+        type_,
+        labels,
+        data,
+        attributes,
+        types,
+        range_from_key(filename, body_key),
+        range_from_key(filename, key),
+        tuple([range_from_key(filename, k) for k in label_keys]),
+        origins,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared(names: tuple[str, ...]) -> tuple[str, ...]:
+    # One tuple for every body with the same names, stored once in an entry and shared when read
+    # (a variable block's ("default", "type") would otherwise be one tuple per block).
+    return names
+
+
 def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
     body = b.body
     found = body.stored() if isinstance(body, LazyBody) else None
@@ -211,6 +252,22 @@ def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
         data = dumps(body.items)
         attributes = tuple(sorted({i.name for i in body.items if isinstance(i, Attribute)}))
         types = tuple(sorted({i.type for i in body.items if isinstance(i, Block)}))
+    attributes, types = _shared(attributes), _shared(types)
+    ranges = range_args(b.range, *b.label_ranges, body.range) if body.range is not None else None
+    if ranges is not None:
+        filename, (key, *label_keys, body_key) = ranges
+        return make_lazy_block_at, (
+            b.type,
+            b.labels,
+            data,
+            attributes,
+            types,
+            filename,
+            body_key,
+            key,
+            tuple(label_keys),
+            b.origins,
+        )
     return make_lazy_block, (
         b.type,
         b.labels,
@@ -230,15 +287,44 @@ def _fields(obj: object) -> tuple[object, ...]:
 
 # Frozen slotted dataclasses otherwise pickle through a Python-level __setstate__, which is as slow
 # as parsing. Each class here is rebuilt by one call to a module-level function (pickled by name).
+def _expr(e: Expr) -> tuple[object, tuple[object, ...]]:
+    r = e.range
+    return make_expr_at, (e.value, r.filename, r._key)
+
+
+def _attribute(a: Attribute) -> tuple[object, tuple[object, ...]]:
+    # One call and one tuple for the attribute, its expression and both ranges (model.make_*_at).
+    found = range_args(a.name_range, a.expr.range)
+    if found is None:
+        return make_attribute, (a.name, a.expr, a.name_range)
+    filename, (name_key, key) = found
+    return make_attribute_at, (a.name, a.expr.value, filename, name_key, key)
+
+
+def _block(b: Block) -> tuple[object, tuple[object, ...]]:
+    found = range_args(b.range, *b.label_ranges)
+    if found is None:
+        return make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)
+    filename, (key, *label_keys) = found
+    return make_block_at, (b.type, b.labels, b.body, filename, key, tuple(label_keys), b.origins)
+
+
+def _body(b: Body) -> tuple[object, tuple[object, ...]]:
+    r = b.range
+    if r is None:
+        return make_body, (b.items, None)
+    return make_body_at, (b.items, r.filename, r._key)
+
+
 DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Pos: lambda p: (make_pos, (p.line, p.column, p.byte)),
     # The range's own objects as arguments (the pickler's memo keeps every argument tuple).
     Range: lambda r: (range_from_key, (r.filename, r._key)),
-    Expr: lambda e: (make_expr, (e.value, e.range)),
-    Attribute: lambda a: (make_attribute, (a.name, a.expr, a.name_range)),
-    Block: lambda b: (make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
-    Body: lambda b: (make_body, (b.items, b.range)),
-    LazyBody: lambda b: (make_body, (b.items, b.range)),
+    Expr: _expr,
+    Attribute: _attribute,
+    Block: _block,
+    Body: _body,
+    LazyBody: _body,
     ParsedFile: lambda f: (ParsedFile, _fields(f)),
     Module: lambda m: (Module, _fields(m)),
     Diagnostic: lambda d: (Diagnostic, _fields(d)),
@@ -413,7 +499,8 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
     if found is None:
         return None
     try:
-        value = pickle.loads(data[found[1] :])
+        # A view, not a slice: the entry's bytes are not copied once more while it is decoded.
+        value = pickle.loads(memoryview(data)[found[1] :])
         entry = ModuleEntry(*value)
     except Exception:
         return None

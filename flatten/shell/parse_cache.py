@@ -150,7 +150,7 @@ def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
 
     _, data, at = found
     try:
-        body, diags = pickle.loads(data[at:])
+        body, diags = pickle.loads(memoryview(data)[at:])  # a view: no copy of the entry
     except Exception:
         return None
     if not isinstance(body, Body) or not isinstance(diags, Diagnostics):
