@@ -40,29 +40,28 @@ from typing import Any
 
 from flatten.lang.diagnostics import Diagnostic
 from flatten.lang.model import (
-    BLOCK_SETTERS,
-    BODY_SET_RANGE,
+    REDUCERS,
     Attribute,
     Block,
     Body,
-    Expr,
+    Key,
     Module,
     ParsedFile,
     Pos,
     Range,
     make_attribute,
     make_block,
-    make_body,
-    make_attribute_at,
     make_block_at,
-    make_body_at,
+    make_body,
     make_expr,
-    make_expr_at,
     make_pos,
     make_range,
     make_range_at,
-    range_args,
     range_from_key,
+    set_body_at,
+    set_body_range,
+    stored_block,
+    stored_body,
 )
 from flatten.lang.options import Dialect, Options
 from flatten.shell import cache_auth
@@ -105,8 +104,6 @@ _EMIT_MAGIC = b"flatten-emit-1\n"
 
 # The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
 _new = object.__new__
-_BLOCK = BLOCK_SETTERS
-_BODY_R = BODY_SET_RANGE
 
 
 # -- bodies decoded on first use ------------------------------------------------------------------
@@ -148,6 +145,7 @@ class LazyBody(Body):
             assert self._data is not None  # the slot is only ever unset in a body built from data
             items = pickle.loads(self._data)
             _BODY_ITEMS.__set__(self, items)
+            _LAZY_DATA.__set__(self, None)  # decoded: the bytes would only double the body
             return items  # type: ignore[no-any-return]
 
     @items.setter
@@ -199,14 +197,11 @@ def make_lazy_block(
 ) -> Block:
     """Return a block whose body's items are ``data`` (pickled by ``dumps``), decoded on first use."""
     body = _new(LazyBody)
-    _BODY_R(body, body_range)
+    set_body_range(body, body_range)
     _LAZY_DATA.__set__(body, data)
     _LAZY_ATTRS.__set__(body, attributes)
     _LAZY_TYPES.__set__(body, types)
-    b = _new(Block)
-    for setter, value in zip(_BLOCK, (type_, labels, body, range, label_ranges, origins), strict=True):
-        setter(b, value)
-    return b
+    return make_block(type_, labels, body, range, label_ranges, origins)
 
 
 def make_lazy_block_at(
@@ -215,25 +210,21 @@ def make_lazy_block_at(
     data: bytes,
     attributes: tuple[str, ...],
     types: tuple[str, ...],
+    body_file: str | None,
+    body_key: Key | None,
     filename: str,
-    body_key: int | tuple[Pos, Pos],
-    key: int | tuple[Pos, Pos],
-    label_keys: tuple[int | tuple[Pos, Pos], ...],
+    key: Key,
+    label_keys: Key | tuple[Key, ...],
     origins: tuple[Range, ...],
 ) -> Block:
-    """``make_lazy_block`` with every range but the origins as its key in ``filename`` (the
-    pickler's memo keeps fewer objects: model.make_block_at)."""
-    return make_lazy_block(
-        type_,
-        labels,
-        data,
-        attributes,
-        types,
-        range_from_key(filename, body_key),
-        range_from_key(filename, key),
-        tuple([range_from_key(filename, k) for k in label_keys]),
-        origins,
-    )
+    """``make_lazy_block`` with the ranges as the body and block store them (model.stored_block):
+    no Range is made to save or load a block."""
+    body = _new(LazyBody)
+    set_body_at(body, body_file, body_key)
+    _LAZY_DATA.__set__(body, data)
+    _LAZY_ATTRS.__set__(body, attributes)
+    _LAZY_TYPES.__set__(body, types)
+    return make_block_at(type_, labels, body, filename, key, label_keys, origins)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -253,30 +244,14 @@ def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
         attributes = tuple(sorted({i.name for i in body.items if isinstance(i, Attribute)}))
         types = tuple(sorted({i.type for i in body.items if isinstance(i, Block)}))
     attributes, types = _shared(attributes), _shared(types)
-    ranges = range_args(b.range, *b.label_ranges, body.range) if body.range is not None else None
-    if ranges is not None:
-        filename, (key, *label_keys, body_key) = ranges
-        return make_lazy_block_at, (
-            b.type,
-            b.labels,
-            data,
-            attributes,
-            types,
-            filename,
-            body_key,
-            key,
-            tuple(label_keys),
-            b.origins,
-        )
-    return make_lazy_block, (
+    return make_lazy_block_at, (
         b.type,
         b.labels,
         data,
         attributes,
         types,
-        body.range,
-        b.range,
-        b.label_ranges,
+        *stored_body(body),
+        *stored_block(b),
         b.origins,
     )
 
@@ -287,44 +262,13 @@ def _fields(obj: object) -> tuple[object, ...]:
 
 # Frozen slotted dataclasses otherwise pickle through a Python-level __setstate__, which is as slow
 # as parsing. Each class here is rebuilt by one call to a module-level function (pickled by name).
-def _expr(e: Expr) -> tuple[object, tuple[object, ...]]:
-    r = e.range
-    return make_expr_at, (e.value, r.filename, r._key)
-
-
-def _attribute(a: Attribute) -> tuple[object, tuple[object, ...]]:
-    # One call and one tuple for the attribute, its expression and both ranges (model.make_*_at).
-    found = range_args(a.name_range, a.expr.range)
-    if found is None:
-        return make_attribute, (a.name, a.expr, a.name_range)
-    filename, (name_key, key) = found
-    return make_attribute_at, (a.name, a.expr.value, filename, name_key, key)
-
-
-def _block(b: Block) -> tuple[object, tuple[object, ...]]:
-    found = range_args(b.range, *b.label_ranges)
-    if found is None:
-        return make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)
-    filename, (key, *label_keys) = found
-    return make_block_at, (b.type, b.labels, b.body, filename, key, tuple(label_keys), b.origins)
-
-
-def _body(b: Body) -> tuple[object, tuple[object, ...]]:
-    r = b.range
-    if r is None:
-        return make_body, (b.items, None)
-    return make_body_at, (b.items, r.filename, r._key)
-
-
 DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Pos: lambda p: (make_pos, (p.line, p.column, p.byte)),
     # The range's own objects as arguments (the pickler's memo keeps every argument tuple).
     Range: lambda r: (range_from_key, (r.filename, r._key)),
-    Expr: _expr,
-    Attribute: _attribute,
-    Block: _block,
-    Body: _body,
-    LazyBody: _body,
+    # Each owner of ranges as one call on its stored fields (model.REDUCERS).
+    **REDUCERS,
+    LazyBody: REDUCERS[Body],
     ParsedFile: lambda f: (ParsedFile, _fields(f)),
     Module: lambda m: (Module, _fields(m)),
     Diagnostic: lambda d: (Diagnostic, _fields(d)),
