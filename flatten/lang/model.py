@@ -323,33 +323,47 @@ class _AttributeFields:
 
 @_dataclass_fields(_AttributeFields)
 class Attribute(_Frozen):
-    """``name = expr`` inside a body."""
+    """``name = expr`` inside a body.
 
-    __slots__ = ("_name_at", "expr", "name")
+    It holds its expression's value, file and range key itself, and builds the ``Expr`` when
+    ``expr`` is read (an equal one each time): one object an argument instead of two.
+    """
+
+    __slots__ = ("_file", "_key", "_name_at", "name", "value")
     __match_args__ = ("name", "expr", "name_range")
 
     name: str
-    expr: Expr
+    value: JsonValue  # the expression's value
+    _file: str  # the expression's file
+    _key: Stored  # the expression's range
     _name_at: Stored  # the name's range, in the expression's file
 
     def __init__(self, name: str, expr: Expr, name_range: Range) -> None:
-        _ATTR_N(self, name)
-        _ATTR_E(self, expr)
-        _ATTR_A(self, _stored(expr._file, name_range))
+        _init_attribute(self, name, expr, name_range)
+
+    @property
+    def expr(self) -> Expr:
+        e = _new(Expr)
+        _EXPR_V(e, self.value)
+        _EXPR_F(e, self._file)
+        _EXPR_K(e, self._key)
+        return e
 
     @property
     def name_range(self) -> Range:
-        return _loaded(self.expr._file, self._name_at)
-
-    @property
-    def value(self) -> JsonValue:
-        return self.expr.value
+        return _loaded(self._file, self._name_at)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Attribute:
             return NotImplemented
         assert isinstance(other, Attribute)
-        return self.name == other.name and self._name_at == other._name_at and self.expr == other.expr
+        return (
+            self.name == other.name
+            and self._key == other._key
+            and self._name_at == other._name_at
+            and self._file == other._file
+            and self.value == other.value
+        )
 
     def __hash__(self) -> int:
         return hash((self.name, self.expr, self.name_range))
@@ -541,7 +555,6 @@ class Module:
         return (b for b in self.blocks if b.type == type_)
 
 
-
 # -- fast construction ---------------------------------------------------------------------------
 # A frozen slotted class is initialised here through its slots' member descriptors: the fast
 # reader (syntax/hcl_fast.py) and the caches' unpickling (shell/build_cache.py) build through
@@ -555,7 +568,9 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
 
 _POS_L, _POS_C, _POS_B = _setters(Pos, "line", "column", "byte")
 _EXPR_V, _EXPR_F, _EXPR_K = _setters(Expr, "value", "_file", "_key")
-_ATTR_N, _ATTR_E, _ATTR_A = _setters(Attribute, "name", "expr", "_name_at")
+_ATTR_N, _ATTR_V, _ATTR_F, _ATTR_K, _ATTR_A = _setters(
+    Attribute, "name", "value", "_file", "_key", "_name_at"
+)
 _BLOCK_T, _BLOCK_L, _BLOCK_B, _BLOCK_F, _BLOCK_K, _BLOCK_LA, _BLOCK_O = _setters(
     Block, "type", "labels", "body", "_file", "_key", "_labels_at", "origins"
 )
@@ -622,12 +637,19 @@ def make_expr(value: object, range: Range) -> Expr:
     return e
 
 
+def _init_attribute(a: Attribute, name: str, expr: Expr, name_range: Range) -> None:
+    filename = expr._file
+    _ATTR_N(a, name)
+    _ATTR_V(a, expr.value)
+    _ATTR_F(a, filename)
+    _ATTR_K(a, expr._key)
+    _ATTR_A(a, _stored(filename, name_range))
+
+
 def make_attribute(name: str, expr: Expr, name_range: Range) -> Attribute:
     """Return ``Attribute(name, expr, name_range)``, built faster."""
     a = _new(Attribute)
-    _ATTR_N(a, name)
-    _ATTR_E(a, expr)
-    _ATTR_A(a, _stored(expr._file, name_range))
+    _init_attribute(a, name, expr, name_range)
     return a
 
 
@@ -673,13 +695,11 @@ def make_expr_at(value: object, filename: str, key: Key) -> Expr:
 
 def make_attribute_at(name: str, value: object, filename: str, name_key: Key, key: Key) -> Attribute:
     """Return ``Attribute(name, Expr(value, <range key>), <range name_key>)``, both keys in ``filename``."""
-    e = _new(Expr)
-    _EXPR_V(e, value)
-    _EXPR_F(e, filename)
-    _EXPR_K(e, _from_key(filename, key))
     a = _new(Attribute)
     _ATTR_N(a, name)
-    _ATTR_E(a, e)
+    _ATTR_V(a, value)
+    _ATTR_F(a, filename)
+    _ATTR_K(a, _from_key(filename, key))
     _ATTR_A(a, _from_key(filename, name_key))
     return a
 
@@ -742,7 +762,7 @@ def stored_body(b: Body) -> tuple[str | None, Stored | None]:
 
 REDUCERS: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Expr: lambda e: (make_expr_at, (e.value, e._file, e._key)),
-    Attribute: lambda a: (make_attribute_at, (a.name, a.expr.value, a.expr._file, a._name_at, a.expr._key)),
+    Attribute: lambda a: (make_attribute_at, (a.name, a.value, a._file, a._name_at, a._key)),
     Block: lambda b: (make_block_at, (b.type, b.labels, b.body, b._file, b._key, b._labels_at, b.origins)),
     Body: lambda b: (make_body_at, (b.items, b._file, b._key)),
 }
