@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from flatten.lang.diagnostics import Diagnostic
 from flatten.lang.model import (
@@ -286,9 +286,40 @@ def dumps(value: object, *, lazy: bool = False) -> bytes:
     With ``lazy``, the outermost blocks' bodies are stored so that they decode on first use.
     """
     buf = io.BytesIO()
+    dump_into(buf, value, lazy=lazy)
+    return buf.getvalue()
+
+
+def dump_into(buf: IO[bytes], value: object, *, lazy: bool = False) -> None:
+    """``dumps``, written to ``buf``."""
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
     pickler.dump(value)
+
+
+def sealed(
+    magic: bytes, tags: tuple[tuple[str, int], ...], key: str, head: bytes, value: object, *, lazy: bool
+) -> bytes:
+    """Return ``magic``, one tag for each (kind, length) in ``tags`` over the first ``length`` bytes
+    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``).
+
+    The entry is pickled straight after its header into one buffer and the tags are written into
+    their place, which ``getvalue`` returns without a copy: concatenating the parts made three
+    copies of a large entry at once (docs/reliability.md, "Memory").
+    """
+    buf = io.BytesIO()
+    buf.write(magic)
+    buf.write(bytes(cache_auth.TAG_SIZE * len(tags)))
+    start = buf.tell()
+    buf.write(head)
+    dump_into(buf, value, lazy=lazy)
+    with buf.getbuffer() as view:
+        at = len(magic)
+        for kind, length in tags:
+            end = len(view) if length < 0 else start + length
+            with view[start:end] as payload:
+                view[at : at + cache_auth.TAG_SIZE] = cache_auth.tag(kind, key, payload)
+            at += cache_auth.TAG_SIZE
     return buf.getvalue()
 
 
@@ -386,21 +417,16 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
     whole entry's tag, then the header's size, the header (key, sources) and the entry."""
     calls = module_sources(entry.module)
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
-    body = dumps(
-        (
-            entry.directory,
-            entry.files,
-            entry.load_diags,
-            entry.merge_directory,
-            entry.module,
-            entry.merge_diags,
-        ),
-        lazy=True,
-    )
     head = len(header).to_bytes(4, "big") + header
-    return calls, _MAGIC + cache_auth.tag("module-header", key, head) + cache_auth.seal(
-        "module", key, head + body
+    value = (
+        entry.directory,
+        entry.files,
+        entry.load_diags,
+        entry.merge_directory,
+        entry.module,
+        entry.merge_diags,
     )
+    return calls, sealed(_MAGIC, (("module-header", len(head)), ("module", -1)), key, head, value, lazy=True)
 
 
 _HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
@@ -543,26 +569,28 @@ READ: set[str] = set()
 PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str]] = {}
 
 
-def export_prefetched() -> bytes:
-    """Return what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
-    and the code version), as bytes for ``import_prefetched`` in another process.
+def export_prefetched(out: IO[bytes]) -> None:
+    """Write what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
+    and the code version) to ``out``, for ``import_prefetched`` in another process.
 
     Entries prefetch only read from the cache (``READ``) are left out: the other process reads
     them from the cache itself when it needs them, faster than receiving them (10 MB for the
-    200-module benchmark tree).
+    200-module benchmark tree). Pickled straight into ``out``: a large entry is written from its
+    own bytes, not copied into one more bytes object first (docs/reliability.md, "Memory").
     """
     memo = {k: v if isinstance(v, bytes) else encode(k, v)[1] for k, v in MEMO.items() if k not in READ}
     state = (memo, PREREAD, EMITTED, _STATE.get("version"))
-    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def import_prefetched(data: bytes) -> None:
-    """Take in what ``export_prefetched`` returned in the process that prefetched for this one.
+def import_prefetched(data: IO[bytes]) -> None:
+    """Take in what ``export_prefetched`` wrote in the process that prefetched for this one.
 
-    ``data`` is a pickle, so it must come from that process only (parse_cache.prefetch_forked:
+    ``data`` holds a pickle, so it must come from that process only (parse_cache.prefetch_forked:
     our own fork, through a pipe only the two processes hold); its entries are trusted bytes.
+    It is read as it is unpickled, so the entries are not held twice (whole, then each).
     """
-    memo, preread, emitted, version = pickle.loads(data)
+    memo, preread, emitted, version = pickle.load(data)
     MEMO.update(memo)
     PREREAD.update(preread)
     EMITTED.update(emitted)
