@@ -116,6 +116,52 @@ def _fields(key: int) -> tuple[int, int, int, int, int, int]:
     return key >> w1, column, key & ((1 << w1) - 1), lines, end_column, size
 
 
+# An attribute's name range is kept inside its expression's key when both are packed: the name's
+# start relative to the expression's (lines and bytes before it), its column and its extent, in
+# six fields of ``w`` bits and ``w`` itself, below the expression's key. One int of about 110 bits
+# (40 bytes) instead of two of 36: most of a module's ranges are its arguments' two.
+_NAME_FIELDS = 6
+_NAME_MAX_WIDTH = 20
+
+
+def _pair(name_key: int, key: int) -> int | None:
+    """Return the one int that holds ``name_key`` and ``key`` (None when the name does not start
+    before the expression or is too far from it)."""
+    line, column, byte, lines, end_column, size = _fields(name_key)
+    expr_line, _, expr_byte, _, _, _ = _fields(key)
+    up, back = expr_line - line, expr_byte - byte
+    if up < 0 or back < 0:
+        return None
+    w = (up | column | back | lines | end_column | size).bit_length()
+    if w > _NAME_MAX_WIDTH:
+        return None
+    rel = (((((up << w | column) << w | back) << w | lines) << w | end_column) << w | size) << _WIDTH_BITS | w
+    return key << (_NAME_FIELDS * w + _WIDTH_BITS) | rel
+
+
+def _unpair(pair: int) -> tuple[int, int]:
+    """Return the name's key and the expression's key that ``_pair`` packed into ``pair``."""
+    w = pair & _WIDTH_MASK
+    key = pair >> (_NAME_FIELDS * w + _WIDTH_BITS)
+    rel = pair >> _WIDTH_BITS
+    m = (1 << w) - 1
+    size = rel & m
+    rel >>= w
+    end_column = rel & m
+    rel >>= w
+    lines = rel & m
+    rel >>= w
+    back = rel & m
+    rel >>= w
+    column = rel & m
+    up = (rel >> w) & m
+    expr_line, _, expr_byte, _, _, _ = _fields(key)
+    line, byte = expr_line - up, expr_byte - back
+    name_key = _key(line, column, byte, line + lines, end_column, byte + size)
+    assert isinstance(name_key, int)
+    return name_key, key
+
+
 class Range:
     """A span of a source file. ``filename`` is relative to the root being built.
 
@@ -335,8 +381,8 @@ class Attribute(_Frozen):
     name: str
     value: JsonValue  # the expression's value
     _file: str  # the expression's file
-    _key: Stored  # the expression's range
-    _name_at: Stored  # the name's range, in the expression's file
+    _key: Stored  # the expression's range (with the name's when ``_name_at`` is None: ``_pair``)
+    _name_at: Stored | None  # the name's range, in the expression's file
 
     def __init__(self, name: str, expr: Expr, name_range: Range) -> None:
         _init_attribute(self, name, expr, name_range)
@@ -346,11 +392,18 @@ class Attribute(_Frozen):
         e = _new(Expr)
         _EXPR_V(e, self.value)
         _EXPR_F(e, self._file)
-        _EXPR_K(e, self._key)
+        key = self._key
+        if self._name_at is None:  # the name's range is packed with the expression's
+            assert isinstance(key, int)
+            key = key >> (_NAME_FIELDS * (key & _WIDTH_MASK) + _WIDTH_BITS)
+        _EXPR_K(e, key)
         return e
 
     @property
     def name_range(self) -> Range:
+        if self._name_at is None:
+            assert isinstance(self._key, int)
+            return range_from_key(self._file, _unpair(self._key)[0])
         return _loaded(self._file, self._name_at)
 
     def __eq__(self, other: object) -> bool:
@@ -642,8 +695,18 @@ def _init_attribute(a: Attribute, name: str, expr: Expr, name_range: Range) -> N
     _ATTR_N(a, name)
     _ATTR_V(a, expr.value)
     _ATTR_F(a, filename)
-    _ATTR_K(a, expr._key)
-    _ATTR_A(a, _stored(filename, name_range))
+    _attribute_ranges(a, expr._key, _stored(filename, name_range))
+
+
+def _attribute_ranges(a: Attribute, key: Stored, name_at: Stored) -> None:
+    if isinstance(key, int) and isinstance(name_at, int):
+        pair = _pair(name_at, key)
+        if pair is not None:
+            _ATTR_K(a, pair)
+            _ATTR_A(a, None)
+            return
+    _ATTR_K(a, key)
+    _ATTR_A(a, name_at)
 
 
 def make_attribute(name: str, expr: Expr, name_range: Range) -> Attribute:
@@ -693,14 +756,17 @@ def make_expr_at(value: object, filename: str, key: Key) -> Expr:
     return e
 
 
-def make_attribute_at(name: str, value: object, filename: str, name_key: Key, key: Key) -> Attribute:
+def make_attribute_at(name: str, value: object, filename: str, name_key: Key | None, key: Key) -> Attribute:
     """Return ``Attribute(name, Expr(value, <range key>), <range name_key>)``, both keys in ``filename``."""
     a = _new(Attribute)
     _ATTR_N(a, name)
     _ATTR_V(a, value)
     _ATTR_F(a, filename)
-    _ATTR_K(a, _from_key(filename, key))
-    _ATTR_A(a, _from_key(filename, name_key))
+    if name_key is None:  # ``key`` is an attribute's stored pair (``REDUCERS``)
+        _ATTR_K(a, key)
+        _ATTR_A(a, None)
+    else:
+        _attribute_ranges(a, _from_key(filename, key), _from_key(filename, name_key))
     return a
 
 
