@@ -14,6 +14,7 @@ import json
 import pickle
 import sys
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -255,3 +256,24 @@ def test_prefetched_entries_go_through_the_pipe_as_they_are_pickled() -> None:
     finally:
         build_cache.MEMO.clear()
         build_cache.MEMO.update(saved)
+
+
+def test_output_bytes_read_from_the_emit_cache_are_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
+    if cache_auth.key() is None:
+        pytest.skip("no cache key on this machine")
+    payload = b"x" * 4_000_000
+    path = tmp_path / "entry"
+    path.write_bytes(build_cache._EMIT_MAGIC + cache_auth.seal("emit", "d", payload))
+    tracemalloc.start()
+    try:
+        data = build_cache._read_emitted(path, "d")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data == payload
+    assert peak < 1.5 * len(payload)  # the whole file, then its slice: twice
+    path.write_bytes(build_cache._EMIT_MAGIC + cache_auth.seal("emit", "d", payload)[:-1] + b"y")
+    assert build_cache._read_emitted(path, "d") is None
