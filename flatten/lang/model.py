@@ -11,9 +11,10 @@ Absent is not null: an argument missing from a body means "not set"; an argument
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import Field, FrozenInstanceError, dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias, Union
 
 __all__ = [
@@ -826,9 +827,14 @@ def stored_body(b: Body) -> tuple[str | None, Stored | None]:
     return b._file, b._key
 
 
-REDUCERS: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
-    Expr: lambda e: (make_expr_at, (e.value, e._file, e._key)),
-    Attribute: lambda a: (make_attribute_at, (a.name, a.value, a._file, a._name_at, a._key)),
-    Block: lambda b: (make_block_at, (b.type, b.labels, b.body, b._file, b._key, b._labels_at, b.origins)),
-    Body: lambda b: (make_body_at, (b.items, b._file, b._key)),
-}
+REDUCERS: Mapping[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = MappingProxyType(
+    {
+        Expr: lambda e: (make_expr_at, (e.value, e._file, e._key)),
+        Attribute: lambda a: (make_attribute_at, (a.name, a.value, a._file, a._name_at, a._key)),
+        Block: lambda b: (
+            make_block_at,
+            (b.type, b.labels, b.body, b._file, b._key, b._labels_at, b.origins),
+        ),
+        Body: lambda b: (make_body_at, (b.items, b._file, b._key)),
+    }
+)
