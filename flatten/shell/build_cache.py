@@ -25,6 +25,7 @@ verify is a miss. Each entry's bytes are thus hashed once per build, where they 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import io
@@ -35,28 +36,32 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from flatten.lang.diagnostics import Diagnostic
 from flatten.lang.model import (
-    BLOCK_SETTERS,
-    BODY_SET_RANGE,
+    REDUCERS,
     Attribute,
     Block,
     Body,
-    Expr,
+    Key,
     Module,
     ParsedFile,
     Pos,
     Range,
     make_attribute,
     make_block,
+    make_block_at,
     make_body,
     make_expr,
     make_pos,
     make_range,
     make_range_at,
     range_from_key,
+    set_body_at,
+    set_body_range,
+    stored_block,
+    stored_body,
 )
 from flatten.lang.options import Dialect, Options
 from flatten.shell import cache_auth
@@ -82,6 +87,7 @@ __all__ = [
     "make_body",
     "make_expr",
     "make_lazy_block",
+    "make_lazy_block_at",
     "make_pos",
     "make_range",
     "make_range_at",
@@ -92,14 +98,12 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 3  # bump when the stored form changes
-_MAGIC = b"flatten-module-3\n"
+SCHEMA_VERSION = 4  # bump when the stored form changes
+_MAGIC = b"flatten-module-4\n"
 _EMIT_MAGIC = b"flatten-emit-1\n"
 
 # The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
 _new = object.__new__
-_BLOCK = BLOCK_SETTERS
-_BODY_R = BODY_SET_RANGE
 
 
 # -- bodies decoded on first use ------------------------------------------------------------------
@@ -141,6 +145,7 @@ class LazyBody(Body):
             assert self._data is not None  # the slot is only ever unset in a body built from data
             items = pickle.loads(self._data)
             _BODY_ITEMS.__set__(self, items)
+            _LAZY_DATA.__set__(self, None)  # decoded: the bytes would only double the body
             return items  # type: ignore[no-any-return]
 
     @items.setter
@@ -192,14 +197,41 @@ def make_lazy_block(
 ) -> Block:
     """Return a block whose body's items are ``data`` (pickled by ``dumps``), decoded on first use."""
     body = _new(LazyBody)
-    _BODY_R(body, body_range)
+    set_body_range(body, body_range)
     _LAZY_DATA.__set__(body, data)
     _LAZY_ATTRS.__set__(body, attributes)
     _LAZY_TYPES.__set__(body, types)
-    b = _new(Block)
-    for setter, value in zip(_BLOCK, (type_, labels, body, range, label_ranges, origins), strict=True):
-        setter(b, value)
-    return b
+    return make_block(type_, labels, body, range, label_ranges, origins)
+
+
+def make_lazy_block_at(
+    type_: str,
+    labels: tuple[str, ...],
+    data: bytes,
+    attributes: tuple[str, ...],
+    types: tuple[str, ...],
+    body_file: str | None,
+    body_key: Key | None,
+    filename: str,
+    key: Key,
+    label_keys: Key | tuple[Key, ...],
+    origins: tuple[Range, ...],
+) -> Block:
+    """``make_lazy_block`` with the ranges as the body and block store them (model.stored_block):
+    no Range is made to save or load a block."""
+    body = _new(LazyBody)
+    set_body_at(body, body_file, body_key)
+    _LAZY_DATA.__set__(body, data)
+    _LAZY_ATTRS.__set__(body, attributes)
+    _LAZY_TYPES.__set__(body, types)
+    return make_block_at(type_, labels, body, filename, key, label_keys, origins)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared(names: tuple[str, ...]) -> tuple[str, ...]:
+    # One tuple for every body with the same names, stored once in an entry and shared when read
+    # (a variable block's ("default", "type") would otherwise be one tuple per block).
+    return names
 
 
 def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
@@ -211,15 +243,15 @@ def _lazy_block(b: Block) -> tuple[object, tuple[object, ...]]:
         data = dumps(body.items)
         attributes = tuple(sorted({i.name for i in body.items if isinstance(i, Attribute)}))
         types = tuple(sorted({i.type for i in body.items if isinstance(i, Block)}))
-    return make_lazy_block, (
+    attributes, types = _shared(attributes), _shared(types)
+    return make_lazy_block_at, (
         b.type,
         b.labels,
         data,
         attributes,
         types,
-        body.range,
-        b.range,
-        b.label_ranges,
+        *stored_body(body),
+        *stored_block(b),
         b.origins,
     )
 
@@ -234,11 +266,9 @@ DISPATCH: dict[type, Callable[[Any], tuple[object, tuple[object, ...]]]] = {
     Pos: lambda p: (make_pos, (p.line, p.column, p.byte)),
     # The range's own objects as arguments (the pickler's memo keeps every argument tuple).
     Range: lambda r: (range_from_key, (r.filename, r._key)),
-    Expr: lambda e: (make_expr, (e.value, e.range)),
-    Attribute: lambda a: (make_attribute, (a.name, a.expr, a.name_range)),
-    Block: lambda b: (make_block, (b.type, b.labels, b.body, b.range, b.label_ranges, b.origins)),
-    Body: lambda b: (make_body, (b.items, b.range)),
-    LazyBody: lambda b: (make_body, (b.items, b.range)),
+    # Each owner of ranges as one call on its stored fields (model.REDUCERS).
+    **REDUCERS,
+    LazyBody: REDUCERS[Body],
     ParsedFile: lambda f: (ParsedFile, _fields(f)),
     Module: lambda m: (Module, _fields(m)),
     Diagnostic: lambda d: (Diagnostic, _fields(d)),
@@ -256,9 +286,40 @@ def dumps(value: object, *, lazy: bool = False) -> bytes:
     With ``lazy``, the outermost blocks' bodies are stored so that they decode on first use.
     """
     buf = io.BytesIO()
+    dump_into(buf, value, lazy=lazy)
+    return buf.getvalue()
+
+
+def dump_into(buf: IO[bytes], value: object, *, lazy: bool = False) -> None:
+    """``dumps``, written to ``buf``."""
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
     pickler.dump(value)
+
+
+def sealed(
+    magic: bytes, tags: tuple[tuple[str, int], ...], key: str, head: bytes, value: object, *, lazy: bool
+) -> bytes:
+    """Return ``magic``, one tag for each (kind, length) in ``tags`` over the first ``length`` bytes
+    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``).
+
+    The entry is pickled straight after its header into one buffer and the tags are written into
+    their place, which ``getvalue`` returns without a copy: concatenating the parts made three
+    copies of a large entry at once (docs/reliability.md, "Memory").
+    """
+    buf = io.BytesIO()
+    buf.write(magic)
+    buf.write(bytes(cache_auth.TAG_SIZE * len(tags)))
+    start = buf.tell()
+    buf.write(head)
+    dump_into(buf, value, lazy=lazy)
+    with buf.getbuffer() as view:
+        at = len(magic)
+        for kind, length in tags:
+            end = len(view) if length < 0 else start + length
+            with view[start:end] as payload:
+                view[at : at + cache_auth.TAG_SIZE] = cache_auth.tag(kind, key, payload)
+            at += cache_auth.TAG_SIZE
     return buf.getvalue()
 
 
@@ -356,21 +417,16 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
     whole entry's tag, then the header's size, the header (key, sources) and the entry."""
     calls = module_sources(entry.module)
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
-    body = dumps(
-        (
-            entry.directory,
-            entry.files,
-            entry.load_diags,
-            entry.merge_directory,
-            entry.module,
-            entry.merge_diags,
-        ),
-        lazy=True,
-    )
     head = len(header).to_bytes(4, "big") + header
-    return calls, _MAGIC + cache_auth.tag("module-header", key, head) + cache_auth.seal(
-        "module", key, head + body
+    value = (
+        entry.directory,
+        entry.files,
+        entry.load_diags,
+        entry.merge_directory,
+        entry.module,
+        entry.merge_diags,
     )
+    return calls, sealed(_MAGIC, (("module-header", len(head)), ("module", -1)), key, head, value, lazy=True)
 
 
 _HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
@@ -413,7 +469,8 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
     if found is None:
         return None
     try:
-        value = pickle.loads(data[found[1] :])
+        # A view, not a slice: the entry's bytes are not copied once more while it is decoded.
+        value = pickle.loads(memoryview(data)[found[1] :])
         entry = ModuleEntry(*value)
     except Exception:
         return None
@@ -512,26 +569,28 @@ READ: set[str] = set()
 PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str]] = {}
 
 
-def export_prefetched() -> bytes:
-    """Return what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
-    and the code version), as bytes for ``import_prefetched`` in another process.
+def export_prefetched(out: IO[bytes]) -> None:
+    """Write what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
+    and the code version) to ``out``, for ``import_prefetched`` in another process.
 
     Entries prefetch only read from the cache (``READ``) are left out: the other process reads
     them from the cache itself when it needs them, faster than receiving them (10 MB for the
-    200-module benchmark tree).
+    200-module benchmark tree). Pickled straight into ``out``: a large entry is written from its
+    own bytes, not copied into one more bytes object first (docs/reliability.md, "Memory").
     """
     memo = {k: v if isinstance(v, bytes) else encode(k, v)[1] for k, v in MEMO.items() if k not in READ}
     state = (memo, PREREAD, EMITTED, _STATE.get("version"))
-    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def import_prefetched(data: bytes) -> None:
-    """Take in what ``export_prefetched`` returned in the process that prefetched for this one.
+def import_prefetched(data: IO[bytes]) -> None:
+    """Take in what ``export_prefetched`` wrote in the process that prefetched for this one.
 
-    ``data`` is a pickle, so it must come from that process only (parse_cache.prefetch_forked:
+    ``data`` holds a pickle, so it must come from that process only (parse_cache.prefetch_forked:
     our own fork, through a pipe only the two processes hold); its entries are trusted bytes.
+    It is read as it is unpickled, so the entries are not held twice (whole, then each).
     """
-    memo, preread, emitted, version = pickle.loads(data)
+    memo, preread, emitted, version = pickle.load(data)
     MEMO.update(memo)
     PREREAD.update(preread)
     EMITTED.update(emitted)
@@ -622,13 +681,22 @@ def keep_emitted(digest: str, data: bytes) -> None:
 
 def _read_emitted(path: Path, digest: str) -> bytes | None:
     """Return the output bytes stored at ``path`` when their tag verifies, else None."""
+    # The magic and the tag are read apart from the bytes they precede, which are returned as read:
+    # slicing them off the whole file copied the module's output once more (docs/reliability.md).
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:
+            head = f.read(len(_EMIT_MAGIC) + cache_auth.TAG_SIZE)
+            data = f.read(max(os.fstat(f.fileno()).st_size - len(head), 0))  # read() would grow a copy
     except OSError:
         return None
-    if not data.startswith(_EMIT_MAGIC) or not cache_auth.verify("emit", digest, data, len(_EMIT_MAGIC)):
+    if (
+        cache_auth.key() is None  # without a key nothing is trusted (cache_auth.verify)
+        or len(head) != len(_EMIT_MAGIC) + cache_auth.TAG_SIZE
+        or not head.startswith(_EMIT_MAGIC)
+        or not hmac.compare_digest(cache_auth.tag("emit", digest, data), head[len(_EMIT_MAGIC) :])
+    ):
         return None
-    return data[len(_EMIT_MAGIC) + cache_auth.TAG_SIZE :]
+    return data
 
 
 def emitted(

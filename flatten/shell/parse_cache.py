@@ -55,14 +55,6 @@ _MAGIC = b"flatten-parse-2\n"
 Result = tuple["Body", "Diagnostics"]
 
 
-def _dumps(value: object) -> bytes:
-    # Frozen slotted dataclasses pickle through a Python-level __setstate__, which is as slow as
-    # parsing; flatten.shell.build_cache rebuilds them through their slots, several times faster.
-    from flatten.shell.build_cache import dumps
-
-    return dumps(value)
-
-
 class ParseCache:
     """Entries under ``directory`` (``<root>/parse``): ``<key[:2]>/<key>``, one file per parse."""
 
@@ -124,8 +116,11 @@ def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
     (key and sources) and the result."""
     calls = module_sources(result[0])
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
-    payload = len(header).to_bytes(4, "big") + header + _dumps(result)
-    return calls, _MAGIC + cache_auth.seal("parse", key, payload)
+    from flatten.shell.build_cache import sealed  # one buffer, no copies of a large entry
+
+    return calls, sealed(
+        _MAGIC, (("parse", -1),), key, len(header).to_bytes(4, "big") + header, result, lazy=False
+    )
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
@@ -150,7 +145,7 @@ def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
 
     _, data, at = found
     try:
-        body, diags = pickle.loads(data[at:])
+        body, diags = pickle.loads(memoryview(data)[at:])  # a view: no copy of the entry
     except Exception:
         return None
     if not isinstance(body, Body) or not isinstance(diags, Diagnostics):

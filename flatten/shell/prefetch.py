@@ -164,7 +164,7 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
             _worker_init(parent)
             prefetch(root, options=options)
             with os.fdopen(write_end, "wb") as sending:
-                sending.write(build_cache.export_prefetched())
+                build_cache.export_prefetched(sending)
             finish()
             code = 0
         except BaseException:
@@ -176,13 +176,11 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
     _CHILDREN.append((pid, received))
 
     def take() -> None:
-        with received:
-            data = received.read()
         # A pickle, but from our own fork through a pipe only the two processes hold: trusted
-        # (what the child read from the cache it verified first; the rest it computed).
-        if data:  # else the child failed: the build computes what it needs
-            with contextlib.suppress(Exception):
-                build_cache.import_prefetched(data)
+        # (what the child read from the cache it verified first; the rest it computed). An empty
+        # pipe means the child failed: the build computes what it needs.
+        with received, contextlib.suppress(Exception):
+            build_cache.import_prefetched(received)
 
     return take
 

@@ -32,15 +32,16 @@ from flatten.lang.model import (
     Block,
     Body,
     JsonValue,
+    Key,
     Pos,
     Range,
-    make_attribute,
-    make_block,
-    make_body,
-    make_expr,
+    make_attribute_at,
+    make_block_at,
+    make_body_at,
     make_pos,
     make_range,
     make_range_at,
+    range_key,
 )
 from flatten.lang.options import Options
 from flatten.syntax._hcl_templates import (
@@ -244,6 +245,23 @@ class _Reader:
             )
         return make_range(self.filename, self.pos(start), self.pos(end))
 
+    def key(self, start: int, end: int) -> Key:
+        """``self.range(start, end)``'s key, without making the Range (model.range_key)."""
+        if self.ascii and end >= start:
+            starts = self.line_starts
+            a = bisect.bisect_right(starts, start) - 1
+            b = bisect.bisect_right(starts, end, a) - 1
+            return range_key(a + 1, start - starts[a] + 1, start, b + 1, end - starts[b] + 1, end)
+        p, q = self.pos(start), self.pos(end)
+        return range_key(p.line, p.column, p.byte, q.line, q.column, q.byte)
+
+    def node_key(self, node: _Node) -> Key:
+        start, end = node[1], node[2]
+        text = self.text
+        while end > start and text[end - 1] in "\r\n":
+            end -= 1  # a heredoc token ends with its newline; the expression does not
+        return self.key(start, end)
+
     def node_range(self, node: _Node) -> Range:
         start, end = node[1], node[2]
         text = self.text
@@ -286,7 +304,7 @@ class _Reader:
             i = j
         if i != self.n:
             raise _Unsure
-        return make_body(tuple(items), self.range(0, self.n))
+        return make_body_at(tuple(items), self.filename, self.key(0, self.n))
 
     def item(
         self, i: int, schema: BlockSchema, attrs: set[str], blocks: set[str]
@@ -306,11 +324,12 @@ class _Reader:
             attrs.add(name)
             value, end = self.expr(self.ws(j + 1), False)
             converted = self.convert(value, mode)
-            expr = make_expr(converted, self.node_range(value))
-            return make_attribute(name, expr, self.range(i, name_end)), end
+            name_key = self.key(i, name_end)
+            return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
         # A block: labels, then "{" on the same line.
         labels: list[str] = []
-        label_ranges: list[Range] = []
+        label_keys: list[Key] = []
+        last_end = name_end
         while c != "{":
             if c == '"':
                 end = self.string(j)
@@ -323,7 +342,8 @@ class _Reader:
                 labels.append(text[j:end])
             else:
                 raise _Unsure
-            label_ranges.append(self.range(j, end))
+            label_keys.append(self.key(j, end))
+            last_end = end
             j = self.ws(end)
             if j == end and text[j] != "{":
                 raise _Unsure  # labels run together
@@ -332,7 +352,6 @@ class _Reader:
         if nested is None or len(labels) != len(nested.labels) or name in attrs:
             raise _Unsure
         blocks.add(name)
-        type_range = self.range(i, name_end)
         brace = j
         body_items: list[Attribute | Block] = []
         inner_attrs: set[str] = set()
@@ -358,10 +377,10 @@ class _Reader:
             if text[k] != "}":
                 raise _Unsure
         close = k + 1
-        body = make_body(tuple(body_items), self.range(brace, close))
-        last = label_ranges[-1] if labels else type_range
-        def_range = make_range(self.filename, type_range.start, last.end)
-        return make_block(name, tuple(labels), body, def_range, tuple(label_ranges), ()), close
+        body = make_body_at(tuple(body_items), self.filename, self.key(brace, close))
+        # The definition range: from the type to the end of the last label.
+        def_key = self.key(i, last_end)
+        return make_block_at(name, tuple(labels), body, self.filename, def_key, tuple(label_keys), ()), close
 
     # -- expressions ---------------------------------------------------------------------------
     # ``nl``: newlines are ignored here (inside parentheses, brackets, calls, for expressions).

@@ -7,13 +7,21 @@ what those figures rely on, so that a change that brings the cost back fails her
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
+import io
 import json
 import pickle
 import sys
+import tracemalloc
+from pathlib import Path
 
-from flatten.lang.model import Attribute, Block, Body, Pos, Range
+import pytest
+
+from flatten.lang.model import Attribute, Block, Body, Expr, Pos, Range
 from flatten.lang.options import Options
+from flatten.shell import build_cache, cache_auth
+from flatten.shell.build_cache import LazyBody, sealed
 from flatten.shell.build_cache import dumps as cache_dumps
 from flatten.stages.emit import _JOIN_EVERY, dumps
 from flatten.syntax import hcl_fast
@@ -58,8 +66,8 @@ def test_a_range_holds_one_int_and_no_positions() -> None:
     r = Range.at("main.tf", 120_000, 17, 9_000_000, 120_003, 2, 9_000_150)
     assert not hasattr(r, "__dict__")
     assert not any(isinstance(o, Pos) for o in gc.get_referents(r))
-    # 48 bytes of object and 56 of int, against about 300 for a range holding two Pos.
-    assert sys.getsizeof(r) + sys.getsizeof(r._key) <= 112
+    # 48 bytes of object and 40 of int, against about 300 for a range holding two Pos.
+    assert sys.getsizeof(r) + sys.getsizeof(r._key) <= 88
     assert r.start == Pos(120_000, 17, 9_000_000) and r.end == Pos(120_003, 2, 9_000_150)
 
 
@@ -118,3 +126,154 @@ def test_emitting_a_large_document_joins_as_it_goes_and_gives_the_same_text() ->
     }
     expected = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert dumps(doc) == expected
+
+
+def _variables(count: int) -> str:
+    return "".join(
+        f'variable "var_{i}" {{\n  type    = string\n  default = "value-{i}"\n}}\n' for i in range(count)
+    )
+
+
+def test_a_variable_block_of_the_model_takes_under_750_bytes() -> None:
+    # 1,341 bytes when every item held Range objects, a separate Expr and 56-byte keys.
+    count = 2_000
+    text = _variables(count)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        body, diags = hcl_fast.parse(text, "variables.tf", options=Options())
+        gc.collect()
+        size, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert not diags.has_errors and len(body.items) == count
+    assert size / count < 750
+
+
+def test_the_model_holds_no_range_objects_and_keys_as_wide_as_needed() -> None:
+    # A block deep in a large file, as positions go: line 400,002, byte 7,000,001.
+    text = "\n" * 400_000 + " " * 6_600_000 + "\n" + _variables(1)
+    body, diags = hcl_fast.parse(text, "v.tf", options=Options())
+    assert not diags.has_errors
+    block = next(i for i in body.items if isinstance(i, Block))
+    attr = block.body.items[0]
+    assert isinstance(attr, Attribute)
+    for owner in (block, block.body, attr):
+        assert not any(isinstance(o, (Range, Pos, Expr)) for o in gc.get_referents(owner))
+    assert block.range.start.line > 400_000 and block.range.start.byte > 7_000_000
+    assert sys.getsizeof(block.range._key) <= 36  # 56 with fixed 40-bit fields
+
+
+def test_the_owners_behave_as_the_dataclasses_they_were() -> None:
+    r1, r2, r3 = (
+        Range.at("m.tf", 1, 1, 0, 1, 5, 4),
+        Range.at("m.tf", 1, 8, 7, 1, 12, 11),
+        Range.at("o.tf", 2, 1, 9, 2, 3, 11),
+    )
+    odd = Range("m.tf", Pos(-1, 0, 0), Pos(1, 2, 3))
+    expr = Expr("${var.a}", r2)
+    attr = Attribute("name", expr, r1)
+    other_file = Attribute("name", expr, r3)  # a name in another file than its expression
+    body = Body((attr, other_file), odd)
+    block = Block("variable", ("a", "b"), body, r1, (r2, r3), (odd,))
+    one = Block("variable", ("a",), Body(), r1, (r2,))
+    assert (
+        attr.expr == expr
+        and attr.name_range == r1
+        and other_file.name_range == r3
+        and attr.value == "${var.a}"
+    )
+    assert (
+        block.range == r1
+        and block.label_ranges == (r2, r3)
+        and body.range == odd
+        and one.label_ranges == (r2,)
+    )
+    assert repr(expr) == f"Expr(value='${{var.a}}', range={r2!r})"
+    assert repr(attr) == f"Attribute(name='name', expr={expr!r}, name_range={r1!r})"
+    assert repr(body).startswith("Body(items=(Attribute(") and repr(body).endswith(f"range={odd!r})")
+    assert hash(attr) == hash(("name", expr, r1)) and hash(expr) == hash(("${var.a}", r2))
+    assert [f.name for f in dataclasses.fields(block)] == [
+        "type",
+        "labels",
+        "body",
+        "range",
+        "label_ranges",
+        "origins",
+    ]
+    assert dataclasses.replace(attr, expr=Expr(1, r3)) == Attribute("name", Expr(1, r3), r1)
+    assert dataclasses.replace(block, labels=("c", "d")).label_ranges == (r2, r3)
+    assert dataclasses.replace(body, items=()) == Body((), odd) != Body((), None)
+    for value in (expr, attr, body, block, one):
+        for clone in (
+            pickle.loads(pickle.dumps(value)),
+            pickle.loads(cache_dumps(value)),
+            copy.deepcopy(value),
+        ):
+            assert clone == value and repr(clone) == repr(value)
+    assert attr != Attribute("name", expr, r2) and block != dataclasses.replace(block, origins=())
+    # A name after its expression, or far from it, is kept apart from the expression's key.
+    for name_range in (r2, Range.at("m.tf", 1, 1, 0, 1, 2**21, 2**21)):
+        apart = Attribute("name", Expr(0, r1), name_range)
+        assert apart.name_range == name_range and apart.expr.range == r1
+        assert pickle.loads(cache_dumps(apart)) == apart
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        attr.name = "x"  # type: ignore[misc]
+
+
+def test_a_module_entry_stores_a_variable_block_in_under_300_bytes_and_decodes_lazily() -> None:
+    count = 2_000
+    body, _ = hcl_fast.parse(_variables(count), "variables.tf", options=Options())
+    data = cache_dumps(body, lazy=True)
+    assert len(data) / count < 300  # 470 with a Range and a tuple of arguments per range
+    back = pickle.loads(data)
+    assert back == body
+    lazy = back.items[5].body
+    assert isinstance(lazy, LazyBody) and lazy._data is None  # decoded by ==: its bytes are dropped
+
+
+def test_an_entry_is_sealed_in_one_buffer_in_the_format_it_had() -> None:
+    body, _ = hcl_fast.parse(SOURCE, "main.tf", options=Options())
+    head = b"\x00\x00\x00\x03abc"
+    data = sealed(b"magic\n", (("module-header", len(head)), ("module", -1)), "k", head, body, lazy=True)
+    payload = head + cache_dumps(body, lazy=True)
+    assert data == b"magic\n" + cache_auth.tag("module-header", "k", head) + cache_auth.seal(
+        "module", "k", payload
+    )
+
+
+def test_prefetched_entries_go_through_the_pipe_as_they_are_pickled() -> None:
+    saved = dict(build_cache.MEMO)
+    try:
+        build_cache.MEMO.clear()
+        build_cache.MEMO["k"] = b"entry" * 1000
+        out = io.BytesIO()
+        build_cache.export_prefetched(out)
+        build_cache.MEMO.clear()
+        out.seek(0)
+        build_cache.import_prefetched(out)
+        assert build_cache.MEMO["k"] == b"entry" * 1000
+    finally:
+        build_cache.MEMO.clear()
+        build_cache.MEMO.update(saved)
+
+
+def test_output_bytes_read_from_the_emit_cache_are_not_copied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
+    if cache_auth.key() is None:
+        pytest.skip("no cache key on this machine")
+    payload = b"x" * 4_000_000
+    path = tmp_path / "entry"
+    path.write_bytes(build_cache._EMIT_MAGIC + cache_auth.seal("emit", "d", payload))
+    tracemalloc.start()
+    try:
+        data = build_cache._read_emitted(path, "d")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert data == payload
+    assert peak < 1.5 * len(payload)  # the whole file, then its slice: twice
+    path.write_bytes(build_cache._EMIT_MAGIC + cache_auth.seal("emit", "d", payload)[:-1] + b"y")
+    assert build_cache._read_emitted(path, "d") is None
