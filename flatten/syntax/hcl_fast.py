@@ -1077,7 +1077,7 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
         if open_blocks:
             whole = PieceSource(text, filename, 0, n, reader.line_starts, reader.line_bytes)
             return Body(), unclosed_at_end(whole)
-        return make_body(tuple(items), reader.range(0, n)), diags
+        return make_body_at(tuple(items), reader.filename, reader.key(0, n)), diags
     except Exception:  # a bug here must never change a result: the whole-file parse decides
         return None
 
