@@ -30,9 +30,22 @@ from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path
 from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource
 
-__all__ = ["DiskMemo", "keep_grammar_cache"]
+__all__ = ["DiskMemo", "keep_grammar_cache", "module_keys"]
 
 _STATE: dict[str, bool] = {}
+# The module key of every directory this process loaded, by display path (None: loaded with two
+# different keys). A build record keeps them (flatten/shell/incremental.py): the next rebuild
+# takes a changed module's previous version from the module cache by its key.
+_KEYS: dict[str, str | None] = {}
+
+
+def module_keys() -> dict[str, str | None]:
+    """Return the module key of each directory loaded through a ``DiskMemo`` in this process."""
+    return dict(_KEYS)
+
+
+def _note(display: str, key: str) -> None:
+    _KEYS[display] = key if _KEYS.get(display, key) == key else None
 
 
 class DiskMemo:
@@ -72,6 +85,7 @@ class DiskMemo:
         if key is not None:
             entry = build_cache.take(key, source.display)
             if entry is not None:
+                _note(source.display, key)
                 return _loaded(entry), MemoKey(entry.module, key)
         # Keyed by the exact bytes read here, which are also what is parsed.
         try:
@@ -86,6 +100,7 @@ class DiskMemo:
             ],
             source.options,
         )
+        _note(source.display, key)
         entry = build_cache.take(key, source.display)
         if entry is not None:
             return _loaded(entry), MemoKey(entry.module, key)

@@ -73,6 +73,11 @@ def run_build(request: BuildRequest) -> int:
             return 0
         if replay.replay_into(builds, request, root, out):  # the same build, into a new --out
             return 0
+        if record.is_file():  # only some modules' files changed: rebuild those
+            from flatten.shell.incremental import rebuild
+
+            if rebuild(builds, request, root, out, record):
+                return 0
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
     from flatten.shell.prefetch import finish, prefetch, prefetch_forked
@@ -96,7 +101,12 @@ def run_build(request: BuildRequest) -> int:
         sys.stderr, sys.stdout = err.real, std.real
         finish()
     if code == 0 and not "".join(std.parts):
+        from flatten.shell import incremental
+        from flatten.shell.memo import module_keys
+
+        before = incremental.stamp(record)
         replay.save_record(builds, request, root, out, "".join(err.parts), started)
+        incremental.save_keys(record, before, module_keys())  # bound to the record just saved
     return code
 
 

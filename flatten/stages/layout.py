@@ -45,7 +45,16 @@ from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
 
-__all__ = ["OutputTree", "copy_boundary", "layout_tree", "module_copies"]
+__all__ = [
+    "OutputTree",
+    "copy_boundary",
+    "layout_tree",
+    "module_copies",
+    "output_digest",
+    "relative_source",
+    "render",
+    "rewrite_calls",
+]
 
 
 def _resolve(path: Path) -> Path:
@@ -220,7 +229,7 @@ def _out_key(node: ModuleNode, real_path: Callable[[Path], Path], variants: Mapp
     return real if n is None else _variant_key(real, n)
 
 
-def _relative_source(from_dir: str, to_dir: str) -> str:
+def relative_source(from_dir: str, to_dir: str) -> str:
     rel = posixpath.relpath(to_dir or ".", from_dir or ".")
     if rel == "..":
         return "../"  # Terraform reads a bare ".." as a registry address, not a local path
@@ -240,13 +249,23 @@ def _rewrite_calls(
     allowed: dict[str, frozenset[str]] = {}
     for child in graph.children(node.address):
         if child.directory is not None:
-            targets[child.path[-1]] = _relative_source(here, outputs[_out_key(child, real_path, variants)])
+            targets[child.path[-1]] = relative_source(here, outputs[_out_key(child, real_path, variants)])
         if child.path[-1] in node.base_arguments:
             # An overridden call: Terraform ignores arguments its module does not declare, so the
             # output leaves them out (it would reject them in a call without overrides).
             allowed[child.path[-1]] = declared_inputs(child.module) | MODULE_META_ARGUMENTS
+    return rewrite_calls(node.module, targets, allowed)
+
+
+def rewrite_calls(
+    module: Module, targets: Mapping[str, str], allowed: Mapping[str, frozenset[str]]
+) -> Module:
+    """Return ``module`` as it is emitted: each call in ``targets`` (call name -> relative path of
+    its vendored directory) with that ``source`` and no ``version``, and an overridden call in
+    ``allowed`` keeping only those arguments. (flatten/shell/incremental.py emits one module so,
+    with the targets a previous build's manifest gives.)"""
     blocks: list[Block] = []
-    for block in node.module.blocks:
+    for block in module.blocks:
         name = block.labels[0] if block.type == "module" and block.labels else None
         if name is None or name not in targets:
             blocks.append(block)
@@ -261,7 +280,7 @@ def _rewrite_calls(
                 item = replace(item, expr=Expr(targets[name], item.expr.range))
             items.append(item)
         blocks.append(replace(block, body=Body(tuple(items), block.body.range)))
-    return replace(node.module, blocks=tuple(blocks))
+    return replace(module, blocks=tuple(blocks))
 
 
 def _is_module_dir(directory: Path, dialect: Dialect) -> bool:
@@ -389,8 +408,14 @@ def _unreadable(path: Path) -> str | None:
     return None
 
 
-def _digest(data: bytes) -> str:
+def output_digest(data: bytes) -> str:
+    """Return how the manifest names a module's output file's content."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def render(module: Module, *, provenance: bool) -> bytes:
+    """Return a module's output file (``main.tf.json``): its canonical JSON."""
+    return dumps(module_json(module, provenance=provenance)).encode("utf-8")
 
 
 def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
@@ -442,16 +467,16 @@ def layout_tree(
             written.add(here)
             module = _rewrite_calls(node, outputs, here, graph, real_path, variants)
 
-            def render(module: Module = module) -> bytes:
-                return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
+            def rendered(module: Module = module) -> bytes:
+                return render(module, provenance=options.provenance)
 
             # An unchanged module's bytes come from the memo (keyed by the module as loaded and
             # the rewritten calls); emitting is a third of a one-file-changed rebuild otherwise.
             # Its key names the module as loaded: none once a later stage replaced the module.
             key = node.memo_key if node.memo_key is not None and node.memo_key.module is node.module else None
-            data = memo.emitted(key, node.module, module, options.provenance, render)
+            data = memo.emitted(key, node.module, module, options.provenance, rendered)
             files[target] = data
-            digests[here] = _digest(data)
+            digests[here] = output_digest(data)
             skipped: list[tuple[str, str]] = []
             unreadable: list[tuple[str, str]] = []
             found = module_copies(

@@ -119,9 +119,26 @@ def copied_mode(mode: int) -> int:
     return (stat.S_IMODE(mode) & 0o755) | 0o600
 
 
+def _link(source: Path, target: Path) -> None:
+    """Make ``target`` the file ``source`` is (a hard link), else a copy with its permissions."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError:  # another filesystem, or one without hard links
+        shutil.copyfile(source, target, follow_symlinks=False)
+        os.chmod(target, stat.S_IMODE(os.lstat(source).st_mode))
+
+
 def _write_files(
-    tmp: Path, files: Mapping[str, bytes], copies: Mapping[str, Path], modes: Mapping[str, int]
+    tmp: Path,
+    files: Mapping[str, bytes],
+    copies: Mapping[str, Path],
+    modes: Mapping[str, int],
+    links: Mapping[str, Path],
 ) -> None:
+    for rel, source in sorted(links.items()):
+        target = tmp / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _link(source, target)
     for rel, data in sorted(files.items()):
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -171,6 +188,7 @@ def _replace_contents(
     files: Mapping[str, bytes],
     copies: Mapping[str, Path],
     modes: Mapping[str, int],
+    links: Mapping[str, Path],
     mask: set[int] | None,
 ) -> None:
     """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
@@ -179,7 +197,7 @@ def _replace_contents(
     try:
         new = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[0], dir=out))
         with _signals_allowed(mask):
-            _write_files(new, files, copies, modes)
+            _write_files(new, files, copies, modes, links)
         old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
         _swap_contents(out, new, old)
     finally:
@@ -199,10 +217,16 @@ def write_tree(
     copies: Mapping[str, Path] | None = None,
     *,
     modes: Mapping[str, int] | None = None,
+    links: Mapping[str, Path] | None = None,
 ) -> None:
     """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
     the directory ``out``, replacing it atomically. ``modes`` gives some of ``files`` their
     permissions (a replayed build writes copied files with the modes they were written with).
+    ``links`` (relative path -> file) are files of the previous output taken as they are: hard
+    links, so the new tree shares them instead of writing them again (an incremental rebuild,
+    flatten/shell/incremental.py, after checking their bytes); a copy with the same permissions
+    where the filesystem has no hard links. (Once swapped in, the previous tree is removed, and
+    each such file stays only in the new one.)
 
     The tree is written into a temporary directory beside ``out`` and swapped into place (an
     atomic exchange where the kernel supports it), so a failed or interrupted build (an
@@ -248,7 +272,7 @@ def write_tree(
                 if not in_place:
                     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
                     with _signals_allowed(deferred):
-                        _write_files(tmp, files, copies or {}, modes or {})
+                        _write_files(tmp, files, copies or {}, modes or {}, links or {})
                     try:
                         if not (
                             out.exists() and _exchange(tmp, out)
@@ -262,7 +286,7 @@ def write_tree(
                 if tmp is not None:
                     _remove(tmp)
             if in_place:
-                _replace_contents(out, files, copies or {}, modes or {}, deferred)
+                _replace_contents(out, files, copies or {}, modes or {}, links or {}, deferred)
     finally:
         if deferred is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, deferred)

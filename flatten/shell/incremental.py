@@ -1,0 +1,269 @@
+"""Incremental rebuild: after an edit to a few modules' configuration files, redo only those modules.
+
+When the previous identical build's record (flatten/shell/replay.py) no longer replays, this
+compares every input with the record, digest by digest. When the only differences are the
+contents of configuration files directly in module directories, it loads and merges just those
+modules (through the disk memo) and takes each one's previous version from the module cache,
+by the key the previous build noted (``keys``, kept beside the record and bound to it). When the
+two versions read the same from outside (``stages.reads.outside_view``: what the module graph,
+the provider checks and the other modules' output read of a module), the new output is the
+previous one with those modules' files emitted again and the manifest's digests of them
+changed; every other file is taken from the previous output by hard link (its bytes checked
+against the record first) and the whole tree is swapped in atomically, as a build writes it.
+
+It applies only where the result is provably the full build's: the previous build printed no
+diagnostic (its one line, "wrote N files"), the new modules load and merge without any, no
+module call in them is overridden, no option rewrites modules (``--explicit-providers``), the
+umask is the record's, every input's mode is as recorded, and the previous output is there
+byte for byte. Anything else, or any failure, returns False and the full build runs.
+``tests/shell/test_incremental.py`` builds random edits of generated trees both ways and compares
+the output and the messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flatten.shell import cache_auth, replay
+
+if TYPE_CHECKING:
+    from flatten.cli import BuildRequest
+    from flatten.lang.options import Dialect, Options
+
+__all__ = ["rebuild", "save_keys", "stamp"]
+
+_HEAD = b"flatten-incr-1\n"
+_WROTE = "flatten: wrote "
+
+
+def _keys_path(record: Path) -> Path:
+    return record.with_name(record.name + ".keys")
+
+
+def stamp(record: Path) -> tuple[int, int, int] | None:
+    """Return what tells whether ``record`` was written again (inode, mtime, size), or None."""
+    try:
+        st = os.stat(record)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def save_keys(record: Path, before: tuple[int, int, int] | None, keys: dict[str, str | None]) -> None:
+    """Keep each module directory's key (by display path) beside ``record``, when the build that
+    loaded them has just written it (its ``stamp`` differs from ``before``)."""
+    try:
+        if stamp(record) in (None, before):
+            return  # no record made (an input too young, a remote module): the keys describe nothing
+        data = record.read_bytes()
+        payload = json.dumps(
+            {"record": _digest(data), "keys": {d: k for d, k in keys.items() if k is not None}},
+            sort_keys=True,
+        ).encode()
+        path = _keys_path(record)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(_HEAD + cache_auth.seal("incr", path.name, payload))
+        os.replace(tmp, path)
+    except Exception:  # no keys: the next rebuild is a full one
+        return
+
+
+def _load_keys(record: Path, data: bytes) -> dict[str, str] | None:
+    path = _keys_path(record)
+    raw = path.read_bytes()
+    if not raw.startswith(_HEAD) or not cache_auth.verify("incr", path.name, raw, len(_HEAD)):
+        return None
+    found = json.loads(raw[len(_HEAD) + cache_auth.TAG_SIZE :])
+    if not isinstance(found, dict) or found.get("record") != _digest(data):
+        return None  # the keys of another build than the record's
+    keys = found.get("keys")
+    return keys if isinstance(keys, dict) else None
+
+
+def _changed_modules(record: replay._Record, root: Path, dialect: Dialect) -> list[str] | None:
+    """Return the module directories (as the record's ``tops`` name them) whose configuration files'
+    contents changed, when nothing else did; None when anything else did."""
+    from flatten.stages.files import is_ignored_name, split_extension
+
+    now = replay._snapshot_inputs(root, record.tops, None)
+    if now.keys() != record.inputs.keys():
+        return None
+    tops = set(record.tops)
+    changed: set[str] = set()
+    for name, value in now.items():
+        if value == record.inputs[name]:
+            continue
+        if not name.startswith("F"):
+            return None
+        directory, base = os.path.split(name[1:])
+        if directory not in tops or is_ignored_name(base) or split_extension(base, dialect) is None:
+            return None  # a file copied into the output, or one no module reads as configuration
+        changed.add(directory)
+    return sorted(changed)
+
+
+def rebuild(builds: Path, request: BuildRequest, root: Path, out: Path, record_path: Path) -> bool:
+    """Rebuild ``request`` (resolved ``root`` and ``out``) from its record at ``record_path`` when
+    only some modules' configuration files changed; print the build's messages and return True.
+    Else, or on any trouble, return False (the full build runs)."""
+    started = time.time_ns()
+    try:
+        planned = _plan(request, root, out, record_path)
+        if planned is None:
+            return False
+        record, files, keys = planned
+        if files:
+            from flatten.stages.output import write_tree
+
+            links = {rel: out / rel for rel in record.outputs if rel not in files}
+            write_tree(out, files, links=links)
+    except Exception:
+        return False
+    sys.stderr.write(record.stderr)
+    sys.stderr.flush()
+    # The next rebuild compares with this one (refused while an input is younger than 2 s).
+    before = stamp(record_path)
+    replay.save_record(builds, request, root, out, record.stderr, started)
+    save_keys(record_path, before, keys)
+    return True
+
+
+def _plan(
+    request: BuildRequest, root: Path, out: Path, record_path: Path
+) -> tuple[replay._Record, dict[str, bytes], dict[str, str | None]] | None:
+    """Return the record, the files to write anew (path -> bytes) and the modules' keys, or None."""
+    options = request.options
+    if options.explicit_providers:
+        return None
+    data = record_path.read_bytes()
+    record = replay._load(record_path)
+    if record is None:
+        return None
+    keys = _load_keys(record_path, data)
+    if keys is None:
+        return None
+    stderr = record.stderr
+    if not stderr.startswith(_WROTE) or stderr.count("\n") != 1 or not stderr.endswith("\n"):
+        return None  # the previous build printed a diagnostic (or progress): build
+    if record.umask is None or record.umask != replay._umask():
+        return None
+    stats = replay._stats(record.inputs)
+    if any(stats[name][2] != record.stats[name][2] for name in stats):
+        return None  # a mode changed: a copied file keeps its executable bits
+    if replay._snapshot_output(out) != record.outputs:
+        return None  # the previous output is not what the record says
+    changed = _changed_modules(record, root, options.dialect)
+    if changed is None:
+        return None
+    merged: dict[str, str | None] = dict(keys)
+    files: dict[str, bytes] = {}
+    if changed:
+        from flatten.stages.emit import MANIFEST_NAME
+
+        old_manifest = (out / MANIFEST_NAME).read_bytes()
+        manifest = json.loads(old_manifest)
+        from flatten.stages.emit import dumps
+
+        if dumps(manifest).encode("utf-8") != old_manifest:
+            return None
+        for top in changed:
+            found = _module(top, root, options, manifest, keys)
+            if found is None:
+                return None
+            rel, content, display, key = found
+            files[rel] = content
+            merged[display] = key
+        files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
+        if all(content == _read(out / rel) for rel, content in files.items()):
+            files = {}  # the same output (a comment changed): it is in place already
+    return record, files, merged
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _module(
+    top: str,
+    root: Path,
+    options: Options,
+    manifest: dict[str, object],
+    keys: dict[str, str],
+) -> tuple[str, bytes, str, str] | None:
+    """Emit the module directory ``top`` again; update ``manifest``'s digests of its file.
+
+    Return its output path, bytes, display path and new key, or None when the module's new version
+    may change anything but its own file (or anything is unexpected)."""
+    from flatten.shell import build_cache
+    from flatten.shell.memo import DiskMemo
+    from flatten.stages.layout import output_digest, relative_source, render, rewrite_calls
+    from flatten.stages.load import load_module
+    from flatten.stages.reads import outside_view
+
+    modules = manifest.get("modules")
+    if not isinstance(modules, list):
+        return None
+    mine = [
+        m
+        for m in modules
+        if isinstance(m, dict)
+        and isinstance(m.get("directory"), str)
+        and os.path.normpath(os.path.join(root, m["directory"])) == top
+    ]
+    if not mine:
+        return None
+    first = mine[0]
+    display, output, address = first["directory"], first.get("output"), first.get("module")
+    if not isinstance(output, str) or not isinstance(address, str):
+        return None
+    # Every node written to this output is this directory under this name (a symlinked copy
+    # of it under another name would be another module value).
+    sharing = [m for m in modules if isinstance(m, dict) and m.get("output") == output]
+    if any(m.get("directory") != display for m in sharing) or len(sharing) != len(mine):
+        return None
+    old_key = keys.get(display)
+    if not isinstance(old_key, str):
+        return None
+    old = build_cache.take(old_key, display)
+    if old is None or old.load_diags or old.merge_diags:
+        return None
+    loaded, memo_key = load_module(Path(top), root=root, options=options, memo=DiskMemo())
+    if memo_key is None or memo_key.module is not loaded.module or loaded.load_diags or loaded.merge_diags:
+        return None
+    new = loaded.module
+    if any(b.origins for m in (old.module, new) for b in m.blocks_of("module")):
+        return None  # an overridden call: its arguments depend on the files (graph._base_arguments)
+    if outside_view(old.module, options=options) != outside_view(new, options=options):
+        return None
+    here = "" if output == "." else output
+    by_address = {m.get("module"): m for m in modules if isinstance(m, dict)}
+    targets: dict[str, str] = {}
+    for block in new.blocks_of("module"):
+        if not block.labels:
+            return None
+        call = f"module.{block.labels[0]}"
+        child = by_address.get(f"{address}.{call}" if address else call)
+        if child is None or not isinstance(child.get("output"), str):
+            return None
+        targets[block.labels[0]] = relative_source(here, str(child["output"]))
+    emitted = rewrite_calls(new, targets, {})
+    content = DiskMemo().emitted(
+        memo_key, new, emitted, options.provenance, lambda: render(emitted, provenance=options.provenance)
+    )
+    for m in sharing:
+        m["digest"] = output_digest(content)
+    rel = f"{here}/main.tf.json" if here else "main.tf.json"
+    return rel, content, display, memo_key.key
