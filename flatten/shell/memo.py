@@ -30,7 +30,7 @@ from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path
 from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource
 
-__all__ = ["DiskMemo", "keep_grammar_cache", "module_keys"]
+__all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys"]
 
 _STATE: dict[str, bool] = {}
 # The module key of every directory this process loaded, by display path (None: loaded with two
@@ -40,8 +40,13 @@ _KEYS: dict[str, str | None] = {}
 
 
 def module_keys() -> dict[str, str | None]:
-    """Return the module key of each directory loaded through a ``DiskMemo`` in this process."""
+    """Return the module key of each directory loaded through a ``DiskMemo`` since ``forget_keys``."""
     return dict(_KEYS)
+
+
+def forget_keys() -> None:
+    """Start noting module keys afresh (before a build whose keys a record will keep)."""
+    _KEYS.clear()
 
 
 def _note(display: str, key: str) -> None:

@@ -93,6 +93,9 @@ def run_build(request: BuildRequest) -> int:
             return run_request(request)
         finally:
             finish()
+    from flatten.shell.memo import forget_keys
+
+    forget_keys()  # the record keeps the keys of this build's modules only
     err, std = _Tee(sys.stderr), _Tee(sys.stdout)
     sys.stderr, sys.stdout = err, std
     try:
