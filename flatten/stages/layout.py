@@ -32,6 +32,7 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
@@ -40,10 +41,13 @@ from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
 from flatten.stages.files import is_ignored_name, split_extension
-from flatten.stages.graph import ModuleGraph, ModuleNode
-from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
+
+if TYPE_CHECKING:
+    # Types only: an incremental rebuild (flatten/shell/incremental.py) emits a module with
+    # ``rewrite_calls`` and ``render`` without importing the graph stage.
+    from flatten.stages.graph import ModuleGraph, ModuleNode
 
 __all__ = [
     "OutputTree",
@@ -245,6 +249,7 @@ def _rewrite_calls(
     variants: Mapping[str, int],
 ) -> Module:
     """Return the node's module with each call's source pointing at its vendored directory."""
+    from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
     targets: dict[str, str] = {}
     allowed: dict[str, frozenset[str]] = {}
     for child in graph.children(node.address):
