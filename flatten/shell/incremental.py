@@ -4,7 +4,7 @@ When the previous identical build's record (flatten/shell/replay.py) no longer r
 compares every input with the record, digest by digest. When the only differences are the
 contents of configuration files directly in module directories, it loads and merges just those
 modules (through the disk memo) and takes each one's previous version from the module cache,
-by the key the previous build noted (``keys``, kept beside the record and bound to it). When the
+by the key the previous build noted (in ``<cache>/module-keys/``, bound to the record). When the
 two versions read the same from outside (``stages.reads.outside_view``: what the module graph,
 the provider checks and the other modules' output read of a module), the new output is the
 previous one with those modules' files emitted again and the manifest's digests of them
@@ -43,7 +43,8 @@ _WROTE = "flatten: wrote "
 
 
 def _keys_path(record: Path) -> Path:
-    return record.with_name(record.name + ".keys")
+    # Beside the records' directory, not in it: that holds records only (each a tagged pickle).
+    return record.parent.parent / "module-keys" / record.name
 
 
 def stamp(record: Path) -> tuple[int, int, int] | None:
@@ -71,6 +72,7 @@ def save_keys(record: Path, before: tuple[int, int, int] | None, keys: dict[str,
             sort_keys=True,
         ).encode()
         path = _keys_path(record)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_bytes(_HEAD + cache_auth.seal("incr", path.name, payload))
         os.replace(tmp, path)

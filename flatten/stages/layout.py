@@ -250,6 +250,7 @@ def _rewrite_calls(
 ) -> Module:
     """Return the node's module with each call's source pointing at its vendored directory."""
     from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
+
     targets: dict[str, str] = {}
     allowed: dict[str, frozenset[str]] = {}
     for child in graph.children(node.address):
