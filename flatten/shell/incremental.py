@@ -127,7 +127,7 @@ def rebuild(builds: Path, request: BuildRequest, root: Path, out: Path, record_p
         if files:
             from flatten.stages.output import write_tree
 
-            links = {rel: out / rel for rel in record.outputs if rel not in files}
+            links = {rel: (out / rel, d) for rel, d in record.outputs.items() if rel not in files}
             write_tree(out, files, links=links)
     except Exception:
         return False
@@ -162,8 +162,10 @@ def _plan(
     stats = replay._stats(record.inputs)
     if any(stats[name][2] != record.stats[name][2] for name in stats):
         return None  # a mode changed: a copied file keeps its executable bits
-    if replay._snapshot_output(out) != record.outputs:
-        return None  # the previous output is not what the record says
+    # The previous output as recorded: the same files (each one's bytes are checked as it is
+    # taken into the new tree: stages/output.py).
+    if replay._output_stats(out, record.outputs) != record.out_stats:
+        return None
     changed = _changed_modules(record, root, options.dialect)
     if changed is None:
         return None
@@ -173,6 +175,8 @@ def _plan(
         from flatten.stages.emit import MANIFEST_NAME
 
         old_manifest = (out / MANIFEST_NAME).read_bytes()
+        if hashlib.blake2b(old_manifest, digest_size=16).hexdigest() != record.outputs.get(MANIFEST_NAME):
+            return None
         manifest = json.loads(old_manifest)
         from flatten.stages.emit import dumps
 
@@ -188,6 +192,8 @@ def _plan(
         files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
         if all(content == _read(out / rel) for rel, content in files.items()):
             files = {}  # the same output (a comment changed): it is in place already
+    if not files and replay._snapshot_output(out) != record.outputs:
+        return None  # ... if every byte of it is as recorded
     return record, files, merged
 
 

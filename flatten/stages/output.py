@@ -13,6 +13,7 @@ import contextlib
 import errno
 import fcntl
 import glob
+import hashlib
 import os
 import shutil
 import signal
@@ -119,13 +120,21 @@ def copied_mode(mode: int) -> int:
     return (stat.S_IMODE(mode) & 0o755) | 0o600
 
 
-def _link(source: Path, target: Path) -> None:
-    """Make ``target`` the file ``source`` is (a hard link), else a copy with its permissions."""
+def _link(source: Path, digest: str, target: Path) -> None:
+    """Make ``target`` the file ``source`` is (a hard link), else a copy with its permissions; then
+    check that its content has ``digest`` (BLAKE2b, 16 bytes, hex), else raise ``OutputError``."""
+    if not stat.S_ISREG(os.lstat(source).st_mode):
+        raise OutputError(f"{source} is not a regular file")
     try:
         os.link(source, target, follow_symlinks=False)
     except OSError:  # another filesystem, or one without hard links
         shutil.copyfile(source, target, follow_symlinks=False)
         os.chmod(target, stat.S_IMODE(os.lstat(source).st_mode))
+    # Checked through the new name: what is checked is what the new tree holds, even if the
+    # previous output was replaced meanwhile.
+    with open(target, "rb") as f:
+        if hashlib.blake2b(f.read(), digest_size=16).hexdigest() != digest:
+            raise OutputError(f"{source} changed while it was taken into the new output")
 
 
 def _write_files(
@@ -133,12 +142,12 @@ def _write_files(
     files: Mapping[str, bytes],
     copies: Mapping[str, Path],
     modes: Mapping[str, int],
-    links: Mapping[str, Path],
+    links: Mapping[str, tuple[Path, str]],
 ) -> None:
-    for rel, source in sorted(links.items()):
+    for rel, (source, digest) in sorted(links.items()):
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        _link(source, target)
+        _link(source, digest, target)
     for rel, data in sorted(files.items()):
         target = tmp / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +197,7 @@ def _replace_contents(
     files: Mapping[str, bytes],
     copies: Mapping[str, Path],
     modes: Mapping[str, int],
-    links: Mapping[str, Path],
+    links: Mapping[str, tuple[Path, str]],
     mask: set[int] | None,
 ) -> None:
     """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
@@ -217,15 +226,17 @@ def write_tree(
     copies: Mapping[str, Path] | None = None,
     *,
     modes: Mapping[str, int] | None = None,
-    links: Mapping[str, Path] | None = None,
+    links: Mapping[str, tuple[Path, str]] | None = None,
 ) -> None:
     """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
     the directory ``out``, replacing it atomically. ``modes`` gives some of ``files`` their
     permissions (a replayed build writes copied files with the modes they were written with).
-    ``links`` (relative path -> file) are files of the previous output taken as they are: hard
-    links, so the new tree shares them instead of writing them again (an incremental rebuild,
-    flatten/shell/incremental.py, after checking their bytes); a copy with the same permissions
-    where the filesystem has no hard links. (Once swapped in, the previous tree is removed, and
+    ``links`` (relative path -> (file, digest)) are files of the previous output taken as they
+    are: hard links, so the new tree shares them instead of writing them again (an incremental
+    rebuild, flatten/shell/incremental.py); a copy with the same permissions where the
+    filesystem has no hard links. Each one's content must have its digest (BLAKE2b of 16 bytes,
+    in hex, as the build record keeps them), checked once linked, else ``OutputError`` is
+    raised and ``out`` is left as it was. (Once swapped in, the previous tree is removed, and
     each such file stays only in the new one.)
 
     The tree is written into a temporary directory beside ``out`` and swapped into place (an

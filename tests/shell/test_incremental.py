@@ -229,3 +229,43 @@ def test_with_static_evaluation_variables_and_locals_are_read_whole(tmp_path: Pa
     tofu = Options(dialect=Dialect.OPENTOFU)
     assert _view(one, ".", Options()) == _view(two, ".", Options())
     assert _view(one, ".", tofu) != _view(two, ".", tofu)
+
+
+def test_a_previous_output_file_changed_in_place_is_never_taken(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "src"
+    _tree(root, random.Random(3))
+    _age(root)
+    out = tmp_path / "out"
+    calls: list[int] = []
+    argv = ["build", str(root), "--out", str(out)]
+    assert _cli(argv, calls) == 0
+    # Another module's output file changed with its size, mtime and mode kept: only its bytes
+    # (checked as the file is taken into the new tree) tell.
+    other = out / "modules" / "m1" / "main.tf.json"
+    st = other.stat()
+    data = other.read_bytes()
+    other.write_bytes(data.replace(b'"', b"'", 1))
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edited = root / "modules" / "m0" / "main.tf"  # an edit that is rebuilt incrementally otherwise
+    edited.write_text(dict(EDITS)["resource value"](edited.read_text(), random.Random(0)))
+    _age(root)
+    assert _cli(argv, calls) == 0
+    assert calls == [1, 1]  # built in full
+    assert _output(out) == build(root, options=Options())[0].files
+
+
+def test_a_touched_file_is_checked_not_built(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "src"
+    modules = _tree(root, random.Random(4))
+    _age(root)
+    out = tmp_path / "out"
+    calls: list[int] = []
+    argv = ["build", str(root), "--out", str(out)]
+    assert _cli(argv, calls) == 0
+    first = capsys.readouterr().err
+    before = _output(out)
+    os.utime(modules[1], ns=(OLD + 10**9, OLD + 10**9))  # the stats differ, the bytes do not
+    assert _cli(argv, calls) == 0
+    assert calls == [1] and capsys.readouterr().err == first and _output(out) == before
