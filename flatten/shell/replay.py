@@ -22,16 +22,18 @@ import os
 import pickle
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from flatten.lang.environ import build_environ
 from flatten.shell import cache_auth
-from flatten.shell.cache_dir import file_digest, parser_version
+from flatten.shell.cache_dir import cache_root, file_digest, parser_version
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
 
-__all__ = ["record_path", "replay", "replay_into", "replayable", "save_record"]
+__all__ = ["record_path", "replay", "replay_argv", "replay_into", "replayable", "save_alias", "save_record"]
 
 _RECORD_MAGIC = "flatten-build-6"
 _RECORD_HEAD = b"flatten-build-6\n"
@@ -42,13 +44,16 @@ class _Unrecordable(Exception):
     pass
 
 
+_LIBRARIES = ("networkx", "typer", "click", "packaging")  # whose code a build also runs
+
+
 def _build_version() -> str:
     import importlib.util
 
     h = hashlib.blake2b(digest_size=16)
     h.update(parser_version().encode())  # flatten's version and every source file of the package
     h.update(sys.version.encode())
-    for package in ("networkx", "typer", "click", "packaging"):
+    for package in _LIBRARIES:
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
             file_digest([Path(spec.origin)], h)
@@ -386,6 +391,85 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
     return True
 
 
+_ALIAS_HEAD = b"flatten-argv-1\n"
+
+
+def _alias_path(argv: Sequence[str]) -> Path:
+    """Return where the command line ``argv``, run here, names the record it replays.
+
+    The same arguments, in the same working directory, with the same build variables
+    (lang/environ.py), the same interpreter and import path and stderr a terminal or not, make the
+    same build request: typer's parse of them is a function of these alone.
+    """
+    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    key = (tuple(argv), os.getcwd(), build_environ(os.environ), isatty, sys.executable, sys.version, sys.path)
+    h = hashlib.blake2b(repr(key).encode(), digest_size=20, person=b"flatten-argv")
+    return cache_root() / "builds" / f"argv-{h.hexdigest()}"
+
+
+def _code_files() -> list[str]:
+    """Return the files the record key's code version hashes (``_build_version``): flatten's
+    sources, python-hcl2's and lark's (``cache_dir.parser_version``) and the libraries'."""
+    import importlib.util
+
+    files = sorted(str(p) for p in Path(__file__).parent.parent.rglob("*.py"))
+    for package, names in (
+        ("hcl2", ("version.py", "hcl2.lark")),
+        ("lark", ("__init__.py",)),
+        *((library, ("__init__.py",)) for library in _LIBRARIES),
+    ):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            files.extend(str(Path(spec.origin).parent / name) for name in names)
+    return files
+
+
+def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: Path, out: Path) -> None:
+    """Let the command line ``argv`` (parsed into ``request``, whose root and --out resolve to
+    ``root`` and ``out``) replay ``record`` before it is even parsed (``replay_argv``), while
+    every file of flatten's code and its libraries keeps its fingerprint."""
+    try:
+        code = []
+        for name in _code_files():
+            with contextlib.suppress(OSError):  # a library that is not installed
+                code.append((name, _fingerprint(os.stat(name))))
+        paths = (str(request.root), str(root), str(request.out), str(out))
+        payload = pickle.dumps((record.name, paths, code))
+        path = _alias_path(argv)
+        data = _ALIAS_HEAD + cache_auth.seal("argv", path.name, payload)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except Exception:  # no alias: the next build parses its command line first
+        return
+
+
+def replay_argv(argv: Sequence[str]) -> bool:
+    """Replay the build the command line ``argv`` made last time, if its record still holds, before
+    typer and flatten.cli are imported (they are most of a replayed build's time). Return False,
+    and change nothing, whenever anything may differ: the command line then runs as usual."""
+    try:
+        if argv[:1] != ["build"] or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
+            return False
+        path = _alias_path(argv)
+        data = path.read_bytes()
+        if not data.startswith(_ALIAS_HEAD) or not cache_auth.verify(
+            "argv", path.name, data, len(_ALIAS_HEAD)
+        ):
+            return False
+        name, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
+        for file, fingerprint in code:
+            if _fingerprint(os.stat(file)) != fingerprint:
+                return False
+        root_text, root, out_text, out = paths
+        # The root and --out as typed must still resolve where they did (a symlink re-pointed).
+        if os.path.realpath(root_text) != root or os.path.realpath(out_text) != out:
+            return False
+        return replay(path.parent / name, Path(root), Path(out))
+    except Exception:
+        return False
+
+
 def _save(path: Path, record: _Record) -> None:
     payload = pickle.dumps(tuple(record))
     data = _RECORD_HEAD + cache_auth.seal("build", path.name, payload)
@@ -397,19 +481,20 @@ def _save(path: Path, record: _Record) -> None:
 
 def save_record(
     builds: Path, request: BuildRequest, root: Path, out: Path, stderr: str, started_ns: int
-) -> None:
+) -> bool:
     """Write the record of a successful build that printed ``stderr`` and started at ``started_ns``:
-    under its own key (``record_path``), and as the latest build of ``request`` into any --out."""
+    under its own key (``record_path``), and as the latest build of ``request`` into any --out.
+    Return whether it was written."""
     try:
         directories = _module_directories(out)
         if directories is None:
-            return
+            return False
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
         outputs = _snapshot_output(out)
         out_stats = _output_stats(out, outputs)
         if out_stats is None:
-            return
+            return False
         record = _Record(
             _RECORD_MAGIC,
             tops,
@@ -424,4 +509,5 @@ def save_record(
         _save(record_path(builds, request, root, out), record)
         _save(_any_out_path(builds, request, root), record)
     except Exception:  # no record: the next build just runs
-        return
+        return False
+    return True
