@@ -3,13 +3,16 @@
 A record is written only after a successful plain ``flatten build`` (text diagnostics, no
 ``--check``, no option but ``--dialect``, ``--provenance`` and ``--explicit-providers``) whose
 modules are all local (no registry or remote package, so no network and no ``.terraform`` state
-decides anything). It holds a snapshot of everything the build can read: every module directory's
-tree (names, symlink targets, file contents; hidden and ignored directories are skipped because
-no stage reads them), ``.terraform/modules/modules.json``, and the output tree as written. The
-record's key covers the build request (flatten.cli.BuildRequest: the command line as typer parsed
-it and the environment variables a build reads), whether stderr is a terminal, and the source of
-flatten and its libraries. A record is refused when any input's mtime is not safely older than
-the build's start (it may have changed while the build read it).
+decides anything). It holds the fingerprint (``Fingerprint``: size, mtime, ctime, inode, device,
+mode) of everything the build can read: every module directory's tree (directories, symlinks,
+files; hidden and ignored directories are skipped because no stage reads them),
+``.terraform/modules/modules.json``, and the output tree as written. The record's key covers the
+build request (flatten.cli.BuildRequest: the command line as typer parsed it and the environment
+variables a build reads), whether stderr is a terminal, and the source of flatten and its
+libraries; the process also files it under the command line as typed (``save_alias``), so that
+the same command line replays before it is parsed (``replay_argv``). A record is refused when
+any input's mtime is not safely older than the build's start (it may have changed while the
+build read it).
 A stage that starts reading files outside module directories (or hidden ones) must add them to
 the snapshot (``_snapshot_inputs``); an option ``replayable`` does not know disables records.
 """
