@@ -1,23 +1,24 @@
 """Incremental rebuild: after an edit to a few modules' configuration files, redo only those modules.
 
 When the previous identical build's record (flatten/shell/replay.py) no longer replays, this
-compares every input with the record, digest by digest. When the only differences are the
-contents of configuration files directly in module directories, it loads and merges just those
-modules (through the disk memo) and takes each one's previous version from the module cache,
-by the key the previous build noted (in ``<cache>/module-keys/``, bound to the record). When the
-two versions read the same from outside (``stages.reads.outside_view``: what the module graph,
-the provider checks and the other modules' output read of a module), the new output is the
-previous one with those modules' files emitted again and the manifest's digests of them
-changed; every other file is taken from the previous output by hard link (its bytes checked
-against the record first) and the whole tree is swapped in atomically, as a build writes it.
+compares every input's fingerprint with the record's. When the only differences are
+configuration files directly in module directories (every directory keeping its entries), it
+loads and merges just those modules (through the disk memo) and takes each one's previous
+version from the module cache, by the key the previous build noted (in
+``<cache>/module-keys/``, bound to the record). When the two versions read the same from outside
+(``stages.reads.outside_view``: what the module graph, the provider checks and the other
+modules' output read of a module), the new output is the previous one with those modules' files
+emitted again and the manifest's digests of them changed; every other file is taken from the
+previous output by hard link (its bytes checked against the record's digest) and the whole tree
+is swapped in atomically, as a build writes it.
 
 It applies only where the result is provably the full build's: the previous build printed no
 diagnostic (its one line, "wrote N files"), the new modules load and merge without any, no
 module call in them is overridden, no option rewrites modules (``--explicit-providers``), the
-umask is the record's, every input's mode is as recorded, and the previous output is there
-byte for byte. Anything else, or any failure, returns False and the full build runs.
-``tests/shell/test_incremental.py`` builds random edits of generated trees both ways and compares
-the output and the messages.
+umask is the record's, every other input and the previous output have their recorded
+fingerprints, and each file taken from that output has its recorded digest. Anything else, or
+any failure, returns False and the full build runs. ``tests/shell/test_incremental.py`` builds
+random edits of generated trees both ways and compares the output and the messages.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from flatten.cli import BuildRequest
     from flatten.lang.options import Dialect, Options
 
-__all__ = ["rebuild", "save_keys", "stamp"]
+__all__ = ["rebuild", "save_keys"]
 
 _HEAD = b"flatten-incr-1\n"
 _WROTE = "flatten: wrote "
@@ -47,25 +49,14 @@ def _keys_path(record: Path) -> Path:
     return record.parent.parent / "module-keys" / record.name
 
 
-def stamp(record: Path) -> tuple[int, int, int] | None:
-    """Return what tells whether ``record`` was written again (inode, mtime, size), or None."""
-    try:
-        st = os.stat(record)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def save_keys(record: Path, before: tuple[int, int, int] | None, keys: dict[str, str | None]) -> None:
-    """Keep each module directory's key (by display path) beside ``record``, when the build that
-    loaded them has just written it (its ``stamp`` differs from ``before``)."""
+def save_keys(record: Path, keys: dict[str, str | None]) -> None:
+    """Keep each module directory's key (by display path) for ``record``, which the build that
+    loaded them has just written."""
     try:
-        if stamp(record) in (None, before):
-            return  # no record made (an input too young, a remote module): the keys describe nothing
         data = record.read_bytes()
         payload = json.dumps(
             {"record": _digest(data), "keys": {d: k for d, k in keys.items() if k is not None}},
@@ -93,31 +84,73 @@ def _load_keys(record: Path, data: bytes) -> dict[str, str] | None:
 
 
 def _changed_modules(record: replay._Record, root: Path, dialect: Dialect) -> list[str] | None:
-    """Return the module directories (as the record's ``tops`` name them) whose configuration files'
-    contents changed, when nothing else did; None when anything else did."""
+    """Return the module directories (as the record's ``tops`` name them) whose configuration files
+    may have changed, when nothing else did; None when anything else may have.
+
+    An input whose fingerprint (replay.py: size, mtime, ctime, inode, device, mode) is as recorded
+    is unchanged. A directory's own fingerprint changes when an entry is added, removed or
+    renamed (an editor's save by rename does): that is no change when its entries have the
+    recorded names (a module directory is loaded again anyway)."""
     from flatten.stages.files import is_ignored_name, split_extension
 
-    now = replay._snapshot_inputs(root, record.tops, None)
-    if now.keys() != record.inputs.keys():
+    inputs = record.inputs
+    if "M" not in inputs and os.path.lexists(replay._manifest(root)):
         return None
     tops = set(record.tops)
     changed: set[str] = set()
-    for name, value in now.items():
-        if value == record.inputs[name]:
-            continue
-        if not name.startswith("F"):
+    renamed: set[str] = set()
+    for name, fingerprint in inputs.items():
+        kind, path = name[0], name[1:]
+        if kind == "M":
+            path = replay._manifest(root)
+        try:
+            st = os.lstat(path) if kind == "L" else os.stat(path)
+        except OSError:
             return None
-        directory, base = os.path.split(name[1:])
+        if replay._fingerprint(st) == fingerprint:
+            continue
+        if kind == "N":  # a directory: what the build read of it is its entries' names
+            renamed.add(path)
+            continue
+        if kind != "F":
+            return None
+        directory, base = os.path.split(path)
         if directory not in tops or is_ignored_name(base) or split_extension(base, dialect) is None:
             return None  # a file copied into the output, or one no module reads as configuration
         changed.add(directory)
+    for directory in renamed:
+        named = {n[1:] for n in inputs if n[:1] in "FLN" and os.path.dirname(n[1:]) == directory}
+        if _entries(directory) != named:
+            return None  # an entry added or removed
+        if directory in tops:
+            changed.add(directory)
     return sorted(changed)
 
 
-def rebuild(builds: Path, request: BuildRequest, root: Path, out: Path, record_path: Path) -> bool:
+def _entries(directory: str) -> set[str]:
+    """Return the paths of ``directory``'s entries a record names (as replay's snapshot does:
+    files, symlinks, and directories but hidden and backup ones)."""
+    found = set()
+    with os.scandir(directory) as it:
+        for entry in it:
+            hidden = entry.name.startswith(".") or entry.name.endswith("~")
+            if entry.is_symlink() or entry.is_file() or (entry.is_dir() and not hidden):
+                found.add(entry.path)
+    return found
+
+
+def rebuild(
+    builds: Path,
+    request: BuildRequest,
+    root: Path,
+    out: Path,
+    record_path: Path,
+    argv: Sequence[str] | None = None,
+) -> bool:
     """Rebuild ``request`` (resolved ``root`` and ``out``) from its record at ``record_path`` when
     only some modules' configuration files changed; print the build's messages and return True.
-    Else, or on any trouble, return False (the full build runs)."""
+    Else, or on any trouble, return False (the full build runs). ``argv``: as for
+    ``process.run_build`` (the command line that replays next time)."""
     started = time.time_ns()
     try:
         planned = _plan(request, root, out, record_path)
@@ -134,9 +167,10 @@ def rebuild(builds: Path, request: BuildRequest, root: Path, out: Path, record_p
     sys.stderr.write(record.stderr)
     sys.stderr.flush()
     # The next rebuild compares with this one (refused while an input is younger than 2 s).
-    before = stamp(record_path)
-    replay.save_record(builds, request, root, out, record.stderr, started)
-    save_keys(record_path, before, keys)
+    if replay.save_record(builds, request, root, out, record.stderr, started):
+        save_keys(record_path, keys)
+        if argv is not None:
+            replay.save_alias(argv, record_path, request, root, out)
     return True
 
 
@@ -159,9 +193,6 @@ def _plan(
         return None  # the previous build printed a diagnostic (or progress): build
     if record.umask is None or record.umask != replay._umask():
         return None
-    stats = replay._stats(record.inputs)
-    if any(stats[name][2] != record.stats[name][2] for name in stats):
-        return None  # a mode changed: a copied file keeps its executable bits
     # The previous output as recorded: the same files (each one's bytes are checked as it is
     # taken into the new tree: stages/output.py).
     if replay._output_stats(out, record.outputs) != record.out_stats:
