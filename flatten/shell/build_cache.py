@@ -358,15 +358,9 @@ def version() -> str:
     if found is None:
         from flatten.shell.cache_dir import parser_version
 
+        # parser_version covers the whole package's source (each file's path and bytes).
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())
-        here = Path(__file__).parent.parent  # the whole package
-        for path in sorted(here.rglob("*.py")):
-            h.update(path.relative_to(here).as_posix().encode() + b"\0")
-            try:
-                h.update(path.read_bytes())
-            except OSError:
-                h.update(b"?")
         found = _STATE["version"] = h.hexdigest()
     assert isinstance(found, str)
     return found

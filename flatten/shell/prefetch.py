@@ -13,6 +13,7 @@ import contextlib
 import gc
 import io
 import os
+import pickle
 import sys
 import threading
 from collections.abc import Callable
@@ -352,17 +353,58 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
     return out
 
 
-def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
-    total = sum(size for _, size in jobs)
-    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
-    out: list[list[_ModuleJob]] = [[]]
-    acc = 0
-    for job, size in sorted(jobs, key=lambda j: -j[1]):
-        if acc >= limit:
-            out.append([])
-            acc = 0
-        out[-1].append(job)
-        acc += size
+def _shares(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
+    """Split ``jobs`` into ``parts`` shares of about the same size (largest first, each to the
+    smallest share so far), each share in the order given."""
+    sizes = [0] * parts
+    owner: dict[int, int] = {}
+    for index in sorted(range(len(jobs)), key=lambda i: -jobs[i][1]):
+        share = min(range(parts), key=sizes.__getitem__)
+        owner[index] = share
+        sizes[share] += jobs[index][1]
+    out: list[list[_ModuleJob]] = [[] for _ in range(parts)]
+    for index, (job, _) in enumerate(jobs):
+        out[owner[index]].append(job)
+    return [share for share in out if share]
+
+
+def _compute_shared(shares: list[list[_ModuleJob]]) -> list[_Computed]:
+    """Compute the first share here and each other share in a process forked for it; return
+    every result (a share whose process failed is missing: the build computes those modules).
+
+    Plain forks with one pipe each, instead of a process pool: no pool to import and start (about
+    0.1 s of a cold build), no batches going back and forth, and this process, which would only
+    wait, computes a share itself. Called with no other thread running (see ``_prefetch_modules``).
+    """
+    parent = os.getpid()
+    helpers: list[tuple[int, int]] = []
+    for share in shares[1:]:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the helper: never returns
+            code = 1
+            try:
+                os.close(read_end)
+                _worker_init(parent)
+                computed = _work_modules(share)
+                with os.fdopen(write_end, "wb") as sending:
+                    pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
+                code = 0
+            except BaseException:
+                pass
+            finally:
+                os._exit(code)
+        os.close(write_end)
+        helpers.append((pid, read_end))
+    try:
+        out = _work_modules(shares[0])
+    finally:
+        for pid, read_end in helpers:
+            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                out.extend(pickle.load(received))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
     return out
 
 
@@ -387,6 +429,10 @@ def _prefetch_modules(
     seen = {root.resolve()}
     level = [root]
     done = 0
+    # Entries and output bytes to write, queued once every level is computed: a writer thread
+    # started earlier would be running when the next level forks its helpers.
+    pending: list[tuple[str, bytes]] = []
+    emitted: list[tuple[str, bytes]] = []
     try:
         while level:
             jobs: list[tuple[_ModuleJob, int]] = []
@@ -424,12 +470,21 @@ def _prefetch_modules(
             if jobs:
                 size = sum(n for _, n in jobs)
                 results: list[tuple[str, tuple[str, ...]]] = []
-                if cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                parallel = cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES
+                if parallel and meanwhile is None and threading.active_count() == 1:
+                    # Forked helpers, one per CPU but this process, which computes a share too
+                    # (encoded and emitted ahead the same way). Nothing written meanwhile: the
+                    # writer threads start after the last fork (``pending``).
+                    for key, calls, data, output in _compute_shared(_shares(jobs, cpus)):
+                        build_cache.MEMO[key] = data
+                        pending.append((key, data))
+                        if output is not None:
+                            emitted.append(output)
+                        results.append((key, calls))
+                elif parallel:
+                    # This process imports the rest of flatten meanwhile (``meanwhile``): workers
+                    # do all the computing, and this process keeps what they send.
                     if pool is None:
-                        # One worker per CPU, and this process does not parse: whatever it
-                        # computes itself it must also encode, and emit in the layout, after the
-                        # parallel part (measured: 0.2 s more for the 200-module tree on 2 CPUs).
-                        # Meanwhile it imports the rest of flatten and keeps what workers send.
                         pool = _pool(cpus)
                     batches = _module_batches(jobs, cpus)
                     futures = [pool.submit(_work_modules, b) for b in batches]
@@ -440,13 +495,13 @@ def _prefetch_modules(
                         if not future.cancelled():
                             for key, calls, data, output in future.result():
                                 build_cache.MEMO[key] = data
-                                build_cache.store(key, data)
+                                pending.append((key, data))
                                 if output is not None:
-                                    build_cache.keep_emitted(*output)
+                                    emitted.append(output)
                                 results.append((key, calls))
                 else:
                     # Too little to pay for processes (typically the modules changed since the last build).
-                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True)))
+                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True), pending))
                 for key, calls in results:
                     if key in owner:  # else a file changed while it was read: the build reads it again
                         sources.append((owner[key], calls))
@@ -456,10 +511,30 @@ def _prefetch_modules(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        for key, data in pending:
+            build_cache.store(key, data)
+        for digest, output in emitted:
+            build_cache.keep_emitted(digest, output)
     return done
 
 
-def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]]]:
+def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
+    total = sum(size for _, size in jobs)
+    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_ModuleJob]] = [[]]
+    acc = 0
+    for job, size in sorted(jobs, key=lambda j: -j[1]):
+        if acc >= limit:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += size
+    return out
+
+
+def _keep(
+    computed: list[tuple[str, object]], pending: list[tuple[str, bytes]]
+) -> list[tuple[str, tuple[str, ...]]]:
     """Keep entries computed in this process for the build (as objects) and queue them for writing."""
     from flatten.shell import build_cache
 
@@ -473,7 +548,7 @@ def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]
         calls, data = build_cache.encode(key, entry)
         del entry
         build_cache.MEMO[key] = data
-        build_cache.store(key, data)
+        pending.append((key, data))
         out.append((key, calls))
     out.reverse()
     return out
