@@ -6,6 +6,7 @@ module cache, replay records and the parser's own table cache all start here.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -140,7 +141,5 @@ def _keep(path: Path, digest: str) -> None:
         tmp.write_text(digest, "ascii")
         os.replace(tmp, path)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass

@@ -155,6 +155,13 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
         return None
     if threading.active_count() > 1:  # a lock another thread holds would stay held in the child
         return None
+    # What the child runs (loading, parsing, merging, emitting), imported before it is forked:
+    # the build imports the same modules anyway, and each process importing them on its own
+    # cost about 25 ms of CPU twice, the child's competing with this process's imports.
+    import flatten.shell.memo
+    import flatten.stages.emit
+    import flatten.stages.load  # noqa: F401
+
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -501,7 +508,8 @@ def _prefetch_modules(
                                 results.append((key, calls))
                 else:
                     # Too little to pay for processes (typically the modules changed since the last build).
-                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True), pending))
+                    computed = _compute_modules([job for job, _ in jobs], store_parses=True)
+                    results.extend(_keep(computed, pending))
                 for key, calls in results:
                     if key in owner:  # else a file changed while it was read: the build reads it again
                         sources.append((owner[key], calls))

@@ -66,6 +66,8 @@ def test_a_damaged_memo_is_a_miss(tmp_path: Path) -> None:
 def test_the_code_digest_covers_every_source_file_of_the_package() -> None:
     names = [name for name, _ in cache_dir._code_files()]
     package = Path(cache_dir.__file__).parent.parent
-    want = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+    want = sorted(
+        p.relative_to(package).as_posix() for p in package.rglob("*.py") if "__pycache__" not in p.parts
+    )
     assert [n for n in names if not n.startswith("<")] == want
     assert "<hcl2>/hcl2.lark" in names
