@@ -360,52 +360,56 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
     return out
 
 
-def _shares(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
-    """Split ``jobs`` into ``parts`` shares of about the same size (largest first, each to the
-    smallest share so far), each share in the order given."""
-    sizes = [0] * parts
-    owner: dict[int, int] = {}
-    for index in sorted(range(len(jobs)), key=lambda i: -jobs[i][1]):
-        share = min(range(parts), key=sizes.__getitem__)
-        owner[index] = share
-        sizes[share] += jobs[index][1]
-    out: list[list[_ModuleJob]] = [[] for _ in range(parts)]
-    for index, (job, _) in enumerate(jobs):
-        out[owner[index]].append(job)
-    return [share for share in out if share]
+_RECORD = 4  # bytes of one job number in the queue of ``_compute_shared``
+_UNITS = 4096  # at most this many numbers in that queue (16 KB)
 
 
-def _compute_shared(shares: list[list[_ModuleJob]]) -> list[_Computed]:
-    """Compute the first share here and each other share in a process forked for it; return
-    every result (a share whose process failed is missing: the build computes those modules).
+def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Computed]:
+    """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU; return
+    every result (a job whose helper failed is missing: the build computes that module).
 
-    Plain forks with one pipe each, instead of a process pool: no pool to import and start (about
-    0.1 s of a cold build), no batches going back and forth, and this process, which would only
-    wait, computes a share itself. Called with no other thread running (see ``_prefetch_modules``).
+    Plain forks instead of a process pool: no pool to import and start (about 0.1 s of a cold
+    build) and no batches pickled back and forth, and this process, which would otherwise only
+    wait, computes too. The jobs are a queue that every process takes from as it is free (a
+    pipe of job numbers, largest job first): on a machine other tenants share, a process that
+    gets less CPU takes fewer jobs instead of holding the others up. Each number is one write
+    and one read of ``_RECORD`` bytes, which a pipe never splits. Called with no other thread
+    running (see ``_prefetch_modules``).
     """
+    order = [job for job, _ in sorted(jobs, key=lambda j: -j[1])]
+    # At most _UNITS numbers, all written before forking (a pipe holds 64 KB), then the pipe is
+    # closed, so that the queue ends for every reader once it is empty.
+    per = -(-len(order) // _UNITS)
+    units = [order[i : i + per] for i in range(0, len(order), per)]
+    queue_read, queue_write = os.pipe()
+    try:
+        os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
+    finally:
+        os.close(queue_write)
     parent = os.getpid()
     helpers: list[tuple[int, int]] = []
-    for share in shares[1:]:
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the helper: never returns
-            code = 1
-            try:
-                os.close(read_end)
-                _worker_init(parent)
-                computed = _work_modules(share)
-                with os.fdopen(write_end, "wb") as sending:
-                    pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
-                code = 0
-            except BaseException:
-                pass
-            finally:
-                os._exit(code)
-        os.close(write_end)
-        helpers.append((pid, read_end))
     try:
-        out = _work_modules(shares[0])
+        for _ in range(min(cpus, len(jobs)) - 1):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the helper: never returns
+                code = 1
+                try:
+                    os.close(read_end)
+                    _worker_init(parent)
+                    computed = _take_jobs(queue_read, units)
+                    with os.fdopen(write_end, "wb") as sending:
+                        pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
+                    code = 0
+                except BaseException:
+                    pass
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            helpers.append((pid, read_end))
+        out = _take_jobs(queue_read, units)
     finally:
+        os.close(queue_read)
         for pid, read_end in helpers:
             with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
                 # A pickle, but from our own fork through a pipe only the two processes hold.
@@ -413,6 +417,16 @@ def _compute_shared(shares: list[list[_ModuleJob]]) -> list[_Computed]:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
     return out
+
+
+def _take_jobs(queue: int, units: list[list[_ModuleJob]]) -> list[_Computed]:
+    """Compute the units of jobs whose numbers this process reads from ``queue`` until it is empty."""
+    out: list[_Computed] = []
+    while True:
+        record = os.read(queue, _RECORD)
+        if len(record) != _RECORD:
+            return out
+        out.extend(_work_modules(units[int.from_bytes(record, "big")]))
 
 
 def _prefetch_modules(
@@ -482,7 +496,7 @@ def _prefetch_modules(
                     # Forked helpers, one per CPU but this process, which computes a share too
                     # (encoded and emitted ahead the same way). Nothing written meanwhile: the
                     # writer threads start after the last fork (``pending``).
-                    for key, calls, data, output in _compute_shared(_shares(jobs, cpus)):
+                    for key, calls, data, output in _compute_shared(jobs, cpus):
                         build_cache.MEMO[key] = data
                         pending.append((key, data))
                         if output is not None:
@@ -521,8 +535,8 @@ def _prefetch_modules(
             pool.shutdown(wait=True, cancel_futures=True)
         for key, data in pending:
             build_cache.store(key, data)
-        for digest, output in emitted:
-            build_cache.keep_emitted(digest, output)
+        for digest, rendered in emitted:
+            build_cache.keep_emitted(digest, rendered)
     return done
 
 
