@@ -435,10 +435,11 @@ def _prefetch_modules(
     """``prefetch`` with the module cache: whole modules are computed ahead, level by level.
 
     A module whose entry exists is only read (its bytes wait in ``build_cache.MEMO`` for the
-    build, and its header names the modules it calls). The others are loaded and merged, in
-    worker processes (one per CPU) when there are enough files to pay for them, else in this
-    process, which keeps those entries as objects. A worker also emits the output of each
-    module that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
+    build, and its header names the modules it calls). The others are loaded and merged, when
+    there are enough files to pay for more processes, here and in one forked helper per other
+    CPU (``_compute_shared``; or, while ``meanwhile`` runs here, in a pool of worker processes),
+    else here alone. Whatever computes a level in parallel also emits the output of each module
+    that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
     modules hold.
     """
     from flatten.shell import build_cache
