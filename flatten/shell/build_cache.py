@@ -493,13 +493,22 @@ def write(key: str, data: bytes) -> None:
 def _write_file(path: Path, data: bytes) -> None:
     tmp: Path | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        parent = path.parent
+        if parent not in _MADE:
+            # Made once per process: a cold build writes about 400 entries into 2 x 256
+            # directories, and each mkdir of an existing one is a system call and an exception.
+            parent.mkdir(parents=True, exist_ok=True)
+            _MADE.add(parent)
+        tmp = parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except Exception:
+        _MADE.discard(path.parent)  # removed meanwhile (a cache cleared): made again next time
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+
+
+_MADE: set[Path] = set()  # entry directories this process made or found
 
 
 class _Writer:
