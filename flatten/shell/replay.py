@@ -407,7 +407,7 @@ def _alias_path(argv: Sequence[str]) -> Path:
     isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
     key = (tuple(argv), os.getcwd(), build_environ(os.environ), isatty, sys.executable, sys.version, sys.path)
     h = hashlib.blake2b(repr(key).encode(), digest_size=20, person=b"flatten-argv")
-    return cache_root() / "builds" / f"argv-{h.hexdigest()}"
+    return cache_root() / "commands" / h.hexdigest()  # beside builds/, which holds records only
 
 
 def _code_files() -> list[str]:
@@ -437,9 +437,10 @@ def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: P
             with contextlib.suppress(OSError):  # a library that is not installed
                 code.append((name, _fingerprint(os.stat(name))))
         paths = (str(request.root), str(root), str(request.out), str(out))
-        payload = pickle.dumps((record.name, paths, code))
+        payload = pickle.dumps((str(record), paths, code))
         path = _alias_path(argv)
         data = _ALIAS_HEAD + cache_auth.seal("argv", path.name, payload)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, path)
@@ -460,7 +461,7 @@ def replay_argv(argv: Sequence[str]) -> bool:
             "argv", path.name, data, len(_ALIAS_HEAD)
         ):
             return False
-        name, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
+        record, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
         for file, fingerprint in code:
             if _fingerprint(os.stat(file)) != fingerprint:
                 return False
@@ -468,7 +469,7 @@ def replay_argv(argv: Sequence[str]) -> bool:
         # The root and --out as typed must still resolve where they did (a symlink re-pointed).
         if os.path.realpath(root_text) != root or os.path.realpath(out_text) != out:
             return False
-        return replay(path.parent / name, Path(root), Path(out))
+        return replay(Path(record), Path(root), Path(out))
     except Exception:
         return False
 
