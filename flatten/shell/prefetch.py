@@ -368,7 +368,7 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
     """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU; return
     every result (a job whose helper failed is missing: the build computes that module).
 
-    Plain forks instead of a process pool: no pool to import and start (about 0.1 s of a cold
+    Plain forks instead of a process pool: no pool to import and start (about 0.07 s of a cold
     build) and no batches pickled back and forth, and this process, which would otherwise only
     wait, computes too. The jobs are a queue that every process takes from as it is free (a
     pipe of job numbers, largest job first): on a machine other tenants share, a process that
