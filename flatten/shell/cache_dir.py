@@ -104,7 +104,24 @@ def files_digest(files: Sequence[tuple[str, Path]], memo: Path) -> str:
         h.update(b"\0")
     digest = h.hexdigest()
     _keep(kept, digest)
+    _prune(memo)
     return digest
+
+
+_KEEP_DIGESTS = 16  # memos kept in a ``files_digest`` directory: one per version of the code
+
+
+def _prune(memo: Path) -> None:
+    """Remove all but the ``_KEEP_DIGESTS`` most recently written memos in ``memo`` (each edit of
+    a checkout adds one; a few flattens sharing one cache each keep theirs)."""
+    try:
+        found = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(memo) if not e.name.startswith(".")]
+    except OSError:
+        return
+    found.sort(reverse=True)
+    for _, path in found[_KEEP_DIGESTS:]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def _code_files() -> list[tuple[str, Path]]:

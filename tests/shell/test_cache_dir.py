@@ -71,3 +71,13 @@ def test_the_code_digest_covers_every_source_file_of_the_package() -> None:
     )
     assert [n for n in names if not n.startswith("<")] == want
     assert "<hcl2>/hcl2.lark" in names
+
+
+def test_the_memo_keeps_only_the_latest_versions(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    memo = tmp_path / "memo"
+    for n in range(cache_dir._KEEP_DIGESTS + 5):  # every edit of a checkout is a new version
+        files[0][1].write_text(f"A = {n}\n")
+        latest = files_digest(files, memo)
+    assert len(list(memo.iterdir())) == cache_dir._KEEP_DIGESTS
+    assert files_digest(files, tmp_path / "fresh memo") == latest
