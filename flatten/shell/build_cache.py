@@ -358,15 +358,9 @@ def version() -> str:
     if found is None:
         from flatten.shell.cache_dir import parser_version
 
+        # parser_version covers the whole package's source (each file's path and bytes).
         h = hashlib.blake2b(digest_size=16)
         h.update(f"{SCHEMA_VERSION}:{parser_version()}:{sys.version}\0".encode())
-        here = Path(__file__).parent.parent  # the whole package
-        for path in sorted(here.rglob("*.py")):
-            h.update(path.relative_to(here).as_posix().encode() + b"\0")
-            try:
-                h.update(path.read_bytes())
-            except OSError:
-                h.update(b"?")
         found = _STATE["version"] = h.hexdigest()
     assert isinstance(found, str)
     return found
@@ -499,13 +493,22 @@ def write(key: str, data: bytes) -> None:
 def _write_file(path: Path, data: bytes) -> None:
     tmp: Path | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        parent = path.parent
+        if parent not in _MADE:
+            # Made once per process: a cold build writes about 400 entries into 2 x 256
+            # directories, and each mkdir of an existing one is a system call and an exception.
+            parent.mkdir(parents=True, exist_ok=True)
+            _MADE.add(parent)
+        tmp = parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_bytes(data)
         os.replace(tmp, path)
     except Exception:
+        _MADE.discard(path.parent)  # removed meanwhile (a cache cleared): made again next time
         if tmp is not None:
             tmp.unlink(missing_ok=True)
+
+
+_MADE: set[Path] = set()  # entry directories this process made or found
 
 
 class _Writer:

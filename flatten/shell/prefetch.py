@@ -13,6 +13,7 @@ import contextlib
 import gc
 import io
 import os
+import pickle
 import sys
 import threading
 from collections.abc import Callable
@@ -154,6 +155,13 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
         return None
     if threading.active_count() > 1:  # a lock another thread holds would stay held in the child
         return None
+    # What the child runs (loading, parsing, merging, emitting), imported before it is forked:
+    # the build imports the same modules anyway, and each process importing them on its own
+    # cost about 25 ms of CPU twice, the child's competing with this process's imports.
+    import flatten.shell.memo
+    import flatten.stages.emit
+    import flatten.stages.load  # noqa: F401
+
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
@@ -352,18 +360,73 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
     return out
 
 
-def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
-    total = sum(size for _, size in jobs)
-    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
-    out: list[list[_ModuleJob]] = [[]]
-    acc = 0
-    for job, size in sorted(jobs, key=lambda j: -j[1]):
-        if acc >= limit:
-            out.append([])
-            acc = 0
-        out[-1].append(job)
-        acc += size
+_RECORD = 4  # bytes of one job number in the queue of ``_compute_shared``
+_UNITS = 4096  # at most this many numbers in that queue (16 KB)
+
+
+def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Computed]:
+    """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU; return
+    every result (a job whose helper failed is missing: the build computes that module).
+
+    Plain forks instead of a process pool: no pool to import and start (about 0.07 s of a cold
+    build) and no batches pickled back and forth, and this process, which would otherwise only
+    wait, computes too. The jobs are a queue that every process takes from as it is free (a
+    pipe of job numbers, largest job first): on a machine other tenants share, a process that
+    gets less CPU takes fewer jobs instead of holding the others up. Each number is one write
+    and one read of ``_RECORD`` bytes, which a pipe never splits. Called with no other thread
+    running (see ``_prefetch_modules``).
+    """
+    order = [job for job, _ in sorted(jobs, key=lambda j: -j[1])]
+    # At most _UNITS numbers, all written before forking (a pipe holds 64 KB), then the pipe is
+    # closed, so that the queue ends for every reader once it is empty.
+    per = -(-len(order) // _UNITS)
+    units = [order[i : i + per] for i in range(0, len(order), per)]
+    queue_read, queue_write = os.pipe()
+    try:
+        os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
+    finally:
+        os.close(queue_write)
+    parent = os.getpid()
+    helpers: list[tuple[int, int]] = []
+    try:
+        for _ in range(min(cpus, len(jobs)) - 1):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the helper: never returns
+                code = 1
+                try:
+                    os.close(read_end)
+                    _worker_init(parent)
+                    computed = _take_jobs(queue_read, units)
+                    with os.fdopen(write_end, "wb") as sending:
+                        pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
+                    code = 0
+                except BaseException:
+                    pass
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            helpers.append((pid, read_end))
+        out = _take_jobs(queue_read, units)
+    finally:
+        os.close(queue_read)
+        for pid, read_end in helpers:
+            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                out.extend(pickle.load(received))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
     return out
+
+
+def _take_jobs(queue: int, units: list[list[_ModuleJob]]) -> list[_Computed]:
+    """Compute the units of jobs whose numbers this process reads from ``queue`` until it is empty."""
+    out: list[_Computed] = []
+    while True:
+        record = os.read(queue, _RECORD)
+        if len(record) != _RECORD:
+            return out
+        out.extend(_work_modules(units[int.from_bytes(record, "big")]))
 
 
 def _prefetch_modules(
@@ -372,10 +435,11 @@ def _prefetch_modules(
     """``prefetch`` with the module cache: whole modules are computed ahead, level by level.
 
     A module whose entry exists is only read (its bytes wait in ``build_cache.MEMO`` for the
-    build, and its header names the modules it calls). The others are loaded and merged, in
-    worker processes (one per CPU) when there are enough files to pay for them, else in this
-    process, which keeps those entries as objects. A worker also emits the output of each
-    module that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
+    build, and its header names the modules it calls). The others are loaded and merged, when
+    there are enough files to pay for more processes, here and in one forked helper per other
+    CPU (``_compute_shared``; or, while ``meanwhile`` runs here, in a pool of worker processes),
+    else here alone. Whatever computes a level in parallel also emits the output of each module
+    that calls no other (``build_cache.emit_ahead``). Returns how many files the computed
     modules hold.
     """
     from flatten.shell import build_cache
@@ -387,6 +451,10 @@ def _prefetch_modules(
     seen = {root.resolve()}
     level = [root]
     done = 0
+    # Entries and output bytes to write, queued once every level is computed: a writer thread
+    # started earlier would be running when the next level forks its helpers.
+    pending: list[tuple[str, bytes]] = []
+    emitted: list[tuple[str, bytes]] = []
     try:
         while level:
             jobs: list[tuple[_ModuleJob, int]] = []
@@ -424,12 +492,21 @@ def _prefetch_modules(
             if jobs:
                 size = sum(n for _, n in jobs)
                 results: list[tuple[str, tuple[str, ...]]] = []
-                if cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES:
+                parallel = cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES
+                if parallel and meanwhile is None and threading.active_count() == 1:
+                    # Forked helpers, one per CPU but this process, which computes a share too
+                    # (encoded and emitted ahead the same way). Nothing written meanwhile: the
+                    # writer threads start after the last fork (``pending``).
+                    for key, calls, data, output in _compute_shared(jobs, cpus):
+                        build_cache.MEMO[key] = data
+                        pending.append((key, data))
+                        if output is not None:
+                            emitted.append(output)
+                        results.append((key, calls))
+                elif parallel:
+                    # This process imports the rest of flatten meanwhile (``meanwhile``): workers
+                    # do all the computing, and this process keeps what they send.
                     if pool is None:
-                        # One worker per CPU, and this process does not parse: whatever it
-                        # computes itself it must also encode, and emit in the layout, after the
-                        # parallel part (measured: 0.2 s more for the 200-module tree on 2 CPUs).
-                        # Meanwhile it imports the rest of flatten and keeps what workers send.
                         pool = _pool(cpus)
                     batches = _module_batches(jobs, cpus)
                     futures = [pool.submit(_work_modules, b) for b in batches]
@@ -440,13 +517,14 @@ def _prefetch_modules(
                         if not future.cancelled():
                             for key, calls, data, output in future.result():
                                 build_cache.MEMO[key] = data
-                                build_cache.store(key, data)
+                                pending.append((key, data))
                                 if output is not None:
-                                    build_cache.keep_emitted(*output)
+                                    emitted.append(output)
                                 results.append((key, calls))
                 else:
                     # Too little to pay for processes (typically the modules changed since the last build).
-                    results.extend(_keep(_compute_modules([job for job, _ in jobs], store_parses=True)))
+                    computed = _compute_modules([job for job, _ in jobs], store_parses=True)
+                    results.extend(_keep(computed, pending))
                 for key, calls in results:
                     if key in owner:  # else a file changed while it was read: the build reads it again
                         sources.append((owner[key], calls))
@@ -456,10 +534,30 @@ def _prefetch_modules(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        for key, data in pending:
+            build_cache.store(key, data)
+        for digest, rendered in emitted:
+            build_cache.keep_emitted(digest, rendered)
     return done
 
 
-def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]]]:
+def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:
+    total = sum(size for _, size in jobs)
+    limit = max(min(_BATCH_BYTES, total // (parts * 4) + 1), 1)
+    out: list[list[_ModuleJob]] = [[]]
+    acc = 0
+    for job, size in sorted(jobs, key=lambda j: -j[1]):
+        if acc >= limit:
+            out.append([])
+            acc = 0
+        out[-1].append(job)
+        acc += size
+    return out
+
+
+def _keep(
+    computed: list[tuple[str, object]], pending: list[tuple[str, bytes]]
+) -> list[tuple[str, tuple[str, ...]]]:
     """Keep entries computed in this process for the build (as objects) and queue them for writing."""
     from flatten.shell import build_cache
 
@@ -473,7 +571,7 @@ def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]
         calls, data = build_cache.encode(key, entry)
         del entry
         build_cache.MEMO[key] = data
-        build_cache.store(key, data)
+        pending.append((key, data))
         out.append((key, calls))
     out.reverse()
     return out

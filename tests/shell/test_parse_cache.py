@@ -203,6 +203,27 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
     assert _build(root, options=Options())[0].files == want
 
 
+def test_a_prefetch_helper_that_dies_leaves_its_modules_to_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    here, real = os.getpid(), prefetching._work_modules
+
+    def dying(jobs: list[object]) -> object:
+        if os.getpid() != here:  # a helper: killed with the modules it took
+            os._exit(1)
+        return real(jobs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prefetching, "_work_modules", dying)
+    prefetching.prefetch(root, options=Options(), workers=3)
+    assert len(build_cache.MEMO) <= 13
+    prefetching.finish()
+    assert _build(root, options=Options())[0].files == want
+
+
 @pytest.mark.parametrize("provenance", [False, True])
 def test_prefetch_workers_emit_the_modules_that_call_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provenance: bool

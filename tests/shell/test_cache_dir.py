@@ -1,0 +1,83 @@
+"""The version tag of the code behind cache entries (flatten/shell/cache_dir.py).
+
+Every cache entry and build record is keyed by a digest of flatten's source: an edited checkout
+or a reinstalled flatten must never read an entry the old code wrote. The digest is remembered
+by the files' stats, so an unchanged flatten does not hash its source on every build.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flatten.shell import cache_dir
+from flatten.shell.cache_dir import files_digest
+
+
+def _files(tmp_path: Path) -> list[tuple[str, Path]]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    out = []
+    for name, text in (("a.py", "A = 1\n"), ("sub/b.py", "B = 2\n")):
+        path = src / name
+        path.parent.mkdir(exist_ok=True)
+        if not path.exists():
+            path.write_text(text)
+        out.append((name, path))
+    return out
+
+
+def test_an_unchanged_source_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _files(tmp_path)
+    first = files_digest(files, tmp_path / "memo")
+
+    def boom(self: Path) -> bytes:
+        raise AssertionError(f"read {self}")
+
+    monkeypatch.setattr(Path, "read_bytes", boom)
+    assert files_digest(files, tmp_path / "memo") == first
+
+
+def test_an_edit_that_keeps_size_and_mtime_changes_the_digest(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    first = files_digest(files, tmp_path / "memo")
+    path = files[0][1]
+    st = path.stat()
+    path.write_text("A = 2\n")  # the same size
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same modification time
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    edited = files_digest(files, tmp_path / "memo")
+    assert edited != first
+    assert edited == files_digest(files, tmp_path / "fresh memo")  # what hashing the bytes gives
+
+
+def test_a_damaged_memo_is_a_miss(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    memo = tmp_path / "memo"
+    first = files_digest(files, memo)
+    for kept in memo.iterdir():
+        kept.write_text("not a digest")
+    assert files_digest(files, memo) == first
+    assert files_digest(files, tmp_path / "no such" / "memo") == first
+
+
+def test_the_code_digest_covers_every_source_file_of_the_package() -> None:
+    names = [name for name, _ in cache_dir._code_files()]
+    package = Path(cache_dir.__file__).parent.parent
+    want = sorted(
+        p.relative_to(package).as_posix() for p in package.rglob("*.py") if "__pycache__" not in p.parts
+    )
+    assert [n for n in names if not n.startswith("<")] == want
+    assert "<hcl2>/hcl2.lark" in names
+
+
+def test_the_memo_keeps_only_the_latest_versions(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    memo = tmp_path / "memo"
+    for n in range(cache_dir._KEEP_DIGESTS + 5):  # every edit of a checkout is a new version
+        files[0][1].write_text(f"A = {n}\n")
+        latest = files_digest(files, memo)
+    assert len(list(memo.iterdir())) == cache_dir._KEEP_DIGESTS
+    assert files_digest(files, tmp_path / "fresh memo") == latest
