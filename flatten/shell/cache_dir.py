@@ -1,6 +1,6 @@
 """Where flatten's caches live, and the version tag of the code behind a parse result.
 
-A leaf of flatten.shell (it imports nothing of flatten but its version): the parse cache, the
+A leaf of flatten.shell (it imports nothing of flatten but its version and cache_auth): the parse cache, the
 module cache, replay records and the parser's own table cache all start here.
 """
 
@@ -12,6 +12,8 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from flatten.shell import cache_auth
 
 __all__ = ["SCHEMA_VERSION", "cache_root", "code_digest", "file_digest", "files_digest", "parser_version"]
 
@@ -89,11 +91,16 @@ def files_digest(files: Sequence[tuple[str, Path]], memo: Path) -> str:
         stats.update(line.encode("utf-8", "surrogatepass"))
     kept = memo / stats.hexdigest()
     try:
-        found = kept.read_text("ascii")
-    except (OSError, UnicodeDecodeError):
-        found = ""
-    if len(found) == 32 and all(c in "0123456789abcdef" for c in found):
-        return found
+        with open(kept, "rb") as f:
+            data = f.read(cache_auth.TAG_SIZE + 33)
+    except OSError:
+        data = b""
+    # Tagged with the machine's key like every cache entry: a forged memo could otherwise name an
+    # older version of the code, whose own (genuine) entries would then be served to this one.
+    if len(data) == cache_auth.TAG_SIZE + 32 and cache_auth.verify("code", kept.name, data):
+        found = data[cache_auth.TAG_SIZE :].decode("ascii", "replace")
+        if all(c in "0123456789abcdef" for c in found):
+            return found
     h = hashlib.blake2b(digest_size=16)
     for name, path in files:
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
@@ -151,11 +158,14 @@ def _code_files() -> list[tuple[str, Path]]:
 
 
 def _keep(path: Path, digest: str) -> None:
-    """Write ``digest`` to ``path`` (a temporary file renamed into place); failures are ignored."""
+    """Write ``digest``, tagged, to ``path`` (a temporary file renamed into place); failures are
+    ignored, and without a key nothing is kept (nothing could verify it)."""
+    if cache_auth.key() is None:
+        return
     tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(digest, "ascii")
+        tmp.write_bytes(cache_auth.seal("code", path.name, digest.encode("ascii")))
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):

@@ -63,6 +63,19 @@ def test_a_damaged_memo_is_a_miss(tmp_path: Path) -> None:
     assert files_digest(files, tmp_path / "no such" / "memo") == first
 
 
+def test_a_forged_memo_is_a_miss(tmp_path: Path) -> None:
+    """A memo naming another digest (that of an older flatten, whose own entries would then be
+    served to this one) is not trusted without the machine key's tag."""
+    files = _files(tmp_path)
+    memo = tmp_path / "memo"
+    first = files_digest(files, memo)
+    (kept,) = memo.iterdir()
+    kept.write_bytes(bytes(32) + b"0" * 32)  # the size of a tagged digest, a tag it does not verify
+    assert files_digest(files, memo) == first
+    kept.write_text("0" * 32)  # an untagged digest
+    assert files_digest(files, memo) == first
+
+
 def test_the_code_digest_covers_every_source_file_of_the_package() -> None:
     names = [name for name, _ in cache_dir._code_files()]
     package = Path(cache_dir.__file__).parent.parent
