@@ -72,6 +72,7 @@ __all__ = [
     "LazyBody",
     "ModuleEntry",
     "computed",
+    "dump_parts",
     "dumps",
     "emit_ahead",
     "emit_key",
@@ -82,6 +83,7 @@ __all__ = [
     "finish",
     "import_prefetched",
     "keep_emitted",
+    "load_parts",
     "make_attribute",
     "make_block",
     "make_body",
@@ -98,8 +100,8 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 4  # bump when the stored form changes
-_MAGIC = b"flatten-module-4\n"
+SCHEMA_VERSION = 5  # bump when the stored form changes
+_MAGIC = b"flatten-module-5\n"
 _EMIT_MAGIC = b"flatten-emit-1\n"
 
 # The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
@@ -297,11 +299,89 @@ def dump_into(buf: IO[bytes], value: object, *, lazy: bool = False) -> None:
     pickler.dump(value)
 
 
+# -- entries in parts -----------------------------------------------------------------------------
+# A pickler's memo (and an unpickler's) keeps every object it saved (made) until the whole pickle
+# is done: over a module entry that was each block's tuple of arguments and its body's bytes
+# beside the model, about half the peak memory of encoding or decoding a large module
+# (docs/reliability.md, "Memory"). An entry therefore pickles its top-level items (a file's
+# blocks, the module's) in parts of ``PART_ITEMS``, each with its own memo, and then the rest of
+# the value, where each of those items is a reference to its place in the parts (pickle's
+# persistent ids): an item the files and the module share is still stored and decoded once.
+PART_ITEMS = 1024
+
+
+class _Skeleton(pickle.Pickler):
+    """Pickles a value with the objects in ``table`` (by id) saved as their index there."""
+
+    def __init__(self, out: IO[bytes], table: dict[int, int], *, lazy: bool) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
+        self._table = table
+
+    def persistent_id(self, obj: object) -> int | None:
+        return self._table.get(id(obj))
+
+
+class _SkeletonLoader(pickle.Unpickler):
+    def __init__(self, data: IO[bytes], items: list[object]) -> None:
+        super().__init__(data)
+        self._items = items
+
+    def persistent_load(self, pid: object) -> object:
+        assert isinstance(pid, int)
+        return self._items[pid]
+
+
+def dump_parts(buf: IO[bytes], value: object, items: Sequence[object], *, lazy: bool) -> None:
+    """Write ``value`` to ``buf`` with ``items`` (objects it holds) pickled apart, ``PART_ITEMS``
+    at a time: the number of parts, each part's size and pickle, then the rest (``load_parts``)."""
+    table: dict[int, int] = {}
+    unique: list[object] = []
+    for item in items:
+        if id(item) not in table:
+            table[id(item)] = len(unique)
+            unique.append(item)
+    parts = range(0, len(unique), PART_ITEMS)
+    buf.write(len(parts).to_bytes(4, "big"))
+    for start in parts:
+        at = buf.tell()
+        buf.write(bytes(8))
+        dump_into(buf, tuple(unique[start : start + PART_ITEMS]), lazy=lazy)
+        end = buf.tell()
+        buf.seek(at)
+        buf.write((end - at - 8).to_bytes(8, "big"))
+        buf.seek(end)
+    _Skeleton(buf, table, lazy=lazy).dump(value)
+
+
+def load_parts(data: memoryview) -> object:
+    """Return the value ``dump_parts`` wrote into ``data`` (a view: the parts are not copied)."""
+    count = int.from_bytes(data[:4], "big")
+    at = 4
+    items: list[object] = []
+    for _ in range(count):
+        size = int.from_bytes(data[at : at + 8], "big")
+        part = data[at + 8 : at + 8 + size]
+        if len(part) != size:
+            raise ValueError("truncated entry")
+        items.extend(pickle.loads(part))  # each part's memo is dropped before the next
+        at += 8 + size
+    return _SkeletonLoader(io.BytesIO(data[at:]), items).load()
+
+
 def sealed(
-    magic: bytes, tags: tuple[tuple[str, int], ...], key: str, head: bytes, value: object, *, lazy: bool
+    magic: bytes,
+    tags: tuple[tuple[str, int], ...],
+    key: str,
+    head: bytes,
+    value: object,
+    *,
+    lazy: bool,
+    parts: Sequence[object] | None = None,
 ) -> bytes:
     """Return ``magic``, one tag for each (kind, length) in ``tags`` over the first ``length`` bytes
-    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``).
+    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``; with
+    ``parts``, ``dump_parts`` with those items apart).
 
     The entry is pickled straight after its header into one buffer and the tags are written into
     their place, which ``getvalue`` returns without a copy: concatenating the parts made three
@@ -312,7 +392,10 @@ def sealed(
     buf.write(bytes(cache_auth.TAG_SIZE * len(tags)))
     start = buf.tell()
     buf.write(head)
-    dump_into(buf, value, lazy=lazy)
+    if parts is None:
+        dump_into(buf, value, lazy=lazy)
+    else:
+        dump_parts(buf, value, parts, lazy=lazy)
     with buf.getbuffer() as view:
         at = len(magic)
         for kind, length in tags:
@@ -426,7 +509,11 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         entry.module,
         entry.merge_diags,
     )
-    return calls, sealed(_MAGIC, (("module-header", len(head)), ("module", -1)), key, head, value, lazy=True)
+    items = [i for f in entry.files for i in f.body.items]
+    items.extend(entry.module.blocks)
+    return calls, sealed(
+        _MAGIC, (("module-header", len(head)), ("module", -1)), key, head, value, lazy=True, parts=items
+    )
 
 
 _HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
@@ -470,8 +557,8 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
         return None
     try:
         # A view, not a slice: the entry's bytes are not copied once more while it is decoded.
-        value = pickle.loads(memoryview(data)[found[1] :])
-        entry = ModuleEntry(*value)
+        value = load_parts(memoryview(data)[found[1] :])
+        entry = ModuleEntry(*value)  # type: ignore[misc]
     except Exception:
         return None
     if not isinstance(entry.module, Module) or not all(isinstance(f, ParsedFile) for f in entry.files):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 __all__ = ["SCHEMA_VERSION", "cache_root", "file_digest", "parser_version"]
 
-SCHEMA_VERSION = 2  # of parse cache entries: bump when the stored form changes
+SCHEMA_VERSION = 3  # of parse cache entries: bump when the stored form changes
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:

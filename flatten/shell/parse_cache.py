@@ -50,7 +50,7 @@ __all__ = [
     "remember",
 ]
 
-_MAGIC = b"flatten-parse-2\n"
+_MAGIC = b"flatten-parse-3\n"
 
 Result = tuple["Body", "Diagnostics"]
 
@@ -118,9 +118,9 @@ def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
     from flatten.shell.build_cache import sealed  # one buffer, no copies of a large entry
 
-    return calls, sealed(
-        _MAGIC, (("parse", -1),), key, len(header).to_bytes(4, "big") + header, result, lazy=False
-    )
+    head = len(header).to_bytes(4, "big") + header
+    # The file's items apart, in parts (build_cache.dump_parts): no memo spans the whole file.
+    return calls, sealed(_MAGIC, (("parse", -1),), key, head, result, lazy=False, parts=result[0].items)
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
@@ -143,9 +143,11 @@ def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
     from flatten.lang.diagnostics import Diagnostics
     from flatten.lang.model import Body
 
+    from flatten.shell.build_cache import load_parts
+
     _, data, at = found
     try:
-        body, diags = pickle.loads(memoryview(data)[at:])  # a view: no copy of the entry
+        body, diags = load_parts(memoryview(data)[at:])  # type: ignore[misc]  # a view: no copy
     except Exception:
         return None
     if not isinstance(body, Body) or not isinstance(diags, Diagnostics):

@@ -128,7 +128,7 @@ def test_corrupt_entry_is_ignored_and_rewritten(_cache_dir: Path) -> None:
     for junk in (b"", b"garbage", entry.read_bytes()[:-5]):
         entry.write_bytes(junk)
         assert repr(parse_cache.parse_cached(text, "m.tf", "native", options=Options())) == repr(good)
-    assert entry.read_bytes().startswith(b"flatten-parse-2")
+    assert entry.read_bytes().startswith(b"flatten-parse-3")
 
 
 def test_json_files_are_cached_too() -> None:
