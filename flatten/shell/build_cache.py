@@ -154,6 +154,15 @@ class LazyBody(Body):
     def items(self, value: tuple[Attribute | Block, ...]) -> None:
         _BODY_ITEMS.__set__(self, value)
 
+    def peek_items(self) -> tuple[Attribute | Block, ...]:
+        # Decoded for the caller only: emitting reads each body once, and keeping every body it
+        # decoded held the whole module beside its output (docs/reliability.md, "Memory").
+        try:
+            return _BODY_ITEMS.__get__(self, Body)  # type: ignore[no-any-return]
+        except AttributeError:
+            assert self._data is not None
+            return pickle.loads(self._data)  # type: ignore[no-any-return]
+
     def attribute(self, name: str) -> Attribute | None:
         if self._attributes is not None and name not in self._attributes:
             return None

@@ -142,7 +142,6 @@ def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
 def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
     from flatten.lang.diagnostics import Diagnostics
     from flatten.lang.model import Body
-
     from flatten.shell.build_cache import load_parts
 
     _, data, at = found

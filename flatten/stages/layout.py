@@ -38,7 +38,7 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
-from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
+from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import MODULE_META_ARGUMENTS, declared_inputs
@@ -443,7 +443,7 @@ def layout_tree(
             module = _rewrite_calls(node, outputs, here, graph, real_path, variants)
 
             def render(module: Module = module) -> bytes:
-                return dumps(module_json(module, provenance=options.provenance)).encode("utf-8")
+                return module_bytes(module, provenance=options.provenance)  # dumps(module_json(...))
 
             # An unchanged module's bytes come from the memo (keyed by the module as loaded and
             # the rewritten calls); emitting is a third of a one-file-changed rebuild otherwise.
