@@ -567,7 +567,8 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
     try:
         # A view, not a slice: the entry's bytes are not copied once more while it is decoded.
         value = load_parts(memoryview(data)[found[1] :])
-        entry = ModuleEntry(*value)  # type: ignore[misc]
+        assert isinstance(value, tuple)
+        entry = ModuleEntry(*value)
     except Exception:
         return None
     if not isinstance(entry.module, Module) or not all(isinstance(f, ParsedFile) for f in entry.files):

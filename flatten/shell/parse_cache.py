@@ -146,9 +146,12 @@ def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
 
     _, data, at = found
     try:
-        body, diags = load_parts(memoryview(data)[at:])  # type: ignore[misc]  # a view: no copy
+        value = load_parts(memoryview(data)[at:])  # a view: no copy of the entry
     except Exception:
         return None
+    if not isinstance(value, tuple) or len(value) != 2:
+        return None
+    body, diags = value
     if not isinstance(body, Body) or not isinstance(diags, Diagnostics):
         return None
     return body, diags
