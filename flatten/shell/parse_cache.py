@@ -92,9 +92,19 @@ class ParseCache:
         return None if found is None else found[0]
 
     def store(self, key: str, result: Result) -> tuple[str, ...]:
-        """Write ``result`` under ``key`` (atomically; failures are ignored) and return its module sources."""
-        calls, data = encode(key, result)
-        self.write(key, data)
+        """Write ``result`` under ``key`` (atomically; failures are ignored) and return its module sources.
+
+        Encoded straight into the file (build_cache.write_sealed): the entry's bytes are never
+        held beside the parse they encode.
+        """
+        from flatten.shell.build_cache import write_sealed
+
+        calls = module_sources(result[0])
+        header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
+        head = len(header).to_bytes(4, "big") + header
+        write_sealed(
+            self._path(key), _MAGIC, (("parse", -1),), key, head, result, [result[0].items], lazy=False
+        )
         return calls
 
     def write(self, key: str, data: bytes) -> None:
@@ -120,7 +130,7 @@ def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
 
     head = len(header).to_bytes(4, "big") + header
     # The file's items apart, in parts (build_cache.dump_parts): no memo spans the whole file.
-    return calls, sealed(_MAGIC, (("parse", -1),), key, head, result, lazy=False, parts=result[0].items)
+    return calls, sealed(_MAGIC, (("parse", -1),), key, head, result, lazy=False, parts=[result[0].items])
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:

@@ -467,14 +467,16 @@ def _keep(computed: list[tuple[str, object]]) -> list[tuple[str, tuple[str, ...]
     while computed:
         key, entry = computed.pop()
         assert isinstance(entry, build_cache.ModuleEntry)
-        # Encoded once, here, for both the writer and the build (which receives it as bytes from
-        # this forked child anyway): two encodings at once, one of them on the writer's thread,
-        # each with its pickler's memo, doubled the peak memory of a large module.
-        calls, data = build_cache.encode(key, entry)
+        # Encoded once, straight into the cache file, which the build reads (not kept in MEMO):
+        # the entry's bytes held beside the model were a third of a large module's peak
+        # (docs/reliability.md, "Memory"). Where it cannot be written, as bytes for both.
+        found = build_cache.write_entry(key, entry)
+        if found is None:
+            found, data = build_cache.encode(key, entry)
+            build_cache.MEMO[key] = data
+            build_cache.store(key, data)
         del entry
-        build_cache.MEMO[key] = data
-        build_cache.store(key, data)
-        out.append((key, calls))
+        out.append((key, found))
     out.reverse()
     return out
 
