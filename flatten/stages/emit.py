@@ -333,6 +333,10 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
 # object as soon as it is made and drops it, and encodes the text a piece at a time.
 
 
+# Modules of fewer top-level blocks are emitted whole (module_bytes): the same bytes.
+_STREAM_BLOCKS = 512
+
+
 class _Object:
     """An object of ``keys`` (written in this order) whose values ``value(key)`` makes when written."""
 
@@ -404,6 +408,8 @@ def _labelled_lazy(blocks: list[Block], *, provenance: bool) -> _Object:
 def module_bytes(module: Module, *, provenance: bool = False) -> bytes:
     """Return ``dumps(module_json(module, provenance=provenance)).encode("utf-8")``, the same bytes,
     without holding the whole document or its text at once."""
+    if len(module.blocks) < _STREAM_BLOCKS:  # small: the document at once is faster (0.1 ms a module)
+        return dumps(module_json(module, provenance=provenance)).encode("utf-8")
     grouped = _grouped(module)
 
     def value(type_: str) -> JsonValue | _Object:

@@ -473,3 +473,71 @@ def test_prefetching_processes_give_freed_buffers_back() -> None:
 def _resident() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+STREAMED = """
+terraform {
+  required_version = ">= 1.0"
+}
+provider "aws" {
+  alias  = "west"
+  region = "us-west-2"
+}
+provider "aws" {
+  region = "us-east-1"
+}
+locals {
+  b = 2
+}
+locals {
+  a = "${var.x}-1"
+}
+variable "x" {
+  default = "v"
+}
+resource "aws_instance" "web" {
+  ami = var.x
+  ebs_block_device {
+    device_name = "/dev/sdb"
+  }
+  dynamic "ebs_block_device" {
+    for_each = [1]
+    content {
+      device_name = "/dev/sdc"
+    }
+  }
+}
+data "aws_ami" "base" {
+  most_recent = true
+}
+moved {
+  from = aws_instance.old
+  to   = aws_instance.web
+}
+moved {
+  from = aws_instance.older
+  to   = aws_instance.old
+}
+output "id" {
+  value = aws_instance.web.id
+}
+"""
+
+
+@pytest.mark.parametrize("provenance", [False, True])
+def test_module_bytes_streams_every_kind_of_block_as_module_json_writes_it(
+    monkeypatch: pytest.MonkeyPatch, provenance: bool
+) -> None:
+    from flatten.lang.model import ParsedFile
+    from flatten.stages import emit
+    from flatten.stages.merge import merge_module
+
+    body, diags = hcl_fast.parse(STREAMED, "main.tf", options=Options())
+    assert not diags.has_errors
+    module, _ = merge_module((ParsedFile("main.tf", "native", body),), directory=".", options=Options())
+    want = dumps(emit.module_json(module, provenance=provenance)).encode("utf-8")
+    monkeypatch.setattr(emit, "_STREAM_BLOCKS", 0)  # streamed, however small
+    assert emit.module_bytes(module, provenance=provenance) == want
+    _, data = build_cache.encode("k", build_cache.ModuleEntry(".", (), (), ".", module, ()))
+    decoded = build_cache.decode(data, "k")
+    assert decoded is not None and emit.module_bytes(decoded.module, provenance=provenance) == want
