@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from flatten.lang.environ import build_environ
 from flatten.lang.options import Dialect, Options
 from flatten.lang.release import __version__
 from flatten.reports import GraphFormat, ReportFormat
@@ -51,23 +52,6 @@ app = typer.Typer(
 )
 
 
-#: The environment variables a build reads, by name prefix: Terraform's and OpenTofu's settings
-#: and credentials, flatten's, the cache and home directories, the terminal's, and GITHUB_ACTIONS
-#: (workflow annotations in the text diagnostics).
-BUILD_ENVIRON = (
-    "TF_",
-    "TERRAFORM_CONFIG",
-    "FLATTEN_",
-    "XDG_",
-    "TOFU_",
-    "NO_COLOR",
-    "TERM",
-    "COLUMNS",
-    "HOME",
-    "GITHUB_ACTIONS",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class BuildRequest:
     """One ``flatten build`` command line as typer parsed it, with the environment it reads.
@@ -81,7 +65,7 @@ class BuildRequest:
     report_format: ReportFormat | None  # --format, when given
     diagnostics_json: bool
     check: bool
-    environ: tuple[tuple[str, str], ...]  # the BUILD_ENVIRON variables, sorted by name
+    environ: tuple[tuple[str, str], ...]  # the variables a build reads (lang/environ.py), sorted
 
     @property
     def root(self) -> Path:
@@ -90,13 +74,8 @@ class BuildRequest:
 
     @staticmethod
     def environ_of(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        """Return the variables of ``environ`` a build reads; never the cache key (a secret that
-        flatten.shell.cache_auth reads itself)."""
-        return tuple(
-            sorted(
-                (k, v) for k, v in environ.items() if k.startswith(BUILD_ENVIRON) and k != "FLATTEN_CACHE_KEY"
-            )
-        )
+        """Return the variables of ``environ`` a build reads (flatten/lang/environ.py)."""
+        return build_environ(environ)
 
 
 #: Runs a build request and returns its exit code (``main``'s ``runner``).

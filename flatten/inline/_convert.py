@@ -15,22 +15,20 @@ element), ``conversion`` returns None and the call stays a call.
 from __future__ import annotations
 
 from flatten.lang.model import JsonValue
-from flatten.lang.types import AnyType, ListType, MapType, ObjectType, Primitive, SetType, TupleType, Type
+from flatten.lang.types import (
+    AnyType,
+    ListType,
+    MapType,
+    ObjectType,
+    Primitive,
+    SetType,
+    TupleType,
+    Type,
+    has_any,
+)
 from flatten.syntax.references import json_to_hcl, literal_to_expression
 
 __all__ = ["conversion", "typed_null"]
-
-
-def _has_any(ty: Type) -> bool:
-    if isinstance(ty, AnyType):
-        return True
-    if isinstance(ty, (ListType, SetType, MapType)):
-        return _has_any(ty.element)
-    if isinstance(ty, TupleType):
-        return any(_has_any(e) for e in ty.elements)
-    if isinstance(ty, ObjectType):
-        return any(_has_any(t) for _, t in ty.attributes)
-    return False
 
 
 def _sample(ty: Type) -> str:
@@ -51,7 +49,7 @@ def _sample(ty: Type) -> str:
 
 def typed_null(ty: Type) -> str:
     """A null of type ``ty`` (``null`` itself for ``any``)."""
-    return "null" if _has_any(ty) else f"true ? null : {_sample(ty)}"
+    return "null" if has_any(ty) else f"true ? null : {_sample(ty)}"
 
 
 class _Namer:
@@ -80,7 +78,7 @@ def _convert(src: str, ty: Type, names: _Namer) -> str | None:
     if isinstance(ty, (ListType, SetType, MapType)) and isinstance(ty.element, AnyType):
         kind = {ListType: "list", SetType: "set", MapType: "map"}[type(ty)]
         return f"to{kind}({src})"
-    if _has_any(ty):
+    if has_any(ty):
         return None
     body: str | None
     if isinstance(ty, ListType):
@@ -126,7 +124,7 @@ def conversion(value: JsonValue, ty: Type) -> str | None:
     'tostring(var.x)'
     """
     if value is None:
-        return None if _has_any(ty) and not isinstance(ty, AnyType) else typed_null(ty)
+        return None if has_any(ty) and not isinstance(ty, AnyType) else typed_null(ty)
     src = json_to_hcl(value)
     if not (src.startswith("(") and src.endswith(")")):
         src = f"({src})"

@@ -41,6 +41,7 @@ __all__ = [
     "TypeExprError",
     "apply_defaults",
     "convert",
+    "has_any",
     "has_collection",
     "has_defaults",
     "parse_type",
@@ -591,15 +592,16 @@ def _fail(path: str, message: str) -> ConversionError:
     return ConversionError(f"{path}: {message}" if path else message)
 
 
-def _has_any(ty: Type) -> bool:
+def has_any(ty: Type) -> bool:
+    """Whether ``any`` appears anywhere in ``ty`` (its conversions then decide types from values)."""
     if isinstance(ty, AnyType):
         return True
     if isinstance(ty, (ListType, SetType, MapType)):
-        return _has_any(ty.element)
+        return has_any(ty.element)
     if isinstance(ty, TupleType):
-        return any(_has_any(e) for e in ty.elements)
+        return any(has_any(e) for e in ty.elements)
     if isinstance(ty, ObjectType):
-        return any(_has_any(t) for _, t in ty.attributes)
+        return any(has_any(t) for _, t in ty.attributes)
     return False
 
 
@@ -684,7 +686,7 @@ def _unify(types: list[Type]) -> Type | None:
 
 def _convert_elements(values: list[JsonValue], elem: Type, path: str, what: str) -> list[JsonValue]:
     out = [_convert(v, elem, f"{path}[{i}]" if path else f"{what} {i}") for i, v in enumerate(values)]
-    if _has_any(elem) and len(out) > 1:
+    if has_any(elem) and len(out) > 1:
         inferred = [t for t in (_infer(v) for v in out) if t is not None]
         unified = _unify(inferred) if inferred else ANY
         if unified is None:

@@ -15,6 +15,8 @@ import io
 import os
 import sys
 import time
+from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,16 +30,26 @@ def main() -> None:
     # A one-shot process whose objects nearly all live to the end: cyclic collection only
     # costs time (about a quarter of a warm build; docs/performance.md).
     gc.disable()
+    argv = sys.argv[1:]
+    if argv[:1] == ["build"] and "--help" not in argv:  # help imports nothing of the caches
+        from flatten.shell import replay
+
+        # The same command line as a recorded build, nothing changed: replayed before typer and
+        # the command line are even imported (most of a replay's time otherwise).
+        if replay.replay_argv(argv):
+            sys.exit(0)
     from flatten.cli import main as cli_main
 
-    cli_main(runner=run_build)
+    cli_main(runner=partial(run_build, argv=argv))
 
 
-def run_build(request: BuildRequest) -> int:
+def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
     """Run ``request`` with the caches' help (replay, prefetch, record); return its exit code.
 
-    Anything it cannot help (a cache turned off, a root or output that does not resolve, an
-    option prefetch does not know) runs unchanged.
+    ``argv`` is the command line typer parsed into ``request``, when it was this process's own:
+    a build recorded or replayed then lets the same command line replay next time before it is
+    parsed (``replay.save_alias``). Anything it cannot help (a cache turned off, a root or output
+    that does not resolve, an option prefetch does not know) runs unchanged.
     """
     # Imported by the command that builds: ``--version``, ``--help`` and shell completion load
     # neither the caches nor the pipeline (tests/cli/test_startup.py).
@@ -70,6 +82,8 @@ def run_build(request: BuildRequest) -> int:
     if replay.replayable(request):
         record = replay.record_path(builds, request, root, out)
         if record.is_file() and replay.replay(record, root, out):
+            if argv is not None:
+                replay.save_alias(argv, record, request, root, out)
             return 0
         if replay.replay_into(builds, request, root, out):  # the same build, into a new --out
             return 0
@@ -95,8 +109,10 @@ def run_build(request: BuildRequest) -> int:
     finally:
         sys.stderr, sys.stdout = err.real, std.real
         finish()
-    if code == 0 and not "".join(std.parts):
-        replay.save_record(builds, request, root, out, "".join(err.parts), started)
+    recordable = code == 0 and not "".join(std.parts)
+    recorded = recordable and replay.save_record(builds, request, root, out, "".join(err.parts), started)
+    if recorded and argv is not None:
+        replay.save_alias(argv, record, request, root, out)
     return code
 
 

@@ -3,42 +3,51 @@
 A record is written only after a successful plain ``flatten build`` (text diagnostics, no
 ``--check``, no option but ``--dialect``, ``--provenance`` and ``--explicit-providers``) whose
 modules are all local (no registry or remote package, so no network and no ``.terraform`` state
-decides anything). It holds a snapshot of everything the build can read: every module directory's
-tree (names, symlink targets, file contents; hidden and ignored directories are skipped because
-no stage reads them), ``.terraform/modules/modules.json``, and the output tree as written. The
-record's key covers the build request (flatten.cli.BuildRequest: the command line as typer parsed
-it and the environment variables a build reads), whether stderr is a terminal, and the source of
-flatten and its libraries. A record is refused when any input's mtime is not safely older than
-the build's start (it may have changed while the build read it).
+decides anything). It holds the fingerprint (``Fingerprint``: size, mtime, ctime, inode, device,
+mode) of everything the build can read: every module directory's tree (directories, symlinks,
+files; hidden and ignored directories are skipped because no stage reads them),
+``.terraform/modules/modules.json``, and the output tree as written. The record's key covers the
+build request (flatten.cli.BuildRequest: the command line as typer parsed it and the environment
+variables a build reads), whether stderr is a terminal, and the source of flatten and its
+libraries; the process also files it under the command line as typed (``save_alias``), so that
+the same command line replays before it is parsed (``replay_argv``). A record is refused when
+any input's mtime is not safely older than the build's start (it may have changed while the
+build read it).
 A stage that starts reading files outside module directories (or hidden ones) must add them to
 the snapshot (``_snapshot_inputs``); an option ``replayable`` does not know disables records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from flatten.lang.environ import build_environ
 from flatten.shell import cache_auth
-from flatten.shell.cache_dir import file_digest, parser_version
+from flatten.shell.cache_dir import cache_root, file_digest, parser_version
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
 
-__all__ = ["record_path", "replay", "replay_into", "replayable", "save_record"]
+__all__ = ["record_path", "replay", "replay_argv", "replay_into", "replayable", "save_alias", "save_record"]
 
-_RECORD_MAGIC = "flatten-build-5"
-_RECORD_HEAD = b"flatten-build-5\n"
+_RECORD_MAGIC = "flatten-build-6"
+_RECORD_HEAD = b"flatten-build-6\n"
 _MTIME_MARGIN_NS = 2_000_000_000
 
 
 class _Unrecordable(Exception):
     pass
+
+
+_LIBRARIES = ("networkx", "typer", "click", "packaging")  # whose code a build also runs
 
 
 def _build_version() -> str:
@@ -47,7 +56,7 @@ def _build_version() -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(parser_version().encode())  # flatten's version and every source file of the package
     h.update(sys.version.encode())
-    for package in ("networkx", "typer", "click", "packaging"):
+    for package in _LIBRARIES:
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
             file_digest([Path(spec.origin)], h)
@@ -79,9 +88,17 @@ def record_path(builds: Path, request: BuildRequest, root: Path, out: Path) -> P
     return builds / h.hexdigest()
 
 
-def _digest_file(path: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+#: What a record keeps of a file, directory or symlink, and compares to decide a replay: size,
+#: mtime, ctime, inode, device and mode. Any write to a file, any entry added, removed or renamed
+#: in a directory, and any symlink re-pointed changes its ctime, which no program can set back
+#: (``touch -d``, ``cp -p``, ``tar`` and cache restores set the mtime only): so equal fingerprints
+#: mean unchanged content, as Git's index and Python's own .pyc check rely on. A restored or
+#: copied tree has new ctimes and inodes: it builds.
+Fingerprint = tuple[int, int, int, int, int, int]
+
+
+def _fingerprint(st: os.stat_result) -> Fingerprint:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, st.st_mode)
 
 
 def _realpath(path: str, reals: dict[str, str]) -> str:
@@ -102,9 +119,10 @@ def _realpath(path: str, reals: dict[str, str]) -> str:
 
 
 def _snapshot_tree(
-    top: Path, entries: dict[str, object], seen: set[str], started_ns: int | None, reals: dict[str, str]
+    top: Path, entries: dict[str, Fingerprint], seen: set[str], started_ns: int, reals: dict[str, str]
 ) -> None:
-    """Add ``top``'s tree to ``entries``: directory listings, symlink targets and file digests."""
+    """Add the fingerprint of every directory (followed), symlink and file (followed) of ``top``'s
+    tree to ``entries``; raise _Unrecordable when one may have changed while the build read it."""
     real = _realpath(str(top), reals)
     if real in seen:
         return
@@ -113,47 +131,91 @@ def _snapshot_tree(
     while stack:
         current = stack.pop()
         real_dir = _realpath(current, reals)
-        if started_ns is not None and os.stat(current).st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
-            raise _Unrecordable(current)
-        names = []
+        entries["N" + current] = _recorded(os.stat(current), current, started_ns)
         with os.scandir(current) as it:
             for entry in it:
-                names.append(entry.name)
                 path = entry.path
                 is_link = entry.is_symlink()
                 if is_link:
-                    entries["L" + path] = os.readlink(path)
+                    # Its target is what the build followed; a link's own mtime is when it was
+                    # made, so it is not held to the margin (re-pointing it makes a new ctime).
+                    entries["L" + path] = _fingerprint(os.lstat(path))
                 if entry.is_dir():
                     if entry.name.startswith(".") or entry.name.endswith("~"):
                         continue  # no stage reads hidden or backup directories
                     child_real = os.path.realpath(path) if is_link else os.path.join(real_dir, entry.name)
                     reals[path] = child_real
                     if child_real in seen:
-                        if is_link:
-                            entries["D" + path] = child_real
-                        continue
+                        continue  # its directory's fingerprint is taken where it was first seen
                     seen.add(child_real)
                     stack.append(path)
                 elif entry.is_file():
-                    if started_ns is not None and entry.stat().st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
-                        raise _Unrecordable(path)
-                    entries["F" + path] = _digest_file(path)
-        entries["R" + current] = real_dir
-        entries["N" + current] = sorted(names)
+                    entries["F" + path] = _recorded(entry.stat(), path, started_ns)
 
 
-def _snapshot_inputs(root: Path, tops: list[str], started_ns: int | None) -> dict[str, object]:
-    entries: dict[str, object] = {}
+def _recorded(st: os.stat_result, path: str, started_ns: int) -> Fingerprint:
+    """Return the fingerprint of an input the build read; one modified since shortly before the
+    build started may have changed while it was read (or within the mtime's granularity)."""
+    if st.st_mtime_ns >= started_ns - _MTIME_MARGIN_NS:
+        raise _Unrecordable(path)
+    return _fingerprint(st)
+
+
+def _manifest(root: Path) -> str:
+    return str(root / ".terraform" / "modules" / "modules.json")
+
+
+def _snapshot_inputs(root: Path, tops: list[str], started_ns: int) -> dict[str, Fingerprint]:
+    """Return the fingerprints of everything the build can have read under ``tops`` and of
+    ``.terraform/modules/modules.json`` (when it exists)."""
+    entries: dict[str, Fingerprint] = {}
     seen: set[str] = set()
     reals: dict[str, str] = {}
     for top in tops:
         _snapshot_tree(Path(top), entries, seen, started_ns, reals)
-    manifest = root / ".terraform" / "modules" / "modules.json"
-    try:
-        entries["M"] = _digest_file(str(manifest))
-    except OSError:
-        entries["M"] = None
+    with contextlib.suppress(OSError):  # none (the usual case for a local tree)
+        entries["M"] = _recorded(os.stat(_manifest(root)), "modules.json", started_ns)
     return entries
+
+
+def _inputs_unchanged(root: Path, recorded: dict[str, Fingerprint]) -> bool:
+    """Return whether every recorded input still has its fingerprint (and no modules.json appeared)."""
+    try:
+        for name, fingerprint in recorded.items():
+            kind, path = name[0], name[1:]
+            if kind == "M":
+                path = _manifest(root)
+            st = os.lstat(path) if kind == "L" else os.stat(path)
+            if _fingerprint(st) != fingerprint:
+                return False
+    except OSError:
+        return False
+    return "M" in recorded or not os.path.lexists(_manifest(root))
+
+
+def _output_stats(out: Path, outputs: dict[str, str]) -> dict[str, Fingerprint] | None:
+    """Return the fingerprint of each output file and of each directory that holds one (``""`` is
+    ``out`` itself: a file added anywhere in the tree changes its directory's), or None when a
+    file is missing or not a regular file."""
+    found: dict[str, Fingerprint] = {}
+    try:
+        for rel in outputs:
+            st = os.lstat(os.path.join(out, rel))
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            found[rel] = _fingerprint(st)
+            parent = os.path.dirname(rel)
+            while True:
+                key = parent + os.sep  # a directory's key ends with the separator, a file's never
+                if key in found:
+                    break
+                found[key] = _fingerprint(os.lstat(os.path.join(out, parent)))
+                if not parent:
+                    break
+                parent = os.path.dirname(parent)
+    except OSError:
+        return None
+    return found
 
 
 def _snapshot_output(out: Path) -> dict[str, str]:
@@ -162,22 +224,9 @@ def _snapshot_output(out: Path) -> dict[str, str]:
         dirs.sort()
         for name in names:
             path = os.path.join(current, name)
-            files[os.path.relpath(path, out)] = _digest_file(path)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, out)] = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
     return files
-
-
-def _output_stats(out: Path, outputs: dict[str, str]) -> dict[str, tuple[int, int, int]] | None:
-    """Return (size, mtime, mode) of each output file, or None when one is missing or not a file."""
-    found = {}
-    for rel in outputs:
-        try:
-            st = os.lstat(os.path.join(out, rel))
-        except OSError:
-            return None
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        found[rel] = (st.st_size, st.st_mtime_ns, st.st_mode)
-    return found
 
 
 def _umask() -> int | None:
@@ -220,26 +269,14 @@ def _module_directories(out: Path) -> list[str] | None:
     return found or None
 
 
-def _stats(inputs: dict[str, object]) -> dict[str, tuple[int, int, int]]:
-    """Return (size, mtime, mode) of each file a snapshot holds: a cheap first check before the
-    digests (the mode too: a copied file keeps its source's executable bits)."""
-    found = {}
-    for name in inputs:
-        if name.startswith("F"):
-            st = os.stat(name[1:])
-            found[name] = (st.st_size, st.st_mtime_ns, st.st_mode)
-    return found
-
-
 class _Record(NamedTuple):
     """What a record holds (pickled as a plain tuple)."""
 
     magic: str
     tops: list[str]  # the module directories snapshotted
-    inputs: dict[str, object]  # _snapshot_inputs
-    stats: dict[str, tuple[int, int, int]]  # _stats of the inputs
+    inputs: dict[str, Fingerprint]  # _snapshot_inputs
     outputs: dict[str, str]  # each output file's digest, by path relative to --out
-    out_stats: dict[str, tuple[int, int, int]]  # _output_stats
+    out_stats: dict[str, Fingerprint]  # _output_stats
     stderr: str  # what the build printed
     out_text: str  # --out as typed (the last line of stderr names it)
     out: str  # --out resolved
@@ -263,19 +300,15 @@ def _load(path: Path) -> _Record | None:
 
 def replay(path: Path, root: Path, out: Path) -> bool:
     """Print the recorded stderr and return True when the record at ``path`` still holds: every
-    input and the output tree are as recorded. Else (or on any trouble) return False: build."""
+    input and the output tree have their recorded fingerprints. Else (or on any trouble) return
+    False: build."""
     try:
         record = _load(path)
         if record is None:
             return False
-        # A file whose size, mtime or mode differs has changed (or was touched): build, without
-        # hashing every file first. Equal stats prove nothing, so the digests decide a replay.
-        if _stats(record.inputs) != record.stats or _output_stats(out, record.outputs) != record.out_stats:
+        if not _inputs_unchanged(root, record.inputs):
             return False
-        if (
-            _snapshot_inputs(root, record.tops, None) != record.inputs
-            or _snapshot_output(out) != record.outputs
-        ):
+        if _output_stats(out, record.outputs) != record.out_stats:
             return False
     except Exception:
         return False
@@ -335,8 +368,7 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
             or not record.stderr.endswith(line)
             or record.stderr.count(record.out_text) != 1
             or not _new_out_allowed(request, root, out)
-            or _stats(record.inputs) != record.stats
-            or _snapshot_inputs(root, record.tops, None) != record.inputs
+            or not _inputs_unchanged(root, record.inputs)
         ):
             return False
         files: dict[str, bytes] = {}
@@ -348,7 +380,8 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
             files[rel] = data
         from flatten.stages.output import write_tree
 
-        write_tree(out, files, modes={rel: stat.S_IMODE(st[2]) for rel, st in record.out_stats.items()})
+        modes = {rel: stat.S_IMODE(record.out_stats[rel][5]) for rel in record.outputs}
+        write_tree(out, files, modes=modes)
         text = record.stderr[: -len(line)] + f" files to {request.out}\n"
         out_stats = _output_stats(out, record.outputs)
         if out_stats is not None:  # the next identical command replays
@@ -359,6 +392,86 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
     sys.stderr.write(text)
     sys.stderr.flush()
     return True
+
+
+_ALIAS_HEAD = b"flatten-argv-1\n"
+
+
+def _alias_path(argv: Sequence[str]) -> Path:
+    """Return where the command line ``argv``, run here, names the record it replays.
+
+    The same arguments, in the same working directory, with the same build variables
+    (lang/environ.py), the same interpreter and import path and stderr a terminal or not, make the
+    same build request: typer's parse of them is a function of these alone.
+    """
+    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    key = (tuple(argv), os.getcwd(), build_environ(os.environ), isatty, sys.executable, sys.version, sys.path)
+    h = hashlib.blake2b(repr(key).encode(), digest_size=20, person=b"flatten-argv")
+    return cache_root() / "commands" / h.hexdigest()  # beside builds/, which holds records only
+
+
+def _code_files() -> list[str]:
+    """Return the files the record key's code version hashes (``_build_version``): flatten's
+    sources, python-hcl2's and lark's (``cache_dir.parser_version``) and the libraries'."""
+    import importlib.util
+
+    files = sorted(str(p) for p in Path(__file__).parent.parent.rglob("*.py"))
+    for package, names in (
+        ("hcl2", ("version.py", "hcl2.lark")),
+        ("lark", ("__init__.py",)),
+        *((library, ("__init__.py",)) for library in _LIBRARIES),
+    ):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            files.extend(str(Path(spec.origin).parent / name) for name in names)
+    return files
+
+
+def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: Path, out: Path) -> None:
+    """Let the command line ``argv`` (parsed into ``request``, whose root and --out resolve to
+    ``root`` and ``out``) replay ``record`` before it is even parsed (``replay_argv``), while
+    every file of flatten's code and its libraries keeps its fingerprint."""
+    try:
+        code = []
+        for name in _code_files():
+            with contextlib.suppress(OSError):  # a library that is not installed
+                code.append((name, _fingerprint(os.stat(name))))
+        paths = (str(request.root), str(root), str(request.out), str(out))
+        payload = pickle.dumps((str(record), paths, code))
+        path = _alias_path(argv)
+        data = _ALIAS_HEAD + cache_auth.seal("argv", path.name, payload)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except Exception:  # no alias: the next build parses its command line first
+        return
+
+
+def replay_argv(argv: Sequence[str]) -> bool:
+    """Replay the build the command line ``argv`` made last time, if its record still holds, before
+    typer and flatten.cli are imported (they are most of a replayed build's time). Return False,
+    and change nothing, whenever anything may differ: the command line then runs as usual."""
+    try:
+        if argv[:1] != ["build"] or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
+            return False
+        path = _alias_path(argv)
+        data = path.read_bytes()
+        if not data.startswith(_ALIAS_HEAD) or not cache_auth.verify(
+            "argv", path.name, data, len(_ALIAS_HEAD)
+        ):
+            return False
+        record, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
+        for file, fingerprint in code:
+            if _fingerprint(os.stat(file)) != fingerprint:
+                return False
+        root_text, root, out_text, out = paths
+        # The root and --out as typed must still resolve where they did (a symlink re-pointed).
+        if os.path.realpath(root_text) != root or os.path.realpath(out_text) != out:
+            return False
+        return replay(Path(record), Path(root), Path(out))
+    except Exception:
+        return False
 
 
 def _save(path: Path, record: _Record) -> None:
@@ -372,24 +485,24 @@ def _save(path: Path, record: _Record) -> None:
 
 def save_record(
     builds: Path, request: BuildRequest, root: Path, out: Path, stderr: str, started_ns: int
-) -> None:
+) -> bool:
     """Write the record of a successful build that printed ``stderr`` and started at ``started_ns``:
-    under its own key (``record_path``), and as the latest build of ``request`` into any --out."""
+    under its own key (``record_path``), and as the latest build of ``request`` into any --out.
+    Return whether it was written."""
     try:
         directories = _module_directories(out)
         if directories is None:
-            return
+            return False
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
         outputs = _snapshot_output(out)
         out_stats = _output_stats(out, outputs)
         if out_stats is None:
-            return
+            return False
         record = _Record(
             _RECORD_MAGIC,
             tops,
             inputs,
-            _stats(inputs),
             outputs,
             out_stats,
             stderr,
@@ -400,4 +513,5 @@ def save_record(
         _save(record_path(builds, request, root, out), record)
         _save(_any_out_path(builds, request, root), record)
     except Exception:  # no record: the next build just runs
-        return
+        return False
+    return True

@@ -1025,7 +1025,12 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
     a line) is made about twice as long until it closes, up to the end of the file. So a 20 MB
     file with one typo costs the fast reader's time plus python-hcl2 on a few KB.
     """
-    if "\x00" in text or ("\r" in text and "\r" in text.replace("\r\n", "")) or _blanks_operators(text):
+    if (
+        "\x00" in text
+        or ("\r" in text and "\r" in text.replace("\r\n", ""))
+        or _blanks_operators(text)
+        or text.find("\ufeff", 1) != -1  # a BOM only at a piece's start would be read as the file's
+    ):
         return None  # the whole text is rewritten for python-hcl2 in ways a piece would not see
     try:
         reader = _Reader(text, filename)

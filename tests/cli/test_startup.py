@@ -36,6 +36,11 @@ PIPELINE = (
     "lark",
 )
 
+#: What a replayed build does not import (it reads its record; shell.replay is all it runs).
+REPLAY_NEEDS_NONE = tuple(name for name in PIPELINE if name != "flatten.shell.replay")
+
+OLD = 1_600_000_000_000_000_000  # an mtime (2020) safely older than any build's start
+
 #: The network and archive stack: a build of local modules needs none of it.
 REMOTE = (
     "http.client",
@@ -50,9 +55,10 @@ REMOTE = (
 
 
 def imported(
-    *args: str | Path, env: dict[str, str] | None = None
+    *args: str | Path, env: dict[str, str] | None = None, cli: bool = True
 ) -> tuple[set[str], subprocess.CompletedProcess[str]]:
-    """Run ``flatten ARGS`` under ``-X importtime``; return the modules it imported and the run."""
+    """Run ``flatten ARGS`` under ``-X importtime``; return the modules it imported and the run
+    (its stderr without the import lines). ``cli``: it must have imported the command line."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "flatten", *map(str, args)],
         capture_output=True,
@@ -64,7 +70,10 @@ def imported(
         for line in proc.stderr.splitlines()
         if line.startswith("import time:")
     }
-    assert "flatten.cli" in names, proc.stderr  # the measurement sees modules imported late
+    if cli:
+        assert "flatten.cli" in names, proc.stderr  # the measurement sees modules imported late
+    lines = proc.stderr.splitlines(keepends=True)
+    proc.stderr = "".join(line for line in lines if not line.startswith("import time:"))
     return names, proc
 
 
@@ -105,3 +114,48 @@ def test_local_build_imports_no_network_or_archive_code(tree, tmp_path: Path) ->
     assert (tmp_path / "out" / "main.tf.json").is_file()
     assert "networkx" in names  # a graph was built
     assert loaded(names, REMOTE) == []
+
+
+def test_an_identical_rebuild_replays_before_the_command_line_is_parsed(tree, tmp_path: Path) -> None:
+    """The same command line, nothing changed: the recorded build replays without importing typer,
+    flatten.cli or the pipeline (shell/replay.py ``replay_argv``). Another spelling of the same
+    build is parsed first, and replays from the record after that; a change builds."""
+    root = tree({"main.tf": MAIN, "a/main.tf": CHILD})
+    for path in (root / "a" / "main.tf", root / "a", root / "main.tf", root):
+        os.utime(path, ns=(OLD, OLD))  # older than the build's start: it may be recorded
+    env = {"FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "out"
+    _, first = imported("build", root, "--out", out, env=env)
+    assert first.returncode == 0 and first.stderr.endswith(f"files to {out}\n"), first.stderr
+    names, again = imported("build", root, "--out", out, env=env, cli=False)
+    assert again.returncode == 0 and again.stderr == first.stderr
+    assert "flatten.shell.replay" in names
+    assert loaded(names, ("typer", "click", "flatten.cli", *REPLAY_NEEDS_NONE)) == []
+    names, other = imported("build", "--out", out, root, env=env)
+    assert other.returncode == 0 and other.stderr == first.stderr
+    assert loaded(names, ("flatten.build",)) == []  # parsed, then replayed from the record
+    (root / "a" / "main.tf").write_text(CHILD.replace('"x"', '"y"'))
+    names, changed = imported("build", root, "--out", out, env=env)
+    assert changed.returncode == 0 and "flatten.build" in names
+    assert '"y"' in (out / "a" / "main.tf.json").read_text()
+
+
+def test_a_replay_before_parsing_follows_a_re_pointed_out_link(tree, tmp_path: Path) -> None:
+    """`--out current`, with `current` a symlink re-pointed since: the same command line is a
+    build into the new target, never a replay of the old one."""
+    root = tree({"main.tf": MAIN, "a/main.tf": CHILD})
+    for path in (root / "a" / "main.tf", root / "a", root / "main.tf", root):
+        os.utime(path, ns=(OLD, OLD))
+    env = {"FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    link = tmp_path / "current"
+    link.symlink_to("one")
+    for _ in range(2):
+        _, proc = imported("build", root, "--out", link, env=env, cli=False)
+        assert proc.returncode == 0, proc.stderr
+    link.unlink()
+    link.symlink_to("two")
+    names, proc = imported("build", root, "--out", link, env=env, cli=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "flatten.cli" in names and (tmp_path / "two" / "main.tf.json").is_file()

@@ -159,3 +159,59 @@ def test_a_record_with_symlinked_modules_replays_until_a_link_moves(
     _age(root)
     assert _cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1] and {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "same size, mtime set back",
+        "file added to a module",
+        "file removed from a module",
+        "tree restored with its mtimes",
+        "file added to the output",
+        "output file rewritten, mtime set back",
+    ],
+)
+def test_an_identical_rebuild_replays_only_while_every_fingerprint_holds(
+    tmp_path: Path, change: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay compares size, mtime, ctime, inode and mode of every input and output (no file is
+    read): any write, added or removed entry, or restored copy changes a ctime, which no program
+    sets back, so each of these changes builds again."""
+    root = _tree(tmp_path / "src")
+    out = tmp_path / "out"
+    calls: list[int] = []
+    for _ in range(2):
+        assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1]  # unchanged: replayed
+    module = root / "modules" / "b" / "main.tf"
+    if change == "same size, mtime set back":
+        module.write_text(module.read_text().replace('"b"', '"c"'))
+        _age(root)  # size and mtime as recorded: only the ctime tells
+    elif change == "file added to a module":
+        (root / "modules" / "b" / "extra.tf").write_text('output "x" {\n  value = 1\n}\n')
+        _age(root)
+    elif change == "file removed from a module":
+        (root / "modules" / "a" / "run.sh").unlink()
+        _age(root)
+    elif change == "tree restored with its mtimes":
+        import shutil
+
+        saved = tmp_path / "saved"
+        shutil.copytree(root, saved, symlinks=True)  # copy2: mtimes kept
+        (saved / "modules" / "b" / "main.tf").write_text(module.read_text().replace('"b"', '"c"'))
+        os.utime(saved / "modules" / "b" / "main.tf", ns=(OLD, OLD))
+        shutil.rmtree(root)
+        shutil.copytree(saved, root, symlinks=True)  # as a CI cache restore does
+    elif change == "file added to the output":
+        (out / "modules" / "b" / "stray.tf.json").write_text("{}\n")
+    elif change == "output file rewritten, mtime set back":
+        target = out / "main.tf.json"
+        st = target.stat()
+        target.write_bytes(target.read_bytes().replace(b"a", b"z"))
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1, 1]  # built, not replayed
+    assert {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
+    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert calls == [1, 1]  # and the new record replays

@@ -168,6 +168,17 @@ def test_a_missing_brace_and_a_stray_one_later() -> None:
     assert (body, diags) == parse_native(text, "main.tf", options=Options())
 
 
+@pytest.mark.parametrize("after", ['"abc"\n', "terr(aform {\n}\n"])
+def test_a_byte_order_mark_inside_the_file_is_the_error_there(after: str) -> None:
+    """U+FEFF is a byte order mark only at the file's start; mid-file, before a block, it is the
+    file's first syntax error, even when a later item is damaged too (found by the damaged
+    concatenations without the conformance corpus: a piece starting there read it as a BOM)."""
+    text = 'module "m" {\n  source = "./m"\n}\n\n\ufefflocals {\n  v = 1\n}\n\n' + after
+    body, diags = hcl_fast.parse(text, "main.tf", options=Options())
+    assert (body, diags) == parse_native(text, "main.tf", options=Options())
+    assert diags.has_errors and diags[0].range is not None and diags[0].range.start.line == 5
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_corpus_case(path: Path) -> None:
     headers, source, _, _ = read_case(path)
