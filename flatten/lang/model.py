@@ -564,6 +564,16 @@ class Body(_Frozen):
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         return Body, (self.items, self.range)
 
+    def peek_items(self) -> tuple[Attribute | Block, ...]:
+        """Return ``items`` without keeping anything reading them made.
+
+        The same tuple as ``items`` here; a body read from the module cache
+        (flatten.shell.build_cache.LazyBody) decodes its stored items for this call only. For a
+        reader of every body once (emitting), which would otherwise leave the whole module decoded
+        beside its output (docs/reliability.md, "Memory").
+        """
+        return self.items
+
     @property
     def attributes(self) -> tuple[Attribute, ...]:
         return tuple(i for i in self.items if isinstance(i, Attribute))

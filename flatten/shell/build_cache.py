@@ -25,14 +25,17 @@ verify is a miss. Each entry's bytes are thus hashed once per build, where they 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import hmac
 import io
+import itertools
 import os
 import pickle
 import sys
 import threading
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -72,6 +75,7 @@ __all__ = [
     "LazyBody",
     "ModuleEntry",
     "computed",
+    "dump_parts",
     "dumps",
     "emit_ahead",
     "emit_key",
@@ -82,6 +86,7 @@ __all__ = [
     "finish",
     "import_prefetched",
     "keep_emitted",
+    "load_parts",
     "make_attribute",
     "make_block",
     "make_body",
@@ -96,10 +101,12 @@ __all__ = [
     "preread",
     "take",
     "version",
+    "write_entry",
+    "write_sealed",
 ]
 
-SCHEMA_VERSION = 4  # bump when the stored form changes
-_MAGIC = b"flatten-module-4\n"
+SCHEMA_VERSION = 5  # bump when the stored form changes
+_MAGIC = b"flatten-module-5\n"
 _EMIT_MAGIC = b"flatten-emit-1\n"
 
 # The model's fast constructors (flatten.lang.model.make_*) are what entries unpickle through.
@@ -151,6 +158,15 @@ class LazyBody(Body):
     @items.setter
     def items(self, value: tuple[Attribute | Block, ...]) -> None:
         _BODY_ITEMS.__set__(self, value)
+
+    def peek_items(self) -> tuple[Attribute | Block, ...]:
+        # Decoded for the caller only: emitting reads each body once, and keeping every body it
+        # decoded held the whole module beside its output (docs/reliability.md, "Memory").
+        try:
+            return _BODY_ITEMS.__get__(self, Body)  # type: ignore[no-any-return]
+        except AttributeError:
+            assert self._data is not None
+            return pickle.loads(self._data)  # type: ignore[no-any-return]
 
     def attribute(self, name: str) -> Attribute | None:
         if self._attributes is not None and name not in self._attributes:
@@ -297,11 +313,200 @@ def dump_into(buf: IO[bytes], value: object, *, lazy: bool = False) -> None:
     pickler.dump(value)
 
 
+# -- entries in parts -----------------------------------------------------------------------------
+# A pickler's memo (and an unpickler's) keeps every object it saved (made) until the whole pickle
+# is done: over a module entry that was each block's tuple of arguments and its body's bytes
+# beside the model, about half the peak memory of encoding or decoding a large module
+# (docs/reliability.md, "Memory"). An entry therefore pickles the items of its ``runs`` (tuples it
+# holds: a file's top-level items, the module's blocks) in parts of ``PART_ITEMS``, each part a
+# pickle with its own memo, and then the rest of the value, where each run is a reference
+# (pickle's persistent ids) to a list of places in the parts: an item that two runs hold (a
+# block of a file that the module keeps) is stored and decoded once.
+PART_ITEMS = 1024
+
+
+class _Skeleton(pickle.Pickler):
+    """Pickles a value with each tuple in ``runs`` (by id) saved as its index there."""
+
+    def __init__(self, out: IO[bytes], runs: dict[int, int], *, lazy: bool) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
+        self._runs = runs
+
+    def persistent_id(self, obj: object) -> int | None:
+        return self._runs.get(id(obj)) if obj.__class__ is tuple else None
+
+
+class _SkeletonLoader(pickle.Unpickler):
+    def __init__(self, data: IO[bytes], runs: list[tuple[object, ...]]) -> None:
+        super().__init__(data)
+        self._runs = runs
+
+    def persistent_load(self, pid: object) -> object:
+        assert isinstance(pid, int)
+        return self._runs[pid]
+
+
+def _places(runs: Sequence[tuple[object, ...]]) -> tuple[list[object], list[array[int]]]:
+    """Return the distinct items of ``runs`` in order of first appearance, and each run's places
+    in them. Items are told apart by identity, through sorted arrays of their ids (a dict of
+    100,000 ids and places took 12 MB beside the model; these take 2)."""
+    if sum(map(len, runs)) < 4 * PART_ITEMS:  # small: a dict is faster, and its size does not matter
+        seen: dict[int, int] = {}
+        found: list[object] = []
+        small: list[array[int]] = []
+        for run in runs:
+            place = array("q")
+            for item in run:
+                j = seen.get(id(item))
+                if j is None:
+                    j = seen[id(item)] = len(found)
+                    found.append(item)
+                place.append(j)
+            small.append(place)
+        return found, small
+    ids = array("Q", map(id, itertools.chain.from_iterable(runs)))
+    order = sorted(range(len(ids)), key=ids.__getitem__)  # stable: the first of equal ids first
+    sorted_ids = array("Q", (ids[i] for i in order))
+    first = array("Q", order)
+    del order
+    items: list[object] = []
+    place = array("q", bytes(8 * len(ids)))  # each position's place among the distinct items
+    at = 0
+    for run in runs:
+        for item in run:
+            j = first[bisect.bisect_left(sorted_ids, ids[at])]
+            if j == at:
+                place[at] = len(items)
+                items.append(item)
+            else:
+                place[at] = place[j]
+            at += 1
+    places = []
+    at = 0
+    for run in runs:
+        places.append(place[at : at + len(run)])
+        at += len(run)
+    return items, places
+
+
+def dump_parts(out: IO[bytes], value: object, runs: Sequence[tuple[object, ...]], *, lazy: bool) -> None:
+    """Write ``value`` to ``out`` with the items of ``runs`` (tuples it holds) pickled apart,
+    ``PART_ITEMS`` at a time (``load_parts`` reads it): the number of parts, each part's size and
+    pickle, the number of runs, each run's size and places, then the rest. Only ``write`` is
+    called: ``out`` may be a file being tagged as it is written (``write_sealed``)."""
+    items, places = _places(runs)
+    starts = range(0, len(items), PART_ITEMS)
+    out.write(len(starts).to_bytes(4, "big"))
+    for start in starts:
+        data = dumps(tuple(items[start : start + PART_ITEMS]), lazy=lazy)
+        out.write(len(data).to_bytes(8, "big"))
+        out.write(data)
+        del data
+    del items
+    out.write(len(runs).to_bytes(4, "big"))
+    for place in places:
+        out.write(len(place).to_bytes(8, "big"))
+        out.write(place.tobytes())
+    _Skeleton(out, {id(run): k for k, run in enumerate(runs)}, lazy=lazy).dump(value)
+
+
+def load_parts(data: memoryview) -> object:
+    """Return the value ``dump_parts`` wrote into ``data`` (a view: the parts are not copied)."""
+    count = int.from_bytes(data[:4], "big")
+    at = 4
+    items: list[object] = []
+    for _ in range(count):
+        size = int.from_bytes(data[at : at + 8], "big")
+        part = data[at + 8 : at + 8 + size]
+        if len(part) != size:
+            raise ValueError("truncated entry")
+        items.extend(pickle.loads(part))  # each part's memo is dropped before the next
+        at += 8 + size
+    runs: list[tuple[object, ...]] = []
+    count = int.from_bytes(data[at : at + 4], "big")
+    at += 4
+    for _ in range(count):
+        size = int.from_bytes(data[at : at + 8], "big")
+        at += 8
+        place = array("q")
+        place.frombytes(data[at : at + 8 * size])
+        if len(place) != size:
+            raise ValueError("truncated entry")
+        runs.append(tuple([items[i] for i in place]))
+        at += 8 * size
+    del items
+    return _SkeletonLoader(io.BytesIO(data[at:]), runs).load()
+
+
+class _Tee:
+    """A file that also gives what is written to it to the tags being made over it."""
+
+    def __init__(self, out: IO[bytes], taggers: list[hmac.HMAC]) -> None:
+        self.out = out
+        self.taggers = taggers
+
+    def write(self, data: bytes | memoryview) -> int:
+        for t in self.taggers:
+            t.update(data)
+        return self.out.write(data)
+
+
+def write_sealed(
+    path: Path,
+    magic: bytes,
+    tags: tuple[tuple[str, int], ...],
+    key: str,
+    head: bytes,
+    value: object,
+    runs: Sequence[tuple[object, ...]],
+    *,
+    lazy: bool,
+) -> bool:
+    """Write what ``sealed(..., parts=runs)`` returns into ``path`` (a temporary file renamed into
+    place), pickled straight into the file and tagged as it is written: the entry's bytes are never
+    held in memory, beside the model they encode (docs/reliability.md, "Memory"). A tag's length
+    is -1 (the whole payload) or at most the header's. Returns False, writing nothing, on any
+    trouble (no key, a disk error)."""
+    whole = [t for kind, length in tags if length < 0 for t in [cache_auth.tagger(kind, key)]]
+    if any(t is None for t in whole) or any(length >= 0 and length > len(head) for _, length in tags):
+        return False
+    taggers = [t for t in whole if t is not None]
+    tmp: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with tmp.open("wb", buffering=1 << 20) as f:
+            f.write(magic)
+            f.write(bytes(cache_auth.TAG_SIZE * len(tags)))
+            out = _Tee(f, taggers)
+            out.write(head)
+            dump_parts(out, value, runs, lazy=lazy)  # type: ignore[arg-type]
+            f.seek(len(magic))
+            done = iter(taggers)
+            for kind, length in tags:
+                f.write(cache_auth.tag(kind, key, head[:length]) if length >= 0 else next(done).digest())
+        os.replace(tmp, path)
+        return True
+    except Exception:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        return False
+
+
 def sealed(
-    magic: bytes, tags: tuple[tuple[str, int], ...], key: str, head: bytes, value: object, *, lazy: bool
+    magic: bytes,
+    tags: tuple[tuple[str, int], ...],
+    key: str,
+    head: bytes,
+    value: object,
+    *,
+    lazy: bool,
+    parts: Sequence[tuple[object, ...]] | None = None,
 ) -> bytes:
     """Return ``magic``, one tag for each (kind, length) in ``tags`` over the first ``length`` bytes
-    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``).
+    (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``; with
+    ``parts``, ``dump_parts`` with those items apart).
 
     The entry is pickled straight after its header into one buffer and the tags are written into
     their place, which ``getvalue`` returns without a copy: concatenating the parts made three
@@ -312,7 +517,10 @@ def sealed(
     buf.write(bytes(cache_auth.TAG_SIZE * len(tags)))
     start = buf.tell()
     buf.write(head)
-    dump_into(buf, value, lazy=lazy)
+    if parts is None:
+        dump_into(buf, value, lazy=lazy)
+    else:
+        dump_parts(buf, value, parts, lazy=lazy)
     with buf.getbuffer() as view:
         at = len(magic)
         for kind, length in tags:
@@ -420,7 +628,44 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         entry.module,
         entry.merge_diags,
     )
-    return calls, sealed(_MAGIC, (("module-header", len(head)), ("module", -1)), key, head, value, lazy=True)
+    return calls, sealed(
+        _MAGIC,
+        (("module-header", len(head)), ("module", -1)),
+        key,
+        head,
+        value,
+        lazy=True,
+        parts=_runs(entry),
+    )
+
+
+def _runs(entry: ModuleEntry) -> list[tuple[object, ...]]:
+    """The tuples of an entry whose items are stored apart (``dump_parts``)."""
+    return [*(f.body.items for f in entry.files), entry.module.blocks]
+
+
+def _head(key: str, calls: tuple[str, ...]) -> bytes:
+    header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
+    return len(header).to_bytes(4, "big") + header
+
+
+def write_entry(key: str, entry: ModuleEntry) -> tuple[str, ...] | None:
+    """Write ``key``'s entry to the cache as it is encoded (``write_sealed``: never held as bytes);
+    return the module sources it calls, or None when it could not be written."""
+    calls = module_sources(entry.module)
+    value = (
+        entry.directory,
+        entry.files,
+        entry.load_diags,
+        entry.merge_directory,
+        entry.module,
+        entry.merge_diags,
+    )
+    head = _head(key, calls)
+    tags = (("module-header", len(head)), ("module", -1))
+    return (
+        calls if write_sealed(_path(key), _MAGIC, tags, key, head, value, _runs(entry), lazy=True) else None
+    )
 
 
 _HEAD = len(_MAGIC) + 2 * cache_auth.TAG_SIZE  # where the header's size is
@@ -464,7 +709,8 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
         return None
     try:
         # A view, not a slice: the entry's bytes are not copied once more while it is decoded.
-        value = pickle.loads(memoryview(data)[found[1] :])
+        value = load_parts(memoryview(data)[found[1] :])
+        assert isinstance(value, tuple)
         entry = ModuleEntry(*value)
     except Exception:
         return None

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["TAG_SIZE", "key", "key_file", "seal", "tag", "verify"]
+__all__ = ["TAG_SIZE", "key", "key_file", "seal", "tag", "tagger", "verify"]
 
 TAG_SIZE = 32  # bytes of an HMAC-SHA256 tag
 _KEY_SIZE = 32
@@ -145,13 +145,21 @@ def _create(path: Path, *, replace: bool) -> bytes:
     return data
 
 
+def tagger(kind: str, name: str) -> hmac.HMAC | None:
+    """Return what makes ``tag(kind, name, payload)`` from a payload given in pieces (``update``,
+    then ``digest``), or None when there is no key: how an entry written as it is encoded is tagged."""
+    secret = key()
+    if secret is None:
+        return None
+    return hmac.new(secret, f"{kind}\0{name}\0".encode("utf-8", "surrogatepass"), "sha256")
+
+
 def tag(kind: str, name: str, payload: bytes | memoryview) -> bytes:
     """Return the tag of ``payload`` stored as ``kind`` entry ``name`` (zeros when there is no key,
     which nothing verifies)."""
-    secret = key()
-    if secret is None:
+    h = tagger(kind, name)
+    if h is None:
         return bytes(TAG_SIZE)
-    h = hmac.new(secret, f"{kind}\0{name}\0".encode("utf-8", "surrogatepass"), "sha256")
     h.update(payload)
     return h.digest()
 

@@ -17,7 +17,7 @@ from flatten.shell import cache_auth
 
 __all__ = ["SCHEMA_VERSION", "cache_root", "code_digest", "file_digest", "files_digest", "parser_version"]
 
-SCHEMA_VERSION = 2  # of parse cache entries: bump when the stored form changes
+SCHEMA_VERSION = 3  # of parse cache entries: bump when the stored form changes
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:

@@ -50,7 +50,7 @@ __all__ = [
     "remember",
 ]
 
-_MAGIC = b"flatten-parse-2\n"
+_MAGIC = b"flatten-parse-3\n"
 
 Result = tuple["Body", "Diagnostics"]
 
@@ -92,9 +92,19 @@ class ParseCache:
         return None if found is None else found[0]
 
     def store(self, key: str, result: Result) -> tuple[str, ...]:
-        """Write ``result`` under ``key`` (atomically; failures are ignored) and return its module sources."""
-        calls, data = encode(key, result)
-        self.write(key, data)
+        """Write ``result`` under ``key`` (atomically; failures are ignored) and return its module sources.
+
+        Encoded straight into the file (build_cache.write_sealed): the entry's bytes are never
+        held beside the parse they encode.
+        """
+        from flatten.shell.build_cache import write_sealed
+
+        calls = module_sources(result[0])
+        header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
+        head = len(header).to_bytes(4, "big") + header
+        write_sealed(
+            self._path(key), _MAGIC, (("parse", -1),), key, head, result, [result[0].items], lazy=False
+        )
         return calls
 
     def write(self, key: str, data: bytes) -> None:
@@ -118,9 +128,9 @@ def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:
     header = pickle.dumps((key, calls), protocol=pickle.HIGHEST_PROTOCOL)
     from flatten.shell.build_cache import sealed  # one buffer, no copies of a large entry
 
-    return calls, sealed(
-        _MAGIC, (("parse", -1),), key, len(header).to_bytes(4, "big") + header, result, lazy=False
-    )
+    head = len(header).to_bytes(4, "big") + header
+    # The file's items apart, in parts (build_cache.dump_parts): no memo spans the whole file.
+    return calls, sealed(_MAGIC, (("parse", -1),), key, head, result, lazy=False, parts=[result[0].items])
 
 
 def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
@@ -142,12 +152,16 @@ def _split(data: bytes, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
 def _decode(found: tuple[tuple[str, ...], bytes, int]) -> Result | None:
     from flatten.lang.diagnostics import Diagnostics
     from flatten.lang.model import Body
+    from flatten.shell.build_cache import load_parts
 
     _, data, at = found
     try:
-        body, diags = pickle.loads(memoryview(data)[at:])  # a view: no copy of the entry
+        value = load_parts(memoryview(data)[at:])  # a view: no copy of the entry
     except Exception:
         return None
+    if not isinstance(value, tuple) or len(value) != 2:
+        return None
+    body, diags = value
     if not isinstance(body, Body) or not isinstance(diags, Diagnostics):
         return None
     return body, diags

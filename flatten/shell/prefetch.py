@@ -477,6 +477,8 @@ def _prefetch_modules(
                     ],
                     options,
                 )
+                size, count = sum(len(r) for r in raws), len(raws)
+                del raws  # not held while the modules are computed (docs/reliability.md, "Memory")
                 data = build_cache.read(key)
                 calls = None if data is None else build_cache.entry_calls(data, key)
                 if data is not None and calls is not None:
@@ -487,8 +489,8 @@ def _prefetch_modules(
                     continue
                 owner[key] = directory
                 listed[key] = listing
-                jobs.append(((directory, root, options, rel), sum(len(r) for r in raws)))
-                files += len(raws)
+                jobs.append(((directory, root, options, rel), size))
+                files += count
             if jobs:
                 size = sum(n for _, n in jobs)
                 results: list[tuple[str, tuple[str, ...]]] = []
@@ -565,14 +567,16 @@ def _keep(
     while computed:
         key, entry = computed.pop()
         assert isinstance(entry, build_cache.ModuleEntry)
-        # Encoded once, here, for both the writer and the build (which receives it as bytes from
-        # this forked child anyway): two encodings at once, one of them on the writer's thread,
-        # each with its pickler's memo, doubled the peak memory of a large module.
-        calls, data = build_cache.encode(key, entry)
+        # Encoded once, straight into the cache file, which the build reads (not kept in MEMO):
+        # the entry's bytes held beside the model were a third of a large module's peak
+        # (docs/reliability.md, "Memory"). Where it cannot be written, as bytes for both.
+        found = build_cache.write_entry(key, entry)
+        if found is None:
+            found, data = build_cache.encode(key, entry)
+            build_cache.MEMO[key] = data
+            pending.append((key, data))  # written after the last fork (no writer thread before it)
         del entry
-        build_cache.MEMO[key] = data
-        pending.append((key, data))
-        out.append((key, calls))
+        out.append((key, found))
     out.reverse()
     return out
 
@@ -597,7 +601,13 @@ def _worker_init(parent: int) -> None:
             import ctypes
             import signal
 
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            # A fixed mmap threshold (M_MMAP_THRESHOLD, glibc's default size): freeing a large
+            # buffer (a file's text, its UTF-8 for the cache key) otherwise raises the threshold
+            # to that size, and the parse's large temporaries then stay resident in the heap
+            # once freed: 15 MiB of a 7 MB file's peak (docs/reliability.md, "Memory").
+            libc.mallopt(-3, 128 * 1024)
         except Exception:
             pass
     if os.getppid() != parent:  # the build ended before this worker could ask

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Context, Decimal
 from typing import cast
 
@@ -23,7 +23,16 @@ from flatten.stages.output import MANIFEST_NAME, Interrupted, OutputError, write
 from flatten.syntax.references import ExpressionError, template_references
 
 # MANIFEST_NAME, Interrupted, OutputError and write_tree are re-exported from flatten/stages/output.py.
-__all__ = ["MANIFEST_NAME", "Interrupted", "OutputError", "body_json", "dumps", "module_json", "write_tree"]
+__all__ = [
+    "MANIFEST_NAME",
+    "Interrupted",
+    "OutputError",
+    "body_json",
+    "dumps",
+    "module_bytes",
+    "module_json",
+    "write_tree",
+]
 
 
 def _number(value: int | Decimal) -> str:
@@ -165,10 +174,11 @@ def body_json(
     doc: dict[str, JsonValue] = {}
     if provenance and origins:
         doc["//"] = _provenance(origins)
-    for attr in sorted(body.attributes, key=lambda a: a.name):
-        doc[attr.name] = attr.expr.value
+    items = body.peek_items()  # a body from the module cache is not left decoded (model.Body.peek_items)
+    for attr in sorted((i for i in items if isinstance(i, Attribute)), key=lambda a: a.name):
+        doc[attr.name] = attr.value
     grouped: dict[str, list[Block]] = {}
-    for block in body.blocks:
+    for block in (i for i in items if isinstance(i, Block)):
         as_dynamic = block.type in as_blocks and not block.labels and not _refers_to(block.body, block.type)
         grouped.setdefault("dynamic" if as_dynamic else block.type, []).append(block)
     for type_, blocks in grouped.items():
@@ -279,25 +289,34 @@ def _provider_order(blocks: list[Block]) -> list[Block]:
     return blocks
 
 
-def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonValue]:
-    """Return a merged module as one Terraform JSON document."""
+def _merged(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
+    merged: dict[str, JsonValue] = {}
+    origins: tuple[Range, ...] = ()
+    for block in blocks:
+        merged.update(body_json(block.body))
+        origins += block.origins
+    if provenance and origins:
+        # One object holds every local, so its one "//" names every file that made it.
+        merged["//"] = _provenance(origins)
+    return merged
+
+
+def _grouped(module: Module) -> dict[str, list[Block]]:
     grouped: dict[str, list[Block]] = {}
     for block in module.blocks:
         grouped.setdefault(block.type, []).append(block)
+    return grouped
+
+
+def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonValue]:
+    """Return a merged module as one Terraform JSON document."""
+    grouped = _grouped(module)
     doc: dict[str, JsonValue] = {}
     for type_ in sorted(grouped):
         blocks = grouped[type_]
         form = emit_form(type_)  # flatten/lang/blocks.py
         if form is Emit.MERGED:
-            merged: dict[str, JsonValue] = {}
-            origins: tuple[Range, ...] = ()
-            for block in blocks:
-                merged.update(body_json(block.body))
-                origins += block.origins
-            if provenance and origins:
-                # One object holds every local, so its one "//" names every file that made it.
-                merged["//"] = _provenance(origins)
-            doc[type_] = merged
+            doc[type_] = _merged(blocks, provenance=provenance)
         elif blocks[0].labels:
             doc[type_] = _labelled(blocks, provenance=provenance)
         elif form is Emit.LIST or len(blocks) > 1:
@@ -305,3 +324,114 @@ def module_json(module: Module, *, provenance: bool = False) -> dict[str, JsonVa
         else:
             doc[type_] = body_json(blocks[0].body, origins=blocks[0].origins, provenance=provenance)
     return doc
+
+
+# -- the same text, written as it is made ----------------------------------------------------------
+# ``dumps(module_json(module))`` held the whole document (a dict per block, beside the model) and
+# then its text twice (pieces, joined) and its bytes: about as much as the model again for a
+# large module (docs/reliability.md, "Memory"). ``module_bytes`` writes each top-level block's
+# object as soon as it is made and drops it, and encodes the text a piece at a time.
+
+
+# Modules of fewer top-level blocks are emitted whole (module_bytes): the same bytes.
+_STREAM_BLOCKS = 512
+
+
+class _Object:
+    """An object of ``keys`` (written in this order) whose values ``value(key)`` makes when written."""
+
+    __slots__ = ("keys", "value")
+
+    def __init__(self, keys: list[str], value: Callable[[str], JsonValue | _Object]) -> None:
+        self.keys = keys
+        self.value = value
+
+
+def _write_lazy(value: JsonValue | _Object, out: list[str], indent: int, done: list[str]) -> None:
+    """``_write(value, out, indent, True, done)``, for an ``_Object`` too: the same text."""
+    if not isinstance(value, _Object):
+        _write(value, out, indent, True, done)
+        return
+    keys = value.keys
+    if not keys:
+        out.append("{}")
+        return
+    pad = "  " * (indent + 1)
+    last = len(keys) - 1
+    out.append("{\n")
+    for i, key in enumerate(keys):
+        out.append(pad + _string(key) + ": ")
+        _write_lazy(value.value(key), out, indent + 1, done)
+        out.append(",\n" if i < last else "\n")
+        if len(out) > _JOIN_EVERY:
+            done.append("".join(out))
+            out.clear()
+    out.append("  " * indent + "}")
+
+
+def _labelled_lazy(blocks: list[Block], *, provenance: bool) -> _Object:
+    """``_labelled``, with each block's object made when it is written."""
+    tree: dict[str, object] = {}
+    for block in blocks:
+        node = tree
+        for label in block.labels[:-1]:
+            child = node.setdefault(label, {})
+            assert isinstance(child, dict)
+            node = child
+        leaf = node.setdefault(block.labels[-1], [])
+        assert isinstance(leaf, list)
+        leaf.append(block)
+
+    def render(node: dict[str, object]) -> _Object:
+        def value(key: str) -> JsonValue | _Object:
+            child = node[key]
+            if isinstance(child, dict):
+                return render(child)
+            assert isinstance(child, list)
+            bodies: list[JsonValue] = [
+                body_json(
+                    b.body,
+                    origins=b.origins,
+                    provenance=provenance,
+                    as_blocks=attribute_blocks(b.labels[0]) if b.type == "resource" else frozenset(),
+                )
+                for b in _provider_order(child)
+            ]
+            return bodies[0] if len(bodies) == 1 else bodies
+
+        # Sorted as _labelled sorts them; dumps then keeps that order (_sorted_keys sorts or keeps).
+        return _Object(sorted(node), value)
+
+    return render(tree)
+
+
+def module_bytes(module: Module, *, provenance: bool = False) -> bytes:
+    """Return ``dumps(module_json(module, provenance=provenance)).encode("utf-8")``, the same bytes,
+    without holding the whole document or its text at once."""
+    if len(module.blocks) < _STREAM_BLOCKS:  # small: the document at once is faster (0.1 ms a module)
+        return dumps(module_json(module, provenance=provenance)).encode("utf-8")
+    grouped = _grouped(module)
+
+    def value(type_: str) -> JsonValue | _Object:
+        blocks = grouped[type_]
+        form = emit_form(type_)
+        if form is Emit.MERGED:
+            return _merged(blocks, provenance=provenance)
+        if blocks[0].labels:
+            return _labelled_lazy(blocks, provenance=provenance)
+        if form is Emit.LIST or len(blocks) > 1:
+            return [body_json(b.body, origins=b.origins, provenance=provenance) for b in blocks]
+        return body_json(blocks[0].body, origins=blocks[0].origins, provenance=provenance)
+
+    out: list[str] = []
+    done: list[str] = []
+    _write_lazy(_Object(_sorted_keys(dict.fromkeys(sorted(grouped))), value), out, 0, done)
+    out.append("\n")
+    done.append("".join(out))
+    del out
+    # Each joined piece encoded on its own and dropped: the text is never held whole beside its bytes.
+    done.reverse()
+    chunks = []
+    while done:
+        chunks.append(done.pop().encode("utf-8"))
+    return b"".join(chunks)

@@ -39,7 +39,7 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
-from flatten.stages.emit import MANIFEST_NAME, dumps, module_json
+from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
@@ -420,8 +420,9 @@ def output_digest(data: bytes) -> str:
 
 
 def render(module: Module, *, provenance: bool) -> bytes:
-    """Return a module's output file (``main.tf.json``): its canonical JSON."""
-    return dumps(module_json(module, provenance=provenance)).encode("utf-8")
+    """Return a module's output file (``main.tf.json``): its canonical JSON, written block by
+    block (``emit.module_bytes``: the bytes of ``dumps(module_json(...))``)."""
+    return module_bytes(module, provenance=provenance)
 
 
 def _file_name(node: ModuleNode, rel: str, root: Path) -> str:

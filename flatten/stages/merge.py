@@ -288,7 +288,7 @@ class _Slot:
 
     block: Block
     dropped: bool = False
-    origins: list[Range] = field(default_factory=list)
+    origins: list[Range] | None = None  # made by the first override merged in (a list a slot: 5 MB)
     drop_if_empty: bool = False
 
 
@@ -316,6 +316,9 @@ class _Merger:
     provider_sources: dict[str, str] = field(default_factory=dict)
     provider_metas: dict[str, tuple[int, Block]] = field(default_factory=dict)
     extra_terraform: int | None = None
+    # Whether override files follow: only they read ``variables`` (a module without any need not
+    # keep a decoded state per variable while it is merged: docs/reliability.md, "Memory").
+    has_overrides: bool = True
 
     def allows(self, feature: str) -> bool:
         """Whether the dialect has ``feature`` (flatten/lang/dialect.py)."""
@@ -334,7 +337,7 @@ class _Merger:
         slot = self.slots[i]
         if origin is not None:
             if not slot.origins:
-                slot.origins.append(slot.block.range)
+                slot.origins = [slot.block.range]
             slot.origins.append(origin)
         slot.block = block
 
@@ -543,7 +546,9 @@ class _Merger:
             "within a module.",
         )
         if block.labels:
-            self.variables[block.labels[0]] = self._decode_variable(block)
+            state = self._decode_variable(block)  # its diagnostics, always
+            if self.has_overrides:
+                self.variables[block.labels[0]] = state
 
     def _append_output(self, i: int, block: Block) -> None:
         self._append_later_wins(
@@ -1456,6 +1461,7 @@ def merge_module(
     merger.provider_sources = _provider_sources(files)
     primaries = [f for f in files if not f.is_override]
     overrides = [f for f in files if f.is_override]
+    merger.has_overrides = bool(overrides)
     for file in primaries:
         merger.append_file(file)
     merger.check_state_settings()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
@@ -95,7 +95,7 @@ class _Source:
         self.filename = filename
         self.prefix = prefix  # characters of synthetic wrapping before the user's text
         self.bom = 1 if text[prefix : prefix + 1] == "\ufeff" else 0
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.line_starts: Sequence[int] = [0] + [m.end() for m in re.finditer("\n", text)]
         self.ascii = text.isascii()
         self.blanked: frozenset[int] = frozenset()
 
@@ -1073,8 +1073,8 @@ class PieceSource(_Source):
         filename: str,
         start: int,
         end: int,
-        line_starts: list[int],
-        line_bytes: list[int] | None,
+        line_starts: Sequence[int],  # an array from the fast reader (hcl_fast._Reader)
+        line_bytes: Sequence[int] | None,
     ) -> None:
         self.text = text[start:end]
         self.whole = text

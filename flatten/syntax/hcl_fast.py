@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from array import array
 from decimal import Decimal
 from types import MappingProxyType
 
@@ -204,10 +205,12 @@ class _Reader:
         self.n = len(text)
         self.filename = filename
         self.bom = 1 if text[:1] == "\ufeff" else 0
-        self.line_starts = [0]
+        # An array, not a list: a list of a large file's line offsets was two int objects' worth
+        # a line (36 bytes each, 14 MB for 400,000 lines; docs/reliability.md, "Memory").
+        self.line_starts = array("q", [0])
         self.line_starts.extend(m.end() for m in re.finditer("\n", text))
         self.ascii = text.isascii()
-        self.line_bytes: list[int] | None = None
+        self.line_bytes: array[int] | None = None
         # One object per distinct string of the file (names, expression sources, keys): a big
         # file repeats them by the thousand, and a short string costs 50 to 90 bytes each time.
         # Dropped with the reader, so nothing outlives the file.
@@ -225,7 +228,7 @@ class _Reader:
         if self.line_bytes is None:
             text = self.text
             acc = 0
-            sizes = [0]
+            sizes = array("q", [0])
             for a, b in zip(self.line_starts, self.line_starts[1:], strict=False):
                 acc += len(text[a:b].encode("utf-8", "surrogatepass"))
                 sizes.append(acc)

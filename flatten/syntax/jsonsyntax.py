@@ -78,6 +78,10 @@ class _Node:
         self.items: list[_Node]
 
 
+# What a property of the tree is replaced with once it has been read (_Decoder.blocks, .body).
+_READ: tuple[str, int, int, _Node] = ("", 0, 0, _Node(0, 0, 0))
+
+
 class _SyntaxError(Exception):
     def __init__(self, summary: str, detail: str, start: int, end: int) -> None:
         super().__init__(summary)
@@ -468,10 +472,14 @@ class _Decoder:
                 )
                 return []
             out: list[Block] = []
-            for key, ks, ke, child in props:
+            for i, (key, ks, ke, child) in enumerate(props):
+                # Each property is read once: dropped from the tree as it is read, so the tree of
+                # a large file shrinks while its blocks are made (docs/reliability.md, "Memory").
+                props[i] = _READ
                 out += self.blocks(
                     child, type_, schema, (*labels, key), (*label_ranges, self.loc.range(ks, ke))
                 )
+                del child
             return out
         if node.kind == _OBJ:
             bodies, def_range = [node], self.start_rng(node)
@@ -500,7 +508,9 @@ class _Decoder:
             return Body((), self.rng(node))
         items: list[Attribute | Block] = []
         seen: dict[str, int] = {}  # attribute name -> index in items
-        for key, ks, ke, child in self.pairs(node, None):
+        pairs = self.pairs(node, None)
+        for i, (key, ks, ke, child) in enumerate(pairs):
+            pairs[i] = _READ  # read once: dropped from the tree (see ``blocks``)
             if key == "//":
                 continue
             nested = schema.blocks.get(key)

@@ -159,7 +159,7 @@ def test_a_cache_restored_from_another_machine_is_all_misses(tmp_path: Path) -> 
     assert _files(out) == _clean_output(root, tmp_path)
     # Every module entry was a miss, so it was computed and written again under the new key.
     assert all(p.read_bytes() != data for p, data in before.items())
-    assert all(p.read_bytes()[len(b"flatten-module-4\n") :][:32] != bytes(32) for p in before)
+    assert all(p.read_bytes()[len(b"flatten-module-5\n") :][:32] != bytes(32) for p in before)
 
 
 # -- the key ---------------------------------------------------------------------------------------

@@ -128,7 +128,7 @@ def test_corrupt_entry_is_ignored_and_rewritten(_cache_dir: Path) -> None:
     for junk in (b"", b"garbage", entry.read_bytes()[:-5]):
         entry.write_bytes(junk)
         assert repr(parse_cache.parse_cached(text, "m.tf", "native", options=Options())) == repr(good)
-    assert entry.read_bytes().startswith(b"flatten-parse-2")
+    assert entry.read_bytes().startswith(b"flatten-parse-3")
 
 
 def test_json_files_are_cached_too() -> None:
@@ -238,13 +238,13 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
     prefetching.prefetch(root, options=options, workers=2)
     assert len(build_cache.EMITTED) == 12  # every module but the root, which calls them
     rendered: list[str] = []
-    real = layout.module_json
+    real = layout.module_bytes
 
-    def counting(module: Module, *, provenance: bool) -> object:
+    def counting(module: Module, *, provenance: bool) -> bytes:
         rendered.append(module.directory)
         return real(module, provenance=provenance)
 
-    monkeypatch.setattr(layout, "module_json", counting)
+    monkeypatch.setattr(layout, "module_bytes", counting)
     assert _build(root, options=options)[0].files == want
     assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
     prefetching.finish()
@@ -446,7 +446,8 @@ def test_forked_prefetch_hands_its_results_to_the_build(
     take = prefetching.prefetch_forked(root, options=Options())
     assert take is not None
     take()
-    assert len(build_cache.MEMO) == 13 and len(build_cache.PREREAD) == 13  # every module, as bytes
+    # Every module: its entry written into the cache as it was encoded, before it was handed over.
+    assert len(build_cache.PREREAD) == 13 and len(_files(tmp_path / "cache" / "modules")) == 13
     monkeypatch.setattr(parse_cache, "parse_file", _boom)
     monkeypatch.setattr(merge, "_Merger", _boom)
     assert _build(root, options=Options())[0].files == want  # nothing parsed or merged again
