@@ -215,7 +215,10 @@ def test_damaged_concatenations(seed: int) -> None:
     rng = random.Random(seed)
     answered = 0
     for _ in range(150):
-        text = _damage(rng, "\n".join(rng.choice(TEXTS) for _ in range(rng.randint(2, 6))))
+        # A byte order mark stays at the start only (one in the middle is left to the whole-file
+        # parse: test_a_byte_order_mark_inside_the_file_is_the_error_there).
+        parts = [rng.choice(TEXTS) for _ in range(rng.randint(2, 6))]
+        text = _damage(rng, "\n".join([parts[0], *(p.removeprefix("\ufeff") for p in parts[1:])]))
         answered += same(text, Options(rng.choice(list(Dialect))))
     assert answered >= 140
 
