@@ -12,8 +12,11 @@ entry is a miss and is rewritten.
 The stage asks through the memo it is given (flatten/stages/memo.py); the disk-backed memo
 (flatten/shell/memo.py) looks entries up here (``take``) and keeps what it computed (``computed``).
 
-Entries live beside the parse cache (``<cache root>/modules/<key[:2]>/<key>``); writes are a
-temporary file renamed into place, so concurrent builds never see half an entry.
+Entries live beside the parse cache (``<cache root>/modules/<key>``); writes are a temporary
+file renamed into place, so concurrent builds never see half an entry. No subdirectories by key
+prefix: a cold build of 200 modules made about 290 of them (module and emit entries), and making
+a directory is among the slowest file system calls here (docs/performance.md); ext4, xfs and
+btrfs index large directories, so one directory of many entries costs nothing per lookup.
 ``FLATTEN_PARSE_CACHE=off`` turns this cache off too, ``FLATTEN_MODULE_CACHE=off`` only this one.
 Stored files and the merged module are pickled together, so the blocks they share are stored and
 rebuilt once. Nothing here raises for cache trouble. Every entry, here and in the emit cache,
@@ -720,7 +723,7 @@ def decode(data: bytes, key: str) -> ModuleEntry | None:
 
 
 def _path(key: str) -> Path:
-    return _directory() / key[:2] / key
+    return _directory() / key
 
 
 def read(key: str) -> bytes | None:
@@ -741,8 +744,8 @@ def _write_file(path: Path, data: bytes) -> None:
     try:
         parent = path.parent
         if parent not in _MADE:
-            # Made once per process: a cold build writes about 400 entries into 2 x 256
-            # directories, and each mkdir of an existing one is a system call and an exception.
+            # Made once per process: a cold build writes about 400 entries into 2 directories,
+            # and each mkdir of an existing one is a system call and an exception.
             parent.mkdir(parents=True, exist_ok=True)
             _MADE.add(parent)
         tmp = parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
@@ -900,7 +903,7 @@ def emit_key(
 
 
 def _emit_path(digest: str) -> Path:
-    return _directory().parent / "emit" / digest[:2] / digest
+    return _directory().parent / "emit" / digest
 
 
 # Output bytes computed ahead of the layout (by prefetch workers, beside the module entry), by

@@ -56,7 +56,8 @@ Result = tuple["Body", "Diagnostics"]
 
 
 class ParseCache:
-    """Entries under ``directory`` (``<root>/parse``): ``<key[:2]>/<key>``, one file per parse."""
+    """Entries under ``directory`` (``<root>/parse``): ``<key>``, one file per parse (no
+    subdirectories: see build_cache's docstring)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -68,7 +69,7 @@ class ParseCache:
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:
-        return self.directory / key[:2] / key
+        return self.directory / key
 
     def read(self, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
         """Return a verified entry's module sources, bytes and result offset, or None."""

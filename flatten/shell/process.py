@@ -5,7 +5,9 @@ the command line once, in flatten.cli). For a build it can help, ``run_build`` r
 previous identical build when a record says nothing it read changed (flatten.shell.replay), else
 writes the output of the previous identical build into a new --out (the same record), else
 prefetches in a fork while this process imports the pipeline (flatten.shell.prefetch), runs the
-build, and records it. A library caller of flatten.cli (typer's CliRunner) gets none of this.
+build, and records it. A plain cold build (``build ROOT --out OUT`` and a cache holding no build
+yet) forks that prefetch before typer even parses the command line. A library caller of
+flatten.cli (typer's CliRunner) gets none of this.
 """
 
 from __future__ import annotations
@@ -38,9 +40,71 @@ def main() -> None:
         # the command line are even imported (most of a replay's time otherwise).
         if replay.replay_argv(argv):
             sys.exit(0)
+        _prefetch_early(argv)
     from flatten.cli import main as cli_main
 
     cli_main(runner=partial(run_build, argv=argv))
+
+
+def plain_build(argv: Sequence[str]) -> tuple[str, str] | None:
+    """Return ROOT and OUT of ``build [ROOT] --out OUT`` (in either order, ``-o`` or ``--out=``),
+    else None: the one command line whose options are known before typer parses it (all at their
+    defaults). Anything else (another option, two roots) is None; so is anything typer would
+    refuse, or read otherwise, as far as it matters: the build takes the early prefetch over only
+    when typer's root and options turn out the same.
+
+    >>> plain_build(["build", "live", "--out", "dist"]), plain_build(["build", "-o", "dist"])
+    (('live', 'dist'), ('.', 'dist'))
+    >>> plain_build(["build", "live", "--out=dist", "--provenance"]) is None
+    True
+    """
+    root: str | None = None
+    out: str | None = None
+    rest = list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg in ("--out", "-o") and rest and out is None:
+            out = rest.pop(0)
+        elif arg.startswith("--out=") and out is None:
+            out = arg.removeprefix("--out=")
+        elif arg.startswith("-") or not arg or root is not None:
+            return None
+        else:
+            root = arg
+    return None if not out else (root or ".", out)
+
+
+def _prefetch_early(argv: Sequence[str]) -> None:
+    """Fork the prefetch now, while typer and flatten.cli are imported, for a plain cold build.
+
+    Cold: the cache holds no build record, so nothing can be replayed or rebuilt in part, and the
+    build is bound to prefetch (``run_build``). Otherwise the usual order stands: a warm build
+    must not pay for a child it would not use. Never raises; the build then runs as usual.
+    """
+    plain = plain_build(argv)
+    if plain is None or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
+        return
+    try:
+        from pathlib import Path
+
+        from flatten.lang.options import Options
+        from flatten.shell import build_cache
+        from flatten.shell.parse_cache import default_cache
+
+        cache = default_cache()
+        if cache is None or not build_cache.enabled():
+            return
+        try:
+            with os.scandir(cache.directory.parent / "builds") as entries:
+                if any(True for _ in entries):
+                    return
+        except FileNotFoundError:
+            pass
+        from flatten.shell.prefetch import prefetch_early
+
+        prefetch_early(Path(plain[0]).resolve(), options=Options())
+    except Exception:  # the build prefetches as usual
+        return
 
 
 def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
@@ -94,8 +158,9 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
                 return 0
     # Before prefetch, which reads inputs too: a record needs every input older than this.
     started = time.time_ns()
-    from flatten.shell.prefetch import finish, prefetch, prefetch_forked
+    from flatten.shell.prefetch import early_start, finish, prefetch, prefetch_forked
 
+    started = min(started, early_start(root, options) or started)
     take = prefetch_forked(root, options=options)
     if take is None:
         prefetch(root, options=options, meanwhile=_load_all)

@@ -498,6 +498,111 @@ def test_forked_prefetch_that_fails_leaves_the_work_to_the_build(
     prefetching.finish()
 
 
+def test_an_early_prefetch_is_taken_over_by_the_build_it_was_started_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    _fork_or_skip()
+    before = time.time_ns()
+    prefetching.prefetch_early(root, options=Options())
+    [(pid, _)] = prefetching._CHILDREN
+    started = prefetching.early_start(root, Options())
+    assert started is not None and before <= started <= time.time_ns()
+    assert prefetching.early_start(root, Options(provenance=True)) is None
+    take = prefetching.prefetch_forked(root, options=Options())
+    assert take is not None and [c for c, _ in prefetching._CHILDREN] == [pid]  # no second child
+    take()
+    monkeypatch.setattr(parse_cache, "parse_file", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
+    assert _build(root, options=Options())[0].files == want  # nothing parsed or merged again
+    prefetching.finish()
+
+
+def test_an_early_prefetch_for_other_options_is_ended_unused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=60)
+    want = _uncached_build(root, monkeypatch, provenance=True)
+    _fork_or_skip()
+    prefetching.prefetch_early(root, options=Options())
+    [(early, _)] = prefetching._CHILDREN
+    take = prefetching.prefetch_forked(root, options=Options(provenance=True))
+    assert take is not None
+    assert [c for c, _ in prefetching._CHILDREN] != [early]  # its own child; the early one reaped
+    with pytest.raises(ChildProcessError):
+        os.waitpid(early, os.WNOHANG)
+    take()
+    assert _build(root, options=Options(provenance=True))[0].files == want
+    prefetching.finish()
+
+
+def test_an_early_prefetch_nobody_takes_is_ended_at_the_exit(tmp_path: Path) -> None:
+    # The command line failed after the child was forked: the exit must not wait for the child to
+    # compute the whole tree.
+    root = _tree(tmp_path / "src", modules=60)
+    _fork_or_skip()
+    prefetching.prefetch_early(root, options=Options())
+    [(pid, _)] = prefetching._CHILDREN
+    done = threading.Thread(target=prefetching.finish, daemon=True)
+    done.start()
+    done.join(timeout=30)
+    if done.is_alive():
+        os.kill(pid, 9)
+    assert not done.is_alive() and not prefetching._CHILDREN
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (["build", "live", "--out", "dist"], ("live", "dist")),
+        (["build", "--out", "dist", "live"], ("live", "dist")),
+        (["build", "-o", "dist"], (".", "dist")),
+        (["build", "--out=dist", "live"], ("live", "dist")),
+        (["build", "live"], None),  # typer refuses it: no --out
+        (["build", "live", "--out", "dist", "--provenance"], None),  # an option: not the defaults
+        (["build", "a", "b", "--out", "dist"], None),  # several roots
+        (["build", "live", "--out", "a", "--out", "b"], None),
+        (["build", "--", "live", "--out", "dist"], None),
+        (["build", "", "--out", "dist"], None),
+    ],
+)
+def test_only_a_plain_build_is_known_before_typer_parses_it(
+    argv: list[str], want: tuple[str, str] | None
+) -> None:
+    assert process.plain_build(argv) == want
+
+
+def test_a_plain_build_forks_its_prefetch_early_only_while_the_cache_holds_no_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path / "src", modules=2)
+    started: list[tuple[Path, Options]] = []
+    monkeypatch.setattr(
+        prefetching, "prefetch_early", lambda root, *, options: started.append((root, options))
+    )
+    argv = ["build", str(root), "--out", str(tmp_path / "out")]
+    process._prefetch_early(argv)
+    assert started == [(root.resolve(), Options())]
+    process._prefetch_early(["build", str(root), "--out", str(tmp_path / "out"), "--provenance"])
+    monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
+    _reset(monkeypatch)  # as a new process with that environment starts
+    process._prefetch_early(argv)
+    monkeypatch.delenv("FLATTEN_MODULE_CACHE")
+    _reset(monkeypatch)
+    assert len(started) == 1
+    # Once a build is recorded, a build may replay or rebuild in part: the usual order stands.
+    calls: list[int] = []
+    _age(root)  # else no record is kept (test_build_record_refused_for_fresh_inputs)
+    _cli(argv, calls)
+    cache = parse_cache.default_cache()
+    assert cache is not None and calls == [1] and any((cache.directory.parent / "builds").iterdir())
+    process._prefetch_early(argv)
+    assert len(started) == 1
+
+
 def _cli(argv: list[str], calls: list[int]) -> None:
     """Run the command line as the flatten program does (flatten.shell.process runs its build
     requests); ``calls`` counts the builds that ran (not replayed)."""
