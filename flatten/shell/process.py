@@ -178,19 +178,24 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
     err, std = _Tee(sys.stderr), _Tee(sys.stdout)
     sys.stderr, sys.stdout = err, std
     try:
-        code = run_request(request)
-    finally:
-        sys.stderr, sys.stdout = err.real, std.real
-        finish()
-    recordable = code == 0 and not "".join(std.parts)
-    recorded = recordable and replay.save_record(builds, request, root, out, "".join(err.parts), started)
-    if recorded:
-        from flatten.shell import incremental
-        from flatten.shell.memo import module_keys
+        try:
+            code = run_request(request)
+        finally:
+            sys.stderr, sys.stdout = err.real, std.real
+        # Recorded while the prefetching child still writes its cache entries (``finish``): the
+        # record reads only the inputs and the output, and a rebuild that misses a module's entry
+        # computes it.
+        recordable = code == 0 and not "".join(std.parts)
+        recorded = recordable and replay.save_record(builds, request, root, out, "".join(err.parts), started)
+        if recorded:
+            from flatten.shell import incremental
+            from flatten.shell.memo import module_keys
 
-        incremental.save_keys(record, module_keys())  # bound to the record just saved
-        if argv is not None:
-            replay.save_alias(argv, record, request, root, out)
+            incremental.save_keys(record, module_keys())  # bound to the record just saved
+            if argv is not None:
+                replay.save_alias(argv, record, request, root, out)
+    finally:
+        finish()
     return code
 
 
