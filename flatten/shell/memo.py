@@ -12,8 +12,6 @@ python-hcl2's grammar cache moves to flatten's cache directory when site-package
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -158,7 +156,10 @@ def keep_grammar_cache() -> None:
             return
         if not _needs_redirect(Path(spec.origin).parent / ".lark_cache.bin"):
             return
-        sys.meta_path.insert(0, _AfterImport("hcl2.parser", _redirect))
+        # Only then: importlib.abc alone is about 8 ms of the imports before prefetch forks.
+        from flatten.shell.after_import import AfterImport
+
+        sys.meta_path.insert(0, AfterImport("hcl2.parser", _redirect))
     except Exception:  # the default location then; only slower
         return
 
@@ -176,36 +177,3 @@ def _redirect(parser: ModuleType) -> None:
         setattr(parser, "PARSER_FILE", directory / "hcl2.lark_cache.bin")  # noqa: B010
     except Exception:  # the default location then; only slower
         return
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs ``then`` on module ``name`` right after it is imported (then steps aside)."""
-
-    def __init__(self, name: str, then: Callable[[ModuleType], None]) -> None:
-        self.name = name
-        self.then = then
-
-    def find_spec(
-        self, fullname: str, path: object = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        spec.loader = _ThenLoader(spec.loader, self.then)
-        return spec
-
-
-class _ThenLoader(importlib.abc.Loader):
-    def __init__(self, loader: importlib.abc.Loader, then: Callable[[ModuleType], None]) -> None:
-        self.loader = loader
-        self.then = then
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self.loader.exec_module(module)
-        self.then(module)

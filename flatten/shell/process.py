@@ -85,21 +85,24 @@ def _prefetch_early(argv: Sequence[str]) -> None:
     if plain is None or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
         return
     try:
+        from flatten.shell.cache_dir import cache_root
+
+        # Checked first: a warm build imports nothing more here (a replay into a new --out never
+        # loads the model: tests/project/test_api.py).
+        try:
+            with os.scandir(cache_root() / "builds") as entries:
+                if any(True for _ in entries):
+                    return
+        except FileNotFoundError:
+            pass
         from pathlib import Path
 
         from flatten.lang.options import Options
         from flatten.shell import build_cache
         from flatten.shell.parse_cache import default_cache
 
-        cache = default_cache()
-        if cache is None or not build_cache.enabled():
+        if default_cache() is None or not build_cache.enabled():
             return
-        try:
-            with os.scandir(cache.directory.parent / "builds") as entries:
-                if any(True for _ in entries):
-                    return
-        except FileNotFoundError:
-            pass
         from flatten.shell.prefetch import prefetch_early
 
         prefetch_early(Path(plain[0]).resolve(), options=Options())
