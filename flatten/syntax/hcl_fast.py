@@ -45,6 +45,7 @@ from flatten.lang.model import (
     range_key,
 )
 from flatten.lang.options import Options
+from flatten.syntax._hcl_shapes import other_end
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -414,6 +415,13 @@ class _Reader:
                         return (_NUM, i, end, (_number(word), m.group(3) is None and m.group(4) is None)), end
                     else:
                         return (_STR, i, end, None), end
+        end = other_end(text, i)
+        if end >= 0:
+            # A common computed shape on one line (_hcl_shapes): kept as source, so only its end
+            # matters; it ends here when the same terminators follow as for _SIMPLE.
+            c = text[end] if text[end] not in " \t" else text[_WS.match(text, end).end()]  # type: ignore[union-attr]
+            if c in ",)]}" or (not nl and (c in "\n#\x00" or text.startswith("//", _WS.match(text, end).end()))):  # type: ignore[union-attr]
+                return (_OTHER, i, end, None), end
         node, end = self.binary(i, nl)
         if text[end - 1] == "\n":
             return node, end  # a heredoc ended it
