@@ -33,9 +33,7 @@ _NAME = (
 _NUM = r"-?[0-9]++(?:\.[0-9]++)?+(?:[eE][+-]?[0-9]++)?+(?![A-Za-z0-9_.])"
 _PLAIN = r'"[^"\\$%\n\r\x00]*+"'
 # A quoted template without escapes or directives; an interpolation holds one attribute chain.
-_STR = (
-    r'"(?:[^"\\$%\n\r\x00]++|\$\$\{|%%\{|\$(?!\{)|%(?!\{)|\$\{' + _NAME + r"(?:\." + _NAME + r")*+\})*+\""
-)
+_STR = r'"(?:[^"\\$%\n\r\x00]++|\$\$\{|%%\{|\$(?!\{)|%(?!\{)|\$\{' + _NAME + r"(?:\." + _NAME + r")*+\})*+\""
 _LIT = r"(?:true|false|null)(?![A-Za-z0-9_.\[-])"
 _INDEX = r"(?:[0-9]++(?![A-Za-z0-9_.])|" + _PLAIN + "|" + _NAME + r"(?:\." + _NAME + r")*+)"
 _POST = r"(?:\." + _NAME + r"|\.\*|\[\*\]|\[" + _S + _INDEX + _S + r"\])*+"
@@ -49,6 +47,7 @@ _POSTFIX = re.compile(_POST).match
 _OPERATOR = re.compile(
     _S + r"(?:==|!=|<=|>=|&&|\|\||[+*%>](?!=)|<(?![<=])|-(?![=0-9])|/(?![/*=]))" + _S
 ).match
+_OPERATOR_START = frozenset(" \t=!<>&|+-*/%")  # a cheap test before the regex
 _CALL = re.compile(_NAME + r"(?!::)" + _S + r"\(" + _S).match
 _ITEM_KEY = re.compile(_NAME + _S + r"=(?![=>])" + _S).match
 _FOR = re.compile(r"for[ \t]++" + _NAME + r"(?:" + _S + "," + _S + _NAME + r")?+[ \t]++in[ \t]++").match
@@ -72,14 +71,14 @@ def other_end(text: str, i: int) -> int:
     if e < 0:
         return -1
     other = c in "![(" or (c != '"' and _CALL(text, i) is not None)
-    m = _OPERATOR(text, e)
+    m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
     while m is not None:
         e = _operand(text, m.end())
         if e < 0:
             return -1
         other = True
-        m = _OPERATOR(text, e)
-    j = _SPACE(text, e).end()  # type: ignore[union-attr]
+        m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
+    j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text[j] == "?":
         return _conditional(text, j)
     return e if other else -1
@@ -90,7 +89,7 @@ def _conditional(text: str, j: int) -> int:
     e = _binary(text, _SPACE(text, j + 1).end())  # type: ignore[union-attr]
     if e < 0:
         return -1
-    k = _SPACE(text, e).end()  # type: ignore[union-attr]
+    k = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text[k] != ":" or text[k + 1] == ":":
         return -1
     return _binary(text, _SPACE(text, k + 1).end())  # type: ignore[union-attr]
@@ -100,7 +99,7 @@ def _expression(text: str, i: int) -> int:
     e = _binary(text, i)
     if e < 0:
         return -1
-    j = _SPACE(text, e).end()  # type: ignore[union-attr]
+    j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text[j] == "?":
         return _conditional(text, j)
     return e
@@ -110,12 +109,12 @@ def _binary(text: str, i: int) -> int:
     e = _operand(text, i)
     if e < 0:
         return -1
-    m = _OPERATOR(text, e)
+    m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
     while m is not None:
         e = _operand(text, m.end())
         if e < 0:
             return -1
-        m = _OPERATOR(text, e)
+        m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
     return e
 
 
@@ -130,7 +129,7 @@ def _operand(text: str, i: int) -> int:
         j = _expression(text, _SPACE(text, i + 1).end())  # type: ignore[union-attr]
         if j < 0:
             return -1
-        j = _SPACE(text, j).end()  # type: ignore[union-attr]
+        j = j if text[j] not in " \t" else _SPACE(text, j).end()  # type: ignore[union-attr]
         if text[j] != ")" or text[j + 1] in ".[":
             return -1  # a postfix after parentheses is left to the reader
         return j + 1
@@ -154,7 +153,7 @@ def _list(text: str, j: int, close: str) -> int:
         e = _expression(text, j)
         if e < 0:
             return -1
-        j = _SPACE(text, e).end()  # type: ignore[union-attr]
+        j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
         if text[j] == ",":
             j = _SPACE(text, j + 1).end()  # type: ignore[union-attr]
         elif text[j] != close:
@@ -173,18 +172,18 @@ def _bracket(text: str, i: int) -> int:
     e = _expression(text, m.end())
     if e < 0:
         return -1
-    k = _SPACE(text, e).end()  # type: ignore[union-attr]
+    k = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text[k] != ":" or text[k + 1] == ":":
         return -1
     e = _expression(text, _SPACE(text, k + 1).end())  # type: ignore[union-attr]
     if e < 0:
         return -1
-    k = _SPACE(text, e).end()  # type: ignore[union-attr]
+    k = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text.startswith("if", k) and text[k + 2] in " \t":
         e = _expression(text, _SPACE(text, k + 2).end())  # type: ignore[union-attr]
         if e < 0:
             return -1
-        k = _SPACE(text, e).end()  # type: ignore[union-attr]
+        k = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     return k + 1 if text[k] == "]" else -1
 
 
@@ -199,7 +198,7 @@ def _object(text: str, i: int) -> int:
         e = _expression(text, m.end())
         if e < 0:
             return -1
-        j = _SPACE(text, e).end()  # type: ignore[union-attr]
+        j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
         if text[j] == ",":
             j = _SPACE(text, j + 1).end()  # type: ignore[union-attr]
         elif text[j] != "}":

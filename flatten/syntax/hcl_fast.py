@@ -419,8 +419,9 @@ class _Reader:
         if end >= 0:
             # A common computed shape on one line (_hcl_shapes): kept as source, so only its end
             # matters; it ends here when the same terminators follow as for _SIMPLE.
-            c = text[end] if text[end] not in " \t" else text[_WS.match(text, end).end()]  # type: ignore[union-attr]
-            if c in ",)]}" or (not nl and (c in "\n#\x00" or text.startswith("//", _WS.match(text, end).end()))):  # type: ignore[union-attr]
+            k = end if text[end] not in " \t" else _WS.match(text, end).end()  # type: ignore[union-attr]
+            c = text[k]
+            if c in ",)]}" or (not nl and (c in "\n#\x00" or text.startswith("//", k))):
                 return (_OTHER, i, end, None), end
         node, end = self.binary(i, nl)
         if text[end - 1] == "\n":
