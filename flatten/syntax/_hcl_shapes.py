@@ -48,6 +48,7 @@ _OPERATOR = re.compile(
     _S + r"(?:==|!=|<=|>=|&&|\|\||[+*%>](?!=)|<(?![<=])|-(?![=0-9])|/(?![/*=]))" + _S
 ).match
 _OPERATOR_START = frozenset(" \t=!<>&|+-*/%")  # a cheap test before the regex
+_NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 _CALL = re.compile(_NAME + r"(?!::)" + _S + r"\(" + _S).match
 _ITEM_KEY = re.compile(_NAME + _S + r"=(?![=>])" + _S).match
 _FOR = re.compile(r"for[ \t]++" + _NAME + r"(?:" + _S + "," + _S + _NAME + r")?+[ \t]++in[ \t]++").match
@@ -70,18 +71,23 @@ def other_end(text: str, i: int) -> int:
     e = _operand(text, i)
     if e < 0:
         return -1
-    other = c in "![(" or (c != '"' and _CALL(text, i) is not None)
     m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
+    if m is None:
+        j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
+        if text[j] == "?":
+            return _conditional(text, j)
+        # One operand: computed when a call, a negation, in parentheses or a for expression;
+        # the reader decodes the rest (a literal, string, reference, tuple).
+        return e if c in "![(" or (c in _NAME_START and _CALL(text, i) is not None) else -1
     while m is not None:
         e = _operand(text, m.end())
         if e < 0:
             return -1
-        other = True
         m = _OPERATOR(text, e) if text[e] in _OPERATOR_START else None
     j = e if text[e] not in " \t" else _SPACE(text, e).end()  # type: ignore[union-attr]
     if text[j] == "?":
         return _conditional(text, j)
-    return e if other else -1
+    return e
 
 
 def _conditional(text: str, j: int) -> int:
@@ -137,14 +143,16 @@ def _operand(text: str, i: int) -> int:
         return _bracket(text, i)
     if c == "{":
         return _object(text, i)
-    m = _CALL(text, i)
+    m = _TERM(text, i)  # never a call: tried first, as the commoner
     if m is not None:
-        j = _list(text, m.end(), ")")
-        if j < 0:
-            return -1
-        return _POSTFIX(text, j).end()  # type: ignore[union-attr]
-    m = _TERM(text, i)
-    return -1 if m is None else m.end()
+        return m.end()
+    m = _CALL(text, i)
+    if m is None:
+        return -1
+    j = _list(text, m.end(), ")")
+    if j < 0:
+        return -1
+    return _POSTFIX(text, j).end()  # type: ignore[union-attr]
 
 
 def _list(text: str, j: int, close: str) -> int:

@@ -275,11 +275,20 @@ class _Reader:
 
     # -- scanning ------------------------------------------------------------------------------
 
+    # Each tests the next character first: most calls find none to skip, and a string test is
+    # a fraction of a regex match.
+
     def ws(self, i: int) -> int:
-        return _WS.match(self.text, i).end()  # type: ignore[union-attr]
+        text = self.text
+        if text[i] not in " \t\r":
+            return i
+        return _WS.match(text, i).end()  # type: ignore[union-attr]
 
     def gap(self, i: int) -> int:
-        return _GAP.match(self.text, i).end()  # type: ignore[union-attr]
+        text = self.text
+        if text[i] not in " \t\r\n#/":
+            return i
+        return _GAP.match(text, i).end()  # type: ignore[union-attr]
 
     def name_at(self, i: int) -> int:
         m = _NAME.match(self.text, i)
@@ -314,10 +323,13 @@ class _Reader:
         self, i: int, schema: BlockSchema, attrs: set[str], blocks: set[str]
     ) -> tuple[Attribute | Block, int]:
         text = self.text
-        name_end = self.name_at(i)
+        m = _NAME.match(text, i)
+        if m is None:
+            raise _Unsure
+        name_end = m.end()
         name = text[i:name_end]
         name = self.share(name, name)
-        j = self.ws(name_end)
+        j = name_end if text[name_end] not in " \t\r" else _WS.match(text, name_end).end()  # type: ignore[union-attr]
         c = text[j]
         if c == "=":
             if text[j + 1] in "=>":
@@ -326,10 +338,27 @@ class _Reader:
             if mode is None or name in attrs or name in blocks:
                 raise _Unsure
             attrs.add(name)
-            value, end = self.expr(self.ws(j + 1), False)
+            j += 1
+            if text[j] in " \t\r":
+                j = _WS.match(text, j).end()  # type: ignore[union-attr]
+            value, end = self.expr(j, False)
             converted = self.convert(value, mode)
-            name_key = self.key(i, name_end)
-            return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
+            if not self.ascii:
+                name_key = self.key(i, name_end)
+                return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
+            # The name and the value start on one line: one search for both keys (key()).
+            starts = self.line_starts
+            a = bisect.bisect_right(starts, i) - 1
+            s = starts[a]
+            start, stop = value[1], value[2]
+            while stop > start and text[stop - 1] in "\r\n":
+                stop -= 1  # a heredoc token ends with its newline; the expression does not
+            b = a
+            if a + 1 < len(starts) and stop >= starts[a + 1]:
+                b = bisect.bisect_right(starts, stop, a) - 1
+            name_key = range_key(a + 1, i - s + 1, i, a + 1, name_end - s + 1, name_end)
+            key = range_key(a + 1, start - s + 1, start, b + 1, stop - starts[b] + 1, stop)
+            return make_attribute_at(name, converted, self.filename, name_key, key), end
         # A block: labels, then "{" on the same line.
         labels: list[str] = []
         label_keys: list[Key] = []
