@@ -23,6 +23,7 @@ import bisect
 import re
 from array import array
 from decimal import Decimal
+from itertools import accumulate
 from types import MappingProxyType
 
 from flatten.lang.blocks import top_schema
@@ -119,6 +120,8 @@ _SIMPLE = re.compile(
     r"|([0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.\[])"
     r'|("[^"\\$%\n\r\x00]*")(?![.\[])'
 ).match
+_PLAIN_LABEL = re.compile(r'"([^"\\$%{}\n\r\x00]*)"').match
+_PLUS_ONE = (1).__add__
 _HEREDOC_SPECIAL = re.compile(r"\$\$\{|%%\{|[$%]\{|\n")
 
 
@@ -208,8 +211,9 @@ class _Reader:
         self.bom = 1 if text[:1] == "\ufeff" else 0
         # An array, not a list: a list of a large file's line offsets was two int objects' worth
         # a line (36 bytes each, 14 MB for 400,000 lines; docs/reliability.md, "Memory").
+        # Each line's length plus its newline, summed: no Python-level step per line.
         self.line_starts = array("q", [0])
-        self.line_starts.extend(m.end() for m in re.finditer("\n", text))
+        self.line_starts.extend(accumulate(map(_PLUS_ONE, map(len, text.split("\n")[:-1]))))
         self.ascii = text.isascii()
         self.line_bytes: array[int] | None = None
         # One object per distinct string of the file (names, expression sources, keys): a big
@@ -364,7 +368,10 @@ class _Reader:
         label_keys: list[Key] = []
         last_end = name_end
         while c != "{":
-            if c == '"':
+            if c == '"' and (m := _PLAIN_LABEL(text, j)) is not None:
+                end = m.end()  # what string() and parts() give a label without escapes or sequences
+                labels.append(m.group(1))
+            elif c == '"':
                 end = self.string(j)
                 parts = self.parts(j, end)
                 if any(not isinstance(p, Literal) for p in parts):
