@@ -83,16 +83,9 @@ def _key(
     size = end_byte - byte
     w1 = (line | byte).bit_length()
     w2 = (column | lines | end_column | size).bit_length()
-    if (
-        line >= 0
-        and byte >= 0
-        and column >= 0
-        and lines >= 0
-        and end_column >= 0
-        and size >= 0
-        and w1 <= _WIDTH_MASK
-        and w2 <= _WIDTH_MASK
-    ):
+    # An "or" of ints is negative when one of them is: one test for the six signs (the fast
+    # reader makes a key per name, label, value and body).
+    if w1 <= _WIDTH_MASK and w2 <= _WIDTH_MASK and (line | byte | column | lines | end_column | size) >= 0:
         key = (line << w1) | byte
         key = (((key << w2 | column) << w2 | lines) << w2 | end_column) << w2 | size
         return (key << _WIDTH_BITS | w2) << _WIDTH_BITS | w1

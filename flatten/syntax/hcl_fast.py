@@ -258,8 +258,11 @@ class _Reader:
         if self.ascii and end >= start:
             starts = self.line_starts
             a = bisect.bisect_right(starts, start) - 1
-            b = bisect.bisect_right(starts, end, a) - 1
-            return range_key(a + 1, start - starts[a] + 1, start, b + 1, end - starts[b] + 1, end)
+            s = starts[a]
+            if a + 1 < len(starts) and end >= starts[a + 1]:
+                b = bisect.bisect_right(starts, end, a) - 1
+                return range_key(a + 1, start - s + 1, start, b + 1, end - starts[b] + 1, end)
+            return range_key(a + 1, start - s + 1, start, a + 1, end - s + 1, end)  # on one line
         p, q = self.pos(start), self.pos(end)
         return range_key(p.line, p.column, p.byte, q.line, q.column, q.byte)
 
