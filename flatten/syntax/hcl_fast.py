@@ -103,6 +103,7 @@ _HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
 _UNARY_CONTEXT = frozenset("=([{,:?!-+*/%<>&|\n")
 _NUMBER_CHARS = frozenset("0123456789")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789-")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
@@ -119,6 +120,10 @@ _SIMPLE = re.compile(
     r"([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9_-]*)*)(?![A-Za-z0-9_.\[(:-])"
     r"|([0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.\[])"
     r'|("[^"\\$%\n\r\x00]*")(?![.\[])'
+).match
+# An object element's name key and its "=" (object_key: a name, not a literal, then "=" or ":").
+_NAME_EQUALS = re.compile(
+    r"(?!(?:true|false|null)(?![A-Za-z0-9_-]))([A-Za-z_][A-Za-z0-9_-]*+)[ \t]*+=(?![=>])[ \t]*+"
 ).match
 _PLAIN_LABEL = re.compile(r'"([^"\\$%{}\n\r\x00]*)"').match
 _PLUS_ONE = (1).__add__
@@ -734,18 +739,26 @@ class _Reader:
                 e = k + 3
             end = self.for_tail(e, "}")
             return (_OTHER, i, end, None), end
+        if text.startswith("for", j) and text[j + 3] not in _NAME_CHARS:
+            raise _Unsure  # hcl.py: "Invalid 'for' expression" (a first key "for" reads as one)
         elems: list[tuple[_Node, _Node]] = []
         while text[j] != "}":
-            key, e = self.object_key(j)
-            k = self.ws(e)
-            c = text[k]
-            if c == "=":
-                if text[k + 1] in "=>":
+            m = _NAME_EQUALS(text, j)
+            if m is not None:  # the common "name = ": what object_key() and the checks below give
+                key = (_IDENT, j, m.end(1), None)
+                value, e = self.expr(m.end(), False)
+                elems.append((key, value))
+            else:
+                key, e = self.object_key(j)
+                k = self.ws(e)
+                c = text[k]
+                if c == "=":
+                    if text[k + 1] in "=>":
+                        raise _Unsure
+                elif c != ":" or text[k + 1] == ":":
                     raise _Unsure
-            elif c != ":" or text[k + 1] == ":":
-                raise _Unsure
-            value, e = self.expr(self.ws(k + 1), False)
-            elems.append((key, value))
+                value, e = self.expr(self.ws(k + 1), False)
+                elems.append((key, value))
             if text[e - 1] == "\n":
                 j = self.gap(e)
                 continue

@@ -190,17 +190,23 @@ _names = st.sampled_from(["a", "b_1", "web-1", "in", "for", "true", "null", "x::
 _leaf = st.one_of(
     _names,
     st.builds(lambda n, m: f"{n}.{m}", _names, _names),
-    st.sampled_from(["1", "-1", "1.5", "1e3", "0.1.2", '"s"', '"${a}"', '"$${a}"', '"\\n"', "a[0]", "a[*].b"]),
+    st.sampled_from(
+        ["1", "-1", "1.5", "1e3", "0.1.2", '"s"', '"${a}"', '"$${a}"', '"\\n"', "a[0]", "a[*].b"]
+    ),
     st.sampled_from(['a["k"]', "a.*.b", "a.0", "a[b.c]", "a[-1]", "a[ 0 ]", "x...", "<<EOT\nx\nEOT\n"]),
 )
-_op = st.sampled_from([" + ", "-", " - ", " == ", " <= ", "<<", " && ", "*", " / ", "/", " % ", " >", "!=", "=>"])
+_op = st.sampled_from(
+    [" + ", "-", " - ", " == ", " <= ", "<<", " && ", "*", " / ", "/", " % ", " >", "!=", "=>"]
+)
 
 
 def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
     sep = st.sampled_from([", ", ",", " , ", ",\n", " ", ""])
     return st.one_of(
         st.builds(lambda a, o, b: a + o + b, inner, _op, inner),
-        st.builds(lambda c, a, b, s: f"{c} ?{s}{a} :{s}{b}", inner, inner, inner, st.sampled_from([" ", "", "\n"])),
+        st.builds(
+            lambda c, a, b, s: f"{c} ?{s}{a} :{s}{b}", inner, inner, inner, st.sampled_from([" ", "", "\n"])
+        ),
         st.builds(lambda f, args, s: f"{f}({s.join(args)})", _names, st.lists(inner, max_size=3), sep),
         st.builds(lambda items, s: "[" + s.join(items) + "]", st.lists(inner, max_size=3), sep),
         st.builds(
@@ -219,3 +225,43 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 @given(st.recursive(_leaf, _extend, max_leaves=6))
 def test_generated_expressions(expr: str) -> None:
     _agree(expr)
+
+
+# -- the reader's other one-match paths: an object's "name =", a plain block label ------------
+
+SHORT_PATHS = [
+    "locals {\n  a = { b = 1, c = 2 }\n  d = {\n    e = x\n    f-g = [1]\n  }\n}\n",
+    "locals {\n  a = { b == 1 }\n}\n",
+    "locals {\n  a = { b => 1 }\n}\n",
+    # python-hcl2 reads a first key "for" as a for expression ("Invalid 'for' expression"); the
+    # reader answered for these two before (main, 2026-11-26).
+    "locals {\n  a = { for=1 }\n}\n",
+    "locals {\n  a = { for: 1 }\n}\n",
+    "locals {\n  a = { b = 1, for = 1, for-x = 2, forx = 3 }\n}\n",
+    "locals {\n  a = { for-x = 1 }\n}\n",
+    "locals {\n  a = { b = 1, if = 2, in = 3 }\n}\n",
+    "locals {\n  a = { true = 1, null = 2 }\n}\n",
+    "locals {\n  a = { truex = 1, null-x = 2 }\n}\n",
+    "locals {\n  a = { b: 1, c : 2 }\n}\n",
+    "locals {\r\n  a = {\r\n    b = 1\r\n    c\t=\t2\r\n  }\r\n}\r\n",
+    "locals {\n  a = {\n    b =\n    1\n  }\n}\n",
+    'resource "a b" "c-d.e" {\n}\n',
+    'resource "a$b" "c%d" {\n}\n',
+    'resource "a{" "}b" {\n}\n',
+    'resource "a\\"b" "c\\\\d" {\n}\n',
+    'resource "${a}" "b" {\n}\n',
+    'resource "é" "ü" {\n}\n',
+    'resource "" "" {\n}\n',
+    'resource "a""b" {\n}\n',
+]
+
+
+@pytest.mark.parametrize("text", SHORT_PATHS)
+def test_short_paths_agree(text: str) -> None:
+    fast = hcl_fast.read_fast(text, "main.tf", options=Options())
+    if fast is not None:
+        ref = parse_native(text, "main.tf", options=Options())
+        assert repr(fast) == repr(ref)
+    assert repr(hcl_fast.parse(text, "main.tf", options=Options())) == repr(
+        parse_native(text, "main.tf", options=Options())
+    )
