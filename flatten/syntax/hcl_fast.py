@@ -742,6 +742,7 @@ class _Reader:
         if text.startswith("for", j) and text[j + 3] not in _NAME_CHARS:
             raise _Unsure  # hcl.py: "Invalid 'for' expression" (a first key "for" reads as one)
         elems: list[tuple[_Node, _Node]] = []
+        key: _Node
         while text[j] != "}":
             m = _NAME_EQUALS(text, j)
             if m is not None:  # the common "name = ": what object_key() and the checks below give
