@@ -774,6 +774,43 @@ def make_attribute_at(name: str, value: object, filename: str, name_key: Key | N
     return a
 
 
+def make_attribute_on_line(
+    name: str,
+    value: object,
+    filename: str,
+    line: int,
+    column: int,
+    byte: int,
+    name_end_byte: int,
+    start_byte: int,
+    end_line: int,
+    end_column: int,
+    end_byte: int,
+) -> Attribute:
+    """Return ``make_attribute_at`` of a name on ``line`` (from ``column``/``byte`` to
+    ``name_end_byte``) and an expression starting on the same line at ``start_byte``: the same
+    object, with the keys and their pair (``_pair``) packed from the numbers, not unpacked again
+    (the fast reader makes one per attribute)."""
+    name_end_column = column + (name_end_byte - byte)
+    start_column = column + (start_byte - byte)
+    key = _key(line, start_column, start_byte, end_line, end_column, end_byte)
+    name_key = _key(line, column, byte, line, name_end_column, name_end_byte)
+    back = start_byte - byte
+    if isinstance(key, int) and isinstance(name_key, int) and back >= 0:
+        size = name_end_byte - byte  # the name's fields, as _pair packs them (up and lines are 0)
+        w = (column | back | name_end_column | size).bit_length()
+        if w <= _NAME_MAX_WIDTH:
+            a = _new(Attribute)
+            _ATTR_N(a, name)
+            _ATTR_V(a, value)
+            _ATTR_F(a, filename)
+            rel = (((column << w | back) << 2 * w | name_end_column) << w | size) << _WIDTH_BITS | w
+            _ATTR_K(a, key << (_NAME_FIELDS * w + _WIDTH_BITS) | rel)
+            _ATTR_A(a, None)
+            return a
+    return make_attribute_at(name, value, filename, name_key, key)
+
+
 def make_body_at(items: tuple[Attribute | Block, ...], filename: str | None, key: Key | None) -> Body:
     """Return ``Body(items, <range key in filename>)`` (no range when ``key`` is None)."""
     b = _new(Body)

@@ -38,6 +38,7 @@ from flatten.lang.model import (
     Pos,
     Range,
     make_attribute_at,
+    make_attribute_on_line,
     make_block_at,
     make_body_at,
     make_pos,
@@ -354,7 +355,7 @@ class _Reader:
             if text[j] in " \t\r":
                 j = _WS.match(text, j).end()  # type: ignore[union-attr]
             value, end = self.expr(j, False)
-            converted = self.convert(value, mode)
+            converted = self.expr_value(value) if mode is Mode.EXPR else self.convert(value, mode)
             if not self.ascii:
                 name_key = self.key(i, name_end)
                 return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
@@ -368,9 +369,20 @@ class _Reader:
             b = a
             if a + 1 < len(starts) and stop >= starts[a + 1]:
                 b = bisect.bisect_right(starts, stop, a) - 1
-            name_key = range_key(a + 1, i - s + 1, i, a + 1, name_end - s + 1, name_end)
-            key = range_key(a + 1, start - s + 1, start, b + 1, stop - starts[b] + 1, stop)
-            return make_attribute_at(name, converted, self.filename, name_key, key), end
+            attribute = make_attribute_on_line(
+                name,
+                converted,
+                self.filename,
+                a + 1,
+                i - s + 1,
+                i,
+                name_end,
+                start,
+                b + 1,
+                stop - starts[b] + 1,
+                stop,
+            )
+            return attribute, end
         # A block: labels, then "{" on the same line.
         labels: list[str] = []
         label_keys: list[Key] = []
