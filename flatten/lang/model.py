@@ -83,16 +83,9 @@ def _key(
     size = end_byte - byte
     w1 = (line | byte).bit_length()
     w2 = (column | lines | end_column | size).bit_length()
-    if (
-        line >= 0
-        and byte >= 0
-        and column >= 0
-        and lines >= 0
-        and end_column >= 0
-        and size >= 0
-        and w1 <= _WIDTH_MASK
-        and w2 <= _WIDTH_MASK
-    ):
+    # An "or" of ints is negative when one of them is: one test for the six signs (the fast
+    # reader makes a key per name, label, value and body).
+    if w1 <= _WIDTH_MASK and w2 <= _WIDTH_MASK and (line | byte | column | lines | end_column | size) >= 0:
         key = (line << w1) | byte
         key = (((key << w2 | column) << w2 | lines) << w2 | end_column) << w2 | size
         return (key << _WIDTH_BITS | w2) << _WIDTH_BITS | w1
@@ -779,6 +772,43 @@ def make_attribute_at(name: str, value: object, filename: str, name_key: Key | N
     else:
         _attribute_ranges(a, _from_key(filename, key), _from_key(filename, name_key))
     return a
+
+
+def make_attribute_on_line(
+    name: str,
+    value: object,
+    filename: str,
+    line: int,
+    column: int,
+    byte: int,
+    name_end_byte: int,
+    start_byte: int,
+    end_line: int,
+    end_column: int,
+    end_byte: int,
+) -> Attribute:
+    """Return ``make_attribute_at`` of a name on ``line`` (from ``column``/``byte`` to
+    ``name_end_byte``) and an expression starting on the same line at ``start_byte``: the same
+    object, with the keys and their pair (``_pair``) packed from the numbers, not unpacked again
+    (the fast reader makes one per attribute)."""
+    name_end_column = column + (name_end_byte - byte)
+    start_column = column + (start_byte - byte)
+    key = _key(line, start_column, start_byte, end_line, end_column, end_byte)
+    name_key = _key(line, column, byte, line, name_end_column, name_end_byte)
+    back = start_byte - byte
+    if isinstance(key, int) and isinstance(name_key, int) and back >= 0:
+        size = name_end_byte - byte  # the name's fields, as _pair packs them (up and lines are 0)
+        w = (column | back | name_end_column | size).bit_length()
+        if w <= _NAME_MAX_WIDTH:
+            a = _new(Attribute)
+            _ATTR_N(a, name)
+            _ATTR_V(a, value)
+            _ATTR_F(a, filename)
+            rel = (((column << w | back) << 2 * w | name_end_column) << w | size) << _WIDTH_BITS | w
+            _ATTR_K(a, key << (_NAME_FIELDS * w + _WIDTH_BITS) | rel)
+            _ATTR_A(a, None)
+            return a
+    return make_attribute_at(name, value, filename, name_key, key)
 
 
 def make_body_at(items: tuple[Attribute | Block, ...], filename: str | None, key: Key | None) -> Body:

@@ -23,6 +23,7 @@ import bisect
 import re
 from array import array
 from decimal import Decimal
+from itertools import accumulate
 from types import MappingProxyType
 
 from flatten.lang.blocks import top_schema
@@ -37,6 +38,7 @@ from flatten.lang.model import (
     Pos,
     Range,
     make_attribute_at,
+    make_attribute_on_line,
     make_block_at,
     make_body_at,
     make_pos,
@@ -45,6 +47,7 @@ from flatten.lang.model import (
     range_key,
 )
 from flatten.lang.options import Options
+from flatten.syntax._hcl_shapes import other_end
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -101,6 +104,7 @@ _HEREDOC_OPEN = re.compile(r"<<(-?)([A-Za-z][A-Za-z0-9._-]*)\r?\n")
 _DOUBLE_UNARY = re.compile(r"([!-])(?=[ \t]*[!-])")
 _UNARY_CONTEXT = frozenset("=([{,:?!-+*/%<>&|\n")
 _NUMBER_CHARS = frozenset("0123456789")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789-")
 _NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
@@ -118,6 +122,12 @@ _SIMPLE = re.compile(
     r"|([0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.\[])"
     r'|("[^"\\$%\n\r\x00]*")(?![.\[])'
 ).match
+# An object element's name key and its "=" (object_key: a name, not a literal, then "=" or ":").
+_NAME_EQUALS = re.compile(
+    r"(?!(?:true|false|null)(?![A-Za-z0-9_-]))([A-Za-z_][A-Za-z0-9_-]*+)[ \t]*+=(?![=>])[ \t]*+"
+).match
+_PLAIN_LABEL = re.compile(r'"([^"\\$%{}\n\r\x00]*)"').match
+_PLUS_ONE = (1).__add__
 _HEREDOC_SPECIAL = re.compile(r"\$\$\{|%%\{|[$%]\{|\n")
 
 
@@ -207,8 +217,9 @@ class _Reader:
         self.bom = 1 if text[:1] == "\ufeff" else 0
         # An array, not a list: a list of a large file's line offsets was two int objects' worth
         # a line (36 bytes each, 14 MB for 400,000 lines; docs/reliability.md, "Memory").
+        # Each line's length plus its newline, summed: no Python-level step per line.
         self.line_starts = array("q", [0])
-        self.line_starts.extend(m.end() for m in re.finditer("\n", text))
+        self.line_starts.extend(accumulate(map(_PLUS_ONE, map(len, text.split("\n")[:-1]))))
         self.ascii = text.isascii()
         self.line_bytes: array[int] | None = None
         # One object per distinct string of the file (names, expression sources, keys): a big
@@ -253,8 +264,11 @@ class _Reader:
         if self.ascii and end >= start:
             starts = self.line_starts
             a = bisect.bisect_right(starts, start) - 1
-            b = bisect.bisect_right(starts, end, a) - 1
-            return range_key(a + 1, start - starts[a] + 1, start, b + 1, end - starts[b] + 1, end)
+            s = starts[a]
+            if a + 1 < len(starts) and end >= starts[a + 1]:
+                b = bisect.bisect_right(starts, end, a) - 1
+                return range_key(a + 1, start - s + 1, start, b + 1, end - starts[b] + 1, end)
+            return range_key(a + 1, start - s + 1, start, a + 1, end - s + 1, end)  # on one line
         p, q = self.pos(start), self.pos(end)
         return range_key(p.line, p.column, p.byte, q.line, q.column, q.byte)
 
@@ -274,11 +288,20 @@ class _Reader:
 
     # -- scanning ------------------------------------------------------------------------------
 
+    # Each tests the next character first: most calls find none to skip, and a string test is
+    # a fraction of a regex match.
+
     def ws(self, i: int) -> int:
-        return _WS.match(self.text, i).end()  # type: ignore[union-attr]
+        text = self.text
+        if text[i] not in " \t\r":
+            return i
+        return _WS.match(text, i).end()  # type: ignore[union-attr]
 
     def gap(self, i: int) -> int:
-        return _GAP.match(self.text, i).end()  # type: ignore[union-attr]
+        text = self.text
+        if text[i] not in " \t\r\n#/":
+            return i
+        return _GAP.match(text, i).end()  # type: ignore[union-attr]
 
     def name_at(self, i: int) -> int:
         m = _NAME.match(self.text, i)
@@ -313,10 +336,13 @@ class _Reader:
         self, i: int, schema: BlockSchema, attrs: set[str], blocks: set[str]
     ) -> tuple[Attribute | Block, int]:
         text = self.text
-        name_end = self.name_at(i)
+        m = _NAME.match(text, i)
+        if m is None:
+            raise _Unsure
+        name_end = m.end()
         name = text[i:name_end]
         name = self.share(name, name)
-        j = self.ws(name_end)
+        j = name_end if text[name_end] not in " \t\r" else _WS.match(text, name_end).end()  # type: ignore[union-attr]
         c = text[j]
         if c == "=":
             if text[j + 1] in "=>":
@@ -325,16 +351,47 @@ class _Reader:
             if mode is None or name in attrs or name in blocks:
                 raise _Unsure
             attrs.add(name)
-            value, end = self.expr(self.ws(j + 1), False)
-            converted = self.convert(value, mode)
-            name_key = self.key(i, name_end)
-            return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
+            j += 1
+            if text[j] in " \t\r":
+                j = _WS.match(text, j).end()  # type: ignore[union-attr]
+            value, end = self.expr(j, False)
+            converted = self.expr_value(value) if mode is Mode.EXPR else self.convert(value, mode)
+            if not self.ascii:
+                name_key = self.key(i, name_end)
+                return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end
+            # The name and the value start on one line: one search for both keys (key()).
+            starts = self.line_starts
+            a = bisect.bisect_right(starts, i) - 1
+            s = starts[a]
+            start, stop = value[1], value[2]
+            while stop > start and text[stop - 1] in "\r\n":
+                stop -= 1  # a heredoc token ends with its newline; the expression does not
+            b = a
+            if a + 1 < len(starts) and stop >= starts[a + 1]:
+                b = bisect.bisect_right(starts, stop, a) - 1
+            attribute = make_attribute_on_line(
+                name,
+                converted,
+                self.filename,
+                a + 1,
+                i - s + 1,
+                i,
+                name_end,
+                start,
+                b + 1,
+                stop - starts[b] + 1,
+                stop,
+            )
+            return attribute, end
         # A block: labels, then "{" on the same line.
         labels: list[str] = []
         label_keys: list[Key] = []
         last_end = name_end
         while c != "{":
-            if c == '"':
+            if c == '"' and (m := _PLAIN_LABEL(text, j)) is not None:
+                end = m.end()  # what string() and parts() give a label without escapes or sequences
+                labels.append(m.group(1))
+            elif c == '"':
                 end = self.string(j)
                 parts = self.parts(j, end)
                 if any(not isinstance(p, Literal) for p in parts):
@@ -414,6 +471,14 @@ class _Reader:
                         return (_NUM, i, end, (_number(word), m.group(3) is None and m.group(4) is None)), end
                     else:
                         return (_STR, i, end, None), end
+        end = other_end(text, i)
+        if end >= 0:
+            # A common computed shape on one line (_hcl_shapes): kept as source, so only its end
+            # matters; it ends here when the same terminators follow as for _SIMPLE.
+            k = end if text[end] not in " \t" else _WS.match(text, end).end()  # type: ignore[union-attr]
+            c = text[k]
+            if c in ",)]}" or (not nl and (c in "\n#\x00" or text.startswith("//", k))):
+                return (_OTHER, i, end, None), end
         node, end = self.binary(i, nl)
         if text[end - 1] == "\n":
             return node, end  # a heredoc ended it
@@ -686,18 +751,27 @@ class _Reader:
                 e = k + 3
             end = self.for_tail(e, "}")
             return (_OTHER, i, end, None), end
+        if text.startswith("for", j) and text[j + 3] not in _NAME_CHARS:
+            raise _Unsure  # hcl.py: "Invalid 'for' expression" (a first key "for" reads as one)
         elems: list[tuple[_Node, _Node]] = []
+        key: _Node
         while text[j] != "}":
-            key, e = self.object_key(j)
-            k = self.ws(e)
-            c = text[k]
-            if c == "=":
-                if text[k + 1] in "=>":
+            m = _NAME_EQUALS(text, j)
+            if m is not None:  # the common "name = ": what object_key() and the checks below give
+                key = (_IDENT, j, m.end(1), None)
+                value, e = self.expr(m.end(), False)
+                elems.append((key, value))
+            else:
+                key, e = self.object_key(j)
+                k = self.ws(e)
+                c = text[k]
+                if c == "=":
+                    if text[k + 1] in "=>":
+                        raise _Unsure
+                elif c != ":" or text[k + 1] == ":":
                     raise _Unsure
-            elif c != ":" or text[k + 1] == ":":
-                raise _Unsure
-            value, e = self.expr(self.ws(k + 1), False)
-            elems.append((key, value))
+                value, e = self.expr(self.ws(k + 1), False)
+                elems.append((key, value))
             if text[e - 1] == "\n":
                 j = self.gap(e)
                 continue
