@@ -29,7 +29,7 @@ from flatten.lang.model import Range
 from flatten.lang.options import Options
 from flatten.stages.graph import ModuleGraph, module_address
 
-from .addresses import ConfigAddr, ConfigRef, Naming, Provider, implied_local_name
+from .addresses import ConfigAddr, ConfigRef, Naming, Provider
 from .declarations import ModuleDecl, ResourceDecl, declare_module
 from .validate import validate_provider_configs
 
@@ -231,7 +231,8 @@ def _wire_resources(decl: ModuleDecl, avail: Mapping[tuple[Provider, str], Bindi
     resolved: dict[ConfigRef | str, tuple[ConfigRef, Provider, Binding | None]] = {}
     out: list[ResourceWiring] = []
     for res in decl.resources:
-        by: ConfigRef | str = res.ref if res.ref is not None else implied_local_name(res.type)
+        # Without a ``provider`` argument the reference follows from the resource type alone.
+        by: ConfigRef | str = res.ref if res.ref is not None else res.type
         found = resolved.get(by)
         if found is None:
             ref = res.ref if res.ref is not None else ConfigRef(res.local_name)

@@ -15,6 +15,7 @@ import json.encoder
 from collections.abc import Callable, Mapping
 from decimal import Context, Decimal
 from operator import attrgetter
+from types import MappingProxyType
 from typing import cast
 
 from flatten.lang.attributes_as_blocks import attribute_blocks
@@ -81,6 +82,9 @@ def _sorted_keys(obj: Mapping[str, JsonValue]) -> list[str]:
     return keys
 
 
+# true, false and null as JSON writes them (an int is written as Python writes it: _number).
+_SCALARS: Mapping[object, str] = MappingProxyType({True: "true", False: "false", None: "null"})
+
 # Indentation by depth, made once (deeper levels are made when met).
 _PADS = tuple("  " * n for n in range(32))
 
@@ -88,13 +92,14 @@ _PADS = tuple("  " * n for n in range(32))
 # Pieces of text are joined every so many (``_write``'s ``done``): a list of millions of small
 # strings took three to five times the memory of the text they make (docs/reliability.md, "Memory").
 _JOIN_EVERY = 16384
+_BIG = 64  # items of an object or array, beyond which the pieces are also counted between items
 
 
 def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list[str] | None = None) -> None:
     # Strings, objects and arrays first, by exact type: most of a module's values (a bool is an
-    # int, so numbers come after true and false).
-    # Hot: every value of every module. ASCII strings (nearly all) are escaped inline, without
-    # the call to _string.
+    # int, so numbers come after true and false). Hot: every value of every module, so the leaves
+    # of an object or array (strings, true, false, null, ints) are written in its loop, without a
+    # call, and ASCII strings (nearly all) are escaped without the call to _string.
     kind = type(value)
     if kind is str:
         text = cast(str, value)
@@ -106,12 +111,17 @@ def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list
             return
         pad = _PADS[indent + 1] if indent < 30 else "  " * (indent + 1)
         keys = _sorted_keys(obj) if sort else list(obj)
+        # Pieces are joined when an object or array starts, and between the items of a large one.
+        if done is not None and len(out) > _JOIN_EVERY:
+            done.append("".join(out))
+            out.clear()
+        big = done is not None and len(keys) > _BIG
         append = out.append
         append("{\n")
         # Every item ends in ",\n" and the last one's comma is taken back after the loop: the
         # last piece is always this level's (a nested level and the joining below come before it).
         for key in keys:
-            if done is not None and len(out) > _JOIN_EVERY:
+            if big and len(out) > _JOIN_EVERY and done is not None:
                 done.append("".join(out))
                 out.clear()
             item = obj[key]
@@ -119,6 +129,10 @@ def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list
             if type(item) is str:  # a leaf: one piece of text, no call
                 text = _ESCAPE(item) if item.isascii() else _string(item)
                 append(f"{pad}{name}: {text},\n")
+            elif item is True or item is False or item is None:  # the other common leaves
+                append(f"{pad}{name}: {_SCALARS[item]},\n")
+            elif type(item) is int:
+                append(f"{pad}{name}: {item},\n")
             else:
                 append(f"{pad}{name}: ")
                 _write(item, out, indent + 1, sort, done)
@@ -131,15 +145,23 @@ def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list
             out.append("[]")
             return
         pad = _PADS[indent + 1] if indent < 30 else "  " * (indent + 1)
+        if done is not None and len(out) > _JOIN_EVERY:
+            done.append("".join(out))
+            out.clear()
+        big = done is not None and len(items) > _BIG
         append = out.append
         append("[\n")
         for item in items:  # as for objects: the last comma is taken back after the loop
-            if done is not None and len(out) > _JOIN_EVERY:
+            if big and len(out) > _JOIN_EVERY and done is not None:
                 done.append("".join(out))
                 out.clear()
             if type(item) is str:  # a leaf: one piece of text, no call
                 text = _ESCAPE(item) if item.isascii() else _string(item)
                 append(f"{pad}{text},\n")
+            elif item is True or item is False or item is None:  # the other common leaves
+                append(f"{pad}{_SCALARS[item]},\n")
+            elif type(item) is int:
+                append(f"{pad}{item},\n")
             else:
                 append(pad)
                 _write(item, out, indent + 1, sort, done)
