@@ -174,6 +174,11 @@ class ModuleGraph:
         # Loading the calls (a child's files, a source that cannot be read, a cycle) had errors:
         # those are BuildConfig's own, so Terraform skips resolveProviderTypes.
         self.tree_failed = tree_failed
+        # The addresses in ``walk`` order, worked out on the first walk: the later stages walk
+        # the graph about ten times, and each walk sorted every node's children again. The
+        # structure never changes once the graph is made (a subclass may answer ``node`` with
+        # other modules, never other paths).
+        self._order: tuple[str, ...] | None = None
 
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
@@ -224,11 +229,17 @@ class ModuleGraph:
 
     def walk(self) -> Iterator[ModuleNode]:
         """Yield every module, depth first, parents before children, children in name order."""
-        stack = [self.root]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(self.children(node.address)))
+        order = self._order
+        if order is None:
+            addresses: list[str] = []
+            stack = [self.root]
+            while stack:
+                node = stack.pop()
+                addresses.append(node.address)
+                stack.extend(reversed(self.children(node.address)))
+            order = self._order = tuple(addresses)
+        for address in order:
+            yield self.node(address)
 
     def edges(self) -> list[tuple[str, str]]:
         return sorted((a, b) for a, b in self._graph.edges)

@@ -346,7 +346,7 @@ def module_copies(
     boundary = real_path(boundary)
     where = boundary_name or str(boundary)
 
-    def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
+    def visit(current: Path, rel: str, depth: int, chain: frozenset[Path], current_real: Path) -> None:
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
@@ -380,14 +380,16 @@ def module_copies(
                     skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:
-                real = real.resolve()
+                # A directory that is no link is where its parent really is: no resolving (which
+                # is a stat per path component) for each subdirectory, a module's included.
+                real = real.resolve() if is_link else current_real / name
                 if real in chain:
                     # A link back to a directory on the way down: following it never ends.
                     skipped.append((child_rel, "it is a symlink to a directory above it (a loop)"))
                     continue
                 # A subdirectory holding configuration is another module: vendored on its own.
                 if depth < 32 and not _is_module_dir(path, dialect):
-                    visit(path, child_rel, depth + 1, chain | {real})
+                    visit(path, child_rel, depth + 1, chain | {real}, real)
                 continue
             if not is_file:
                 continue
@@ -400,7 +402,8 @@ def module_copies(
                     continue
             out[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
-    visit(directory, "", 0, frozenset({real_path(directory)}))
+    real_directory = real_path(directory)
+    visit(directory, "", 0, frozenset({real_directory}), real_directory)
     return out
 
 
