@@ -382,11 +382,12 @@ class _Checker:
                 rng,
             )
         body = block.body
+        arguments = _arguments(body)
         for arg in ("sensitive", "nullable", "ephemeral", "const"):
-            attr = body.attribute(arg)
+            attr = arguments.get(arg)
             if attr is not None:
                 self.bool_argument(attr)
-        deprecated = body.attribute("deprecated")
+        deprecated = arguments.get("deprecated")
         if (
             self.dialect.allows("deprecation_messages")
             and deprecated is not None
@@ -897,12 +898,28 @@ class _Checker:
             self.error(names[1], _BAD_IDENTIFIER, self.label_range(block, 1))
         body = block.body
         # One pass over the items for every argument and nested block read below (resources are
-        # most of a module's blocks; each lookup was a pass of its own).
-        arguments = _arguments(body)
-        nested_blocks = [item for item in body.items if isinstance(item, Block)]
-        lifecycles = [b for b in nested_blocks if b.type == "lifecycle"]
+        # most of a module's blocks; each lookup was a pass of its own). ``arguments`` keeps the
+        # last of a name, as ``Body.attribute`` answers.
+        arguments: dict[str, Attribute] = {}
+        lifecycles: list[Block] = []
+        connections: list[Block] = []
+        provisioners: list[Block] = []
+        reserved: list[Block] = []  # "locals" and "_" blocks, in order
+        for item in body.items:
+            if isinstance(item, Attribute):
+                arguments[item.name] = item
+            elif isinstance(item, Block):
+                nested_type = item.type
+                if nested_type == "lifecycle":
+                    lifecycles.append(item)
+                elif nested_type == "connection":
+                    connections.append(item)
+                elif nested_type == "provisioner":
+                    provisioners.append(item)
+                elif nested_type == "locals" or nested_type == "_":
+                    reserved.append(item)
         enabled = None
-        if self.dialect.allows("enabled") and lifecycles:
+        if lifecycles and self.dialect.allows("enabled"):
             enabled = lifecycles[0].body.attribute("enabled")
         if nested_in_check:
             for arg in ("count", "for_each"):
@@ -936,8 +953,6 @@ class _Checker:
                 )
                 continue
             self.lifecycle(lc, kind, owner)
-        connections = [b for b in nested_blocks if b.type == "connection"]
-        provisioners = [b for b in nested_blocks if b.type == "provisioner"]
         if kind == "ephemeral" and self.dialect.allows("ephemeral_provisioners_rejected"):
             for nested in connections + provisioners:
                 self.error(
@@ -958,10 +973,11 @@ class _Checker:
                 destroy = self.provisioner(prov) or destroy
             if destroy and connections:
                 self.only_self_refs(connections[0].body)
-        for nested in nested_blocks:
-            if nested.type == "locals":
-                self.reserved_block(nested, "data" if kind == "data" else kind)
-        self.duplicate_escaping(nested_blocks, "resource-type" if kind == "resource" else kind)
+        if reserved:
+            for nested in reserved:
+                if nested.type == "locals":
+                    self.reserved_block(nested, "data" if kind == "data" else kind)
+            self.duplicate_escaping(reserved, "resource-type" if kind == "resource" else kind)
 
     def lifecycle(self, block: Block, kind: str, owner: tuple[str, ...]) -> None:
         body = block.body
