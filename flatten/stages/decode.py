@@ -315,6 +315,7 @@ class _Checker:
         self.diags = Diagnostics()
         self.parse_diags = parse_diags
         self.quoted = {str(d.range) for d in parse_diags if d.code is Code.QUOTED_KEYWORD}
+        self.allows_enabled = options.dialect.allows("enabled")  # asked for every resource
 
     def error(self, summary: str, detail: str, rng: Range, *, extra: Extra | None = None) -> None:
         self.diags.error(summary, detail, rng, extra=extra)
@@ -919,7 +920,7 @@ class _Checker:
                 elif nested_type == "locals" or nested_type == "_":
                     reserved.append(item)
         enabled = None
-        if lifecycles and self.dialect.allows("enabled"):
+        if lifecycles and self.allows_enabled:
             enabled = lifecycles[0].body.attribute("enabled")
         if nested_in_check:
             for arg in ("count", "for_each"):
@@ -981,8 +982,16 @@ class _Checker:
 
     def lifecycle(self, block: Block, kind: str, owner: tuple[str, ...]) -> None:
         body = block.body
+        conditions: Iterable[Block] = ()
         if kind == "resource":
-            arguments = _arguments(body)
+            # One pass over the items, as for the resource itself.
+            arguments: dict[str, Attribute] = {}
+            conditions = []
+            for entry in body.items:
+                if isinstance(entry, Attribute):
+                    arguments[entry.name] = entry
+                elif isinstance(entry, Block) and entry.type in ("precondition", "postcondition"):
+                    conditions.append(entry)
             for arg in ("create_before_destroy", "prevent_destroy", "destroy"):
                 attr = arguments.get(arg)
                 if attr is not None:
@@ -1008,9 +1017,9 @@ class _Checker:
                     self.data_lifecycle_argument(attr.name, attr.name_range)
                 else:
                     self.ephemeral_lifecycle_argument(attr.name, attr.name_range)
-        for nested in body.blocks:
-            if nested.type in ("precondition", "postcondition"):
-                self.condition_rule(nested, owner)
+            conditions = (b for b in body.blocks if b.type in ("precondition", "postcondition"))
+        for nested in conditions:
+            self.condition_rule(nested, owner)
 
     def data_lifecycle_argument(self, name: str, rng: Range) -> None:
         self.error(

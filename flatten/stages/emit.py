@@ -110,7 +110,11 @@ def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list
             out.append("{}")
             return
         pad = _PADS[indent + 1] if indent < 30 else "  " * (indent + 1)
-        keys = _sorted_keys(obj) if sort else list(obj)
+        keys = list(obj)
+        if sort and len(keys) > 1:  # _sorted_keys, without the call
+            joined = "\0".join(keys)
+            if "${" not in joined and "%{" not in joined:
+                keys.sort()
         # Pieces are joined when an object or array starts, and between the items of a large one.
         if done is not None and len(out) > _JOIN_EVERY:
             done.append("".join(out))
@@ -133,6 +137,12 @@ def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list
                 append(f"{pad}{name}: {_SCALARS[item]},\n")
             elif type(item) is int:
                 append(f"{pad}{name}: {item},\n")
+            elif type(item) is list and len(item) == 1 and type(item[0]) is str:
+                # One string in an array (ignore_changes, depends_on, a lone nested block's
+                # label is an object): as the array branch below writes it, without the call.
+                first = item[0]
+                text = _ESCAPE(first) if first.isascii() else _string(first)
+                append(f"{pad}{name}: [\n{pad}  {text}\n{pad}],\n")
             else:
                 append(f"{pad}{name}: ")
                 _write(item, out, indent + 1, sort, done)

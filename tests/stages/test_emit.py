@@ -59,8 +59,11 @@ def test_large_documents_are_written_as_json_writes_them() -> None:
     # Long enough that the text is joined in pieces while it is written (emit._JOIN_EVERY).
     doc = {
         "list": [f"item {i}" for i in range(40_000)],
-        "map": {f"k{i:05}": {"n": i, "flag": i % 2 == 0, "none": None, "s": "x"} for i in range(20_000)},
-        "nested": [[[]], [{}], {"a": [1, "two"]}],
+        "map": {
+            f"k{i:05}": {"n": i, "flag": i % 2 == 0, "none": None, "s": "x", "one": ["é"]}
+            for i in range(20_000)
+        },
+        "nested": [[[]], [{}], {"a": [1, "two"], "b": ["three"], "c": [4]}],
     }
     assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
