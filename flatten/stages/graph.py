@@ -571,17 +571,7 @@ def build_graph(
     scopes: dict[str, Scope] = {"": Scope(module)}
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
-    real_root = root.resolve()
-    root_node = ModuleNode(
-        (),
-        module,
-        root,
-        None,
-        tuple(calls),
-        base_arguments=bases,
-        memo_key=memo_key,
-        real_directory=real_root,
-    )
+    root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
     if root_failed and options.dialect.allows("stop_after_root_errors"):
@@ -591,6 +581,9 @@ def build_graph(
         return ModuleGraph(graph, root_failed=True), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
+    real_root = root.resolve()
+    root_node = replace(root_node, real_directory=real_root)  # for the layout (ModuleNode)
+    graph.nodes[""]["node"] = root_node
     # Depth first, in call-name order, so diagnostics come out in a stable order.
     prefetching = isinstance(fetcher, PrefetchingFetcher)  # a Protocol check: slow, asked once
     stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (real_root,))]
