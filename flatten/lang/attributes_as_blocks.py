@@ -48,6 +48,10 @@ ATTRIBUTES_AS_BLOCKS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 
+_NONE: frozenset[str] = frozenset()
+
+
 def attribute_blocks(resource_type: str) -> frozenset[str]:
     """Return the paths of ``resource_type``'s arguments that are attributes written as blocks."""
-    return frozenset(ATTRIBUTES_AS_BLOCKS.get(resource_type, ()))
+    paths = ATTRIBUTES_AS_BLOCKS.get(resource_type)
+    return frozenset(paths) if paths else _NONE  # asked for every resource emitted: most have none

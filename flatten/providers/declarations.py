@@ -234,8 +234,11 @@ _MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "
 def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
     out: list[ResourceDecl] = []
     for block in blocks:
-        native = not block.range.filename.endswith(".json")
         if block.type in _MODES and len(block.labels) == 2:
+            # The range is built from its packed key on each read: once here, and only for the
+            # blocks kept. ``attribute`` rather than one pass over the items: a body from the
+            # module cache answers it without decoding when the argument is absent.
+            rng = block.range
             provider = block.body.attribute("provider")
             for_each = block.body.attribute("for_each")
             out.append(
@@ -245,9 +248,9 @@ def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
                     block.labels[1],
                     _ref(provider),
                     provider.expr.range if provider is not None else None,
-                    block.range,
+                    rng,
                     for_each.expr if for_each is not None else None,
-                    native,
+                    not rng.filename.endswith(".json"),
                 )
             )
         elif block.type == "import":
@@ -264,6 +267,7 @@ def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
                 continue
             type_ = parts[0].split("[", 1)[0]
             provider = block.body.attribute("provider")
+            rng = block.range
             out.append(
                 ResourceDecl(
                     "import",
@@ -271,9 +275,9 @@ def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
                     to,
                     _ref(provider),
                     provider.expr.range if provider is not None else None,
-                    block.range,
+                    rng,
                     None,
-                    native,
+                    not rng.filename.endswith(".json"),
                 )
             )
     return out

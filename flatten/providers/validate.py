@@ -189,11 +189,15 @@ def _check_module(
         if ctx.dialect.allows("ephemeral_implied_providers")
         else ("managed", "data")
     )
+    problems: dict[str, str | None] = {}  # by local name: most resources of a module share one
     for res in decl.resources:
         if res.mode not in modes or res.ref is not None:
             continue
         local = implied_local_name(res.type)
-        problem = valid_local_name(local)
+        if local in problems:
+            problem = problems[local]
+        else:
+            problem = problems[local] = valid_local_name(local)
         if problem is not None:
             out.append(
                 _diag(

@@ -222,19 +222,33 @@ def _wire_module(
     return avail, own, received
 
 
-def _wire_resource(
-    decl: ModuleDecl, res: ResourceDecl, avail: Mapping[tuple[Provider, str], Binding]
-) -> ResourceWiring:
-    ref = res.ref if res.ref is not None else ConfigRef(res.local_name)
-    fqn = decl.fqn(ref.name)
-    binding = avail.get((fqn, ref.alias))
-    if binding is None and not ref.alias:
-        binding = _implicit(fqn)
-    return ResourceWiring(decl.path, res, ref, fqn, binding)
+def _wire_resources(decl: ModuleDecl, avail: Mapping[tuple[Provider, str], Binding]) -> list[ResourceWiring]:
+    """Return the wiring of each of ``decl``'s resources.
+
+    Most resources of a module name one provider (by their implied local name): each distinct
+    reference is resolved once, and its resources share the (immutable) reference and binding.
+    """
+    resolved: dict[ConfigRef | str, tuple[ConfigRef, Provider, Binding | None]] = {}
+    out: list[ResourceWiring] = []
+    for res in decl.resources:
+        # Without a ``provider`` argument the reference follows from the resource type alone.
+        by: ConfigRef | str = res.ref if res.ref is not None else res.type
+        found = resolved.get(by)
+        if found is None:
+            ref = res.ref if res.ref is not None else ConfigRef(res.local_name)
+            fqn = decl.fqn(ref.name)
+            binding = avail.get((fqn, ref.alias))
+            if binding is None and not ref.alias:
+                binding = _implicit(fqn)
+            found = resolved[by] = (ref, fqn, binding)
+        out.append(ResourceWiring(decl.path, res, *found))
+    return out
 
 
 def _resolve_imports(resources: list[ResourceWiring]) -> list[ResourceWiring]:
     """An import without ``provider`` uses the configuration of the resource it targets."""
+    if not any(r.decl.mode == "import" and r.decl.ref is None for r in resources):
+        return resources  # the usual case: no address of every resource to make
     by_address = {r.address: r for r in resources if r.decl.mode != "import"}
     out: list[ResourceWiring] = []
     for r in resources:
@@ -284,7 +298,7 @@ def wire_providers(
                 entries = tuple((e.child, e.parent, e.range) for e in call.passed)
         here, own, received = _wire_module(decl, parent, avail.get(parent_path, {}), entries)
         avail[node.path] = here
-        resources = [_wire_resource(decl, res, here) for res in decl.resources]
+        resources = _wire_resources(decl, here)
         all_resources.extend(resources)
         modules.append(
             ModuleWiring(

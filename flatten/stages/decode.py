@@ -62,8 +62,15 @@ _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_change
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
 
 
+# An ASCII identifier, as the rule below reads one (str.isalpha and isalnum are [A-Za-z] and
+# [A-Za-z0-9] on ASCII): one match instead of a Python test per character, for every label.
+_ASCII_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
 def valid_identifier(name: str) -> bool:
     """Return whether ``name`` is an HCL identifier (letter or ``_``, then letters, digits, ``_``, ``-``)."""
+    if name.isascii():
+        return _ASCII_IDENTIFIER.fullmatch(name) is not None
     if not name or not (name[0].isalpha() or name[0] == "_"):
         return False
     return all(c.isalnum() or c in "_-" for c in name[1:])
@@ -81,12 +88,19 @@ class ProviderAddressError(ValueError):
         self.summary = summary
 
 
+# A valid ASCII name part as the checks of ``parse_provider_part`` read one: letters, digits and
+# single dashes, neither first nor last.
+_ASCII_PART = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+
+
 def parse_provider_part(given: str) -> str:
     """Return the normalised form of one provider name part, or raise ``ProviderAddressError``.
 
     >>> parse_provider_part("AWS")
     'aws'
     """
+    if given.isascii() and _ASCII_PART.fullmatch(given):
+        return given.lower()  # the common case, valid: one match (the checks below explain the others)
     if not given:
         raise ProviderAddressError("Invalid provider name", "must have at least one character")
     if "." in given:
@@ -264,6 +278,25 @@ def _source_item(text: str) -> str:
 # The checker
 
 
+def _arguments(body: Body) -> dict[str, Attribute]:
+    """Return ``body``'s arguments by name, the last of each name (what ``Body.attribute`` answers):
+    one pass over the items for a check that reads several arguments of a body."""
+    found: dict[str, Attribute] = {}
+    for item in body.items:
+        if isinstance(item, Attribute):
+            found[item.name] = item
+    return found
+
+
+_RESOURCE_NAMES = MappingProxyType(
+    {
+        "resource": ("Invalid resource type name", "Invalid resource name"),
+        "data": ("Invalid data source name", "Invalid data resource name"),
+        "ephemeral": ("Invalid ephemeral resource type name", "Invalid ephemeral resource name"),
+    }
+)
+
+
 def _within(inner: Range, outer: Range | None) -> bool:
     return (
         outer is not None
@@ -282,6 +315,7 @@ class _Checker:
         self.diags = Diagnostics()
         self.parse_diags = parse_diags
         self.quoted = {str(d.range) for d in parse_diags if d.code is Code.QUOTED_KEYWORD}
+        self.allows_enabled = options.dialect.allows("enabled")  # asked for every resource
 
     def error(self, summary: str, detail: str, rng: Range, *, extra: Extra | None = None) -> None:
         self.diags.error(summary, detail, rng, extra=extra)
@@ -349,11 +383,12 @@ class _Checker:
                 rng,
             )
         body = block.body
+        arguments = _arguments(body)
         for arg in ("sensitive", "nullable", "ephemeral", "const"):
-            attr = body.attribute(arg)
+            attr = arguments.get(arg)
             if attr is not None:
                 self.bool_argument(attr)
-        deprecated = body.attribute("deprecated")
+        deprecated = arguments.get("deprecated")
         if (
             self.dialect.allows("deprecation_messages")
             and deprecated is not None
@@ -812,9 +847,14 @@ class _Checker:
 
     def repetition(self, block: Block, enabled: Attribute | None) -> None:
         """``count``, ``enabled`` and ``for_each`` are mutually exclusive (spec §2)."""
+        self.repetition_of(block.body.attribute("count"), enabled, block.body.attribute("for_each"))
+
+    def repetition_of(
+        self, count: Attribute | None, enabled: Attribute | None, for_each: Attribute | None
+    ) -> None:
+        """``repetition`` for a block whose ``count`` and ``for_each`` arguments are known."""
         if self.file.is_override:
             return  # merge.py judges the merged result ("Override leaves both count and for_each set")
-        count, for_each = block.body.attribute("count"), block.body.attribute("for_each")
         present = [a for a in (count, enabled, for_each) if a is not None]
         if len(present) < 2:
             return
@@ -852,23 +892,39 @@ class _Checker:
         if len(block.labels) < 2:
             return
         type_, name = block.labels
-        names = {
-            "resource": ("Invalid resource type name", "Invalid resource name"),
-            "data": ("Invalid data source name", "Invalid data resource name"),
-            "ephemeral": ("Invalid ephemeral resource type name", "Invalid ephemeral resource name"),
-        }[kind]
+        names = _RESOURCE_NAMES[kind]
         if not valid_identifier(type_):
             self.error(names[0], _BAD_IDENTIFIER, self.label_range(block, 0))
         if not valid_identifier(name):
             self.error(names[1], _BAD_IDENTIFIER, self.label_range(block, 1))
         body = block.body
-        lifecycles = list(body.blocks_of("lifecycle"))
+        # One pass over the items for every argument and nested block read below (resources are
+        # most of a module's blocks; each lookup was a pass of its own). ``arguments`` keeps the
+        # last of a name, as ``Body.attribute`` answers.
+        arguments: dict[str, Attribute] = {}
+        lifecycles: list[Block] = []
+        connections: list[Block] = []
+        provisioners: list[Block] = []
+        reserved: list[Block] = []  # "locals" and "_" blocks, in order
+        for item in body.items:
+            if isinstance(item, Attribute):
+                arguments[item.name] = item
+            elif isinstance(item, Block):
+                nested_type = item.type
+                if nested_type == "lifecycle":
+                    lifecycles.append(item)
+                elif nested_type == "connection":
+                    connections.append(item)
+                elif nested_type == "provisioner":
+                    provisioners.append(item)
+                elif nested_type == "locals" or nested_type == "_":
+                    reserved.append(item)
         enabled = None
-        if self.dialect.allows("enabled") and lifecycles:
+        if lifecycles and self.allows_enabled:
             enabled = lifecycles[0].body.attribute("enabled")
         if nested_in_check:
             for arg in ("count", "for_each"):
-                attr = body.attribute(arg)
+                attr = arguments.get(arg)
                 if attr is not None:
                     self.error(
                         f'Invalid "{arg}" attribute',
@@ -884,8 +940,8 @@ class _Checker:
                     lc.range,
                 )
         else:
-            self.repetition(block, enabled)
-        provider = body.attribute("provider")
+            self.repetition_of(arguments.get("count"), enabled, arguments.get("for_each"))
+        provider = arguments.get("provider")
         if provider is not None:
             self.provider_reference(provider.value, provider.expr.range)
         owner = (type_, name) if kind == "resource" else (kind, type_, name)
@@ -898,8 +954,6 @@ class _Checker:
                 )
                 continue
             self.lifecycle(lc, kind, owner)
-        connections = list(body.blocks_of("connection"))
-        provisioners = list(body.blocks_of("provisioner"))
         if kind == "ephemeral" and self.dialect.allows("ephemeral_provisioners_rejected"):
             for nested in connections + provisioners:
                 self.error(
@@ -920,19 +974,29 @@ class _Checker:
                 destroy = self.provisioner(prov) or destroy
             if destroy and connections:
                 self.only_self_refs(connections[0].body)
-        for nested in body.blocks:
-            if nested.type == "locals":
-                self.reserved_block(nested, "data" if kind == "data" else kind)
-        self.duplicate_escaping(body.blocks, "resource-type" if kind == "resource" else kind)
+        if reserved:
+            for nested in reserved:
+                if nested.type == "locals":
+                    self.reserved_block(nested, "data" if kind == "data" else kind)
+            self.duplicate_escaping(reserved, "resource-type" if kind == "resource" else kind)
 
     def lifecycle(self, block: Block, kind: str, owner: tuple[str, ...]) -> None:
         body = block.body
+        conditions: Iterable[Block] = ()
         if kind == "resource":
+            # One pass over the items, as for the resource itself.
+            arguments: dict[str, Attribute] = {}
+            conditions = []
+            for entry in body.items:
+                if isinstance(entry, Attribute):
+                    arguments[entry.name] = entry
+                elif isinstance(entry, Block) and entry.type in ("precondition", "postcondition"):
+                    conditions.append(entry)
             for arg in ("create_before_destroy", "prevent_destroy", "destroy"):
-                attr = body.attribute(arg)
+                attr = arguments.get(arg)
                 if attr is not None:
                     self.bool_argument(attr)
-            ignore = body.attribute("ignore_changes")
+            ignore = arguments.get("ignore_changes")
             ignored = ignore.value if ignore is not None else None
             if ignore is not None and isinstance(ignored, list) and "*" in ignored and len(set(ignored)) > 1:
                 self.error(
@@ -940,7 +1004,7 @@ class _Checker:
                     'Cannot mix wildcard string "*" with non-wildcard references.',
                     ignore.expr.range,
                 )
-            triggers = body.attribute("replace_triggered_by")
+            triggers = arguments.get("replace_triggered_by")
             if triggers is not None and isinstance(triggers.value, list):
                 for item in triggers.value:
                     if isinstance(item, str):
@@ -953,9 +1017,9 @@ class _Checker:
                     self.data_lifecycle_argument(attr.name, attr.name_range)
                 else:
                     self.ephemeral_lifecycle_argument(attr.name, attr.name_range)
-        for nested in body.blocks:
-            if nested.type in ("precondition", "postcondition"):
-                self.condition_rule(nested, owner)
+            conditions = (b for b in body.blocks if b.type in ("precondition", "postcondition"))
+        for nested in conditions:
+            self.condition_rule(nested, owner)
 
     def data_lifecycle_argument(self, name: str, rng: Range) -> None:
         self.error(

@@ -14,6 +14,8 @@ import json
 import json.encoder
 from collections.abc import Callable, Mapping
 from decimal import Context, Decimal
+from operator import attrgetter
+from types import MappingProxyType
 from typing import cast
 
 from flatten.lang.attributes_as_blocks import attribute_blocks
@@ -69,63 +71,113 @@ def _string(value: str) -> str:
 
 def _sorted_keys(obj: Mapping[str, JsonValue]) -> list[str]:
     keys = list(obj)
-    # Template keys could collide once evaluated; their order then decides the winner, so keep it.
-    if any("${" in k or "%{" in k for k in keys):
+    if len(keys) < 2:
         return keys
-    return sorted(keys)
+    # Template keys could collide once evaluated; their order then decides the winner, so keep it.
+    # One search of the keys joined by NUL (no "${" can span two of them) instead of one per key.
+    joined = "\0".join(keys)
+    if "${" in joined or "%{" in joined:
+        return keys
+    keys.sort()
+    return keys
+
+
+# true, false and null as JSON writes them (an int is written as Python writes it: _number).
+_SCALARS: Mapping[object, str] = MappingProxyType({True: "true", False: "false", None: "null"})
+
+# Indentation by depth, made once (deeper levels are made when met).
+_PADS = tuple("  " * n for n in range(32))
 
 
 # Pieces of text are joined every so many (``_write``'s ``done``): a list of millions of small
 # strings took three to five times the memory of the text they make (docs/reliability.md, "Memory").
 _JOIN_EVERY = 16384
+_BIG = 64  # items of an object or array, beyond which the pieces are also counted between items
 
 
 def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list[str] | None = None) -> None:
     # Strings, objects and arrays first, by exact type: most of a module's values (a bool is an
-    # int, so numbers come after true and false).
+    # int, so numbers come after true and false). Hot: every value of every module, so the leaves
+    # of an object or array (strings, true, false, null, ints) are written in its loop, without a
+    # call, and ASCII strings (nearly all) are escaped without the call to _string.
     kind = type(value)
     if kind is str:
-        out.append(_string(cast(str, value)))
+        text = cast(str, value)
+        out.append(_ESCAPE(text) if text.isascii() else _string(text))
     elif kind is dict or (kind is not list and isinstance(value, dict)):
         obj = cast("dict[str, JsonValue]", value)
         if not obj:
             out.append("{}")
             return
-        pad = "  " * (indent + 1)
-        keys = _sorted_keys(obj) if sort else list(obj)
-        last = len(keys) - 1
-        out.append("{\n")
-        for i, key in enumerate(keys):
-            item = obj[key]
-            if type(item) is str:  # a leaf: one piece of text, no call
-                out.append(f"{pad}{_string(key)}: {_string(item)}{',' if i < last else ''}\n")
-            else:
-                out.append(pad + _string(key) + ": ")
-                _write(item, out, indent + 1, sort, done)
-                out.append(",\n" if i < last else "\n")
-            if done is not None and len(out) > _JOIN_EVERY:
+        pad = _PADS[indent + 1] if indent < 30 else "  " * (indent + 1)
+        keys = list(obj)
+        if sort and len(keys) > 1:  # _sorted_keys, without the call
+            joined = "\0".join(keys)
+            if "${" not in joined and "%{" not in joined:
+                keys.sort()
+        # Pieces are joined when an object or array starts, and between the items of a large one.
+        if done is not None and len(out) > _JOIN_EVERY:
+            done.append("".join(out))
+            out.clear()
+        big = done is not None and len(keys) > _BIG
+        append = out.append
+        append("{\n")
+        # Every item ends in ",\n" and the last one's comma is taken back after the loop: the
+        # last piece is always this level's (a nested level and the joining below come before it).
+        for key in keys:
+            if big and len(out) > _JOIN_EVERY and done is not None:
                 done.append("".join(out))
                 out.clear()
-        out.append("  " * indent + "}")
+            item = obj[key]
+            name = _ESCAPE(key) if key.isascii() else _string(key)
+            if type(item) is str:  # a leaf: one piece of text, no call
+                text = _ESCAPE(item) if item.isascii() else _string(item)
+                append(f"{pad}{name}: {text},\n")
+            elif item is True or item is False or item is None:  # the other common leaves
+                append(f"{pad}{name}: {_SCALARS[item]},\n")
+            elif type(item) is int:
+                append(f"{pad}{name}: {item},\n")
+            elif type(item) is list and len(item) == 1 and type(item[0]) is str:
+                # One string in an array (ignore_changes, depends_on, a lone nested block's
+                # label is an object): as the array branch below writes it, without the call.
+                first = item[0]
+                text = _ESCAPE(first) if first.isascii() else _string(first)
+                append(f"{pad}{name}: [\n{pad}  {text}\n{pad}],\n")
+            else:
+                append(f"{pad}{name}: ")
+                _write(item, out, indent + 1, sort, done)
+                append(",\n")
+        out[-1] = out[-1][:-2] + "\n"
+        append(_PADS[indent] + "}" if indent < 30 else "  " * indent + "}")
     elif kind is list or isinstance(value, list):
         items = cast("list[JsonValue]", value)
         if not items:
             out.append("[]")
             return
-        pad = "  " * (indent + 1)
-        last = len(items) - 1
-        out.append("[\n")
-        for i, item in enumerate(items):
-            if type(item) is str:  # a leaf: one piece of text, no call
-                out.append(f"{pad}{_string(item)}{',' if i < last else ''}\n")
-            else:
-                out.append(pad)
-                _write(item, out, indent + 1, sort, done)
-                out.append(",\n" if i < last else "\n")
-            if done is not None and len(out) > _JOIN_EVERY:
+        pad = _PADS[indent + 1] if indent < 30 else "  " * (indent + 1)
+        if done is not None and len(out) > _JOIN_EVERY:
+            done.append("".join(out))
+            out.clear()
+        big = done is not None and len(items) > _BIG
+        append = out.append
+        append("[\n")
+        for item in items:  # as for objects: the last comma is taken back after the loop
+            if big and len(out) > _JOIN_EVERY and done is not None:
                 done.append("".join(out))
                 out.clear()
-        out.append("  " * indent + "]")
+            if type(item) is str:  # a leaf: one piece of text, no call
+                text = _ESCAPE(item) if item.isascii() else _string(item)
+                append(f"{pad}{text},\n")
+            elif item is True or item is False or item is None:  # the other common leaves
+                append(f"{pad}{_SCALARS[item]},\n")
+            elif type(item) is int:
+                append(f"{pad}{item},\n")
+            else:
+                append(pad)
+                _write(item, out, indent + 1, sort, done)
+                append(",\n")
+        out[-1] = out[-1][:-2] + "\n"
+        append(_PADS[indent] + "]" if indent < 30 else "  " * indent + "]")
     elif value is None:
         out.append("null")
     elif value is True:
@@ -154,6 +206,10 @@ def dumps(doc: JsonValue, *, sort_keys: bool = True) -> str:
     return "".join(done)
 
 
+_NAME = attrgetter("name")
+_NO_PATHS: frozenset[str] = frozenset()
+
+
 def _provenance(origins: tuple[Range, ...]) -> str:
     return "merged from " + ", ".join(f"{r.filename}:{r.start.line}" for r in origins)
 
@@ -175,10 +231,18 @@ def body_json(
     if provenance and origins:
         doc["//"] = _provenance(origins)
     items = body.peek_items()  # a body from the module cache is not left decoded (model.Body.peek_items)
-    for attr in sorted((i for i in items if isinstance(i, Attribute)), key=lambda a: a.name):
+    attributes: list[Attribute] = []
+    nested: list[Block] = []
+    for item in items:  # one pass (attributes sort stably: the last of a name wins, as before)
+        if isinstance(item, Attribute):
+            attributes.append(item)
+        elif isinstance(item, Block):
+            nested.append(item)
+    attributes.sort(key=_NAME)
+    for attr in attributes:
         doc[attr.name] = attr.value
     grouped: dict[str, list[Block]] = {}
-    for block in (i for i in items if isinstance(i, Block)):
+    for block in nested:
         as_dynamic = block.type in as_blocks and not block.labels and not _refers_to(block.body, block.type)
         grouped.setdefault("dynamic" if as_dynamic else block.type, []).append(block)
     for type_, blocks in grouped.items():
@@ -222,9 +286,13 @@ def _nested_json(
 ) -> JsonValue:
     items: list[JsonValue] = []
     for block in blocks:
-        inner = _under(as_blocks, block.labels[0] if block.type == "dynamic" and block.labels else block.type)
-        if block.type == "dynamic":
-            inner = frozenset("content." + p for p in inner)
+        inner = _NO_PATHS
+        if as_blocks:  # nearly always empty: no set to make
+            inner = _under(
+                as_blocks, block.labels[0] if block.type == "dynamic" and block.labels else block.type
+            )
+            if block.type == "dynamic":
+                inner = frozenset("content." + p for p in inner)
         value: JsonValue = body_json(
             block.body, origins=block.origins, provenance=provenance, as_blocks=inner
         )
@@ -267,9 +335,9 @@ def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
                     b.body,
                     origins=b.origins,
                     provenance=provenance,
-                    as_blocks=attribute_blocks(b.labels[0]) if b.type == "resource" else frozenset(),
+                    as_blocks=attribute_blocks(b.labels[0]) if b.type == "resource" else _NO_PATHS,
                 )
-                for b in _provider_order(child)
+                for b in (_provider_order(child) if len(child) > 1 else child)
             ]
             out[key] = bodies[0] if len(bodies) == 1 else bodies
         return out

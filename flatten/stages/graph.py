@@ -118,6 +118,9 @@ class ModuleNode:
     # The memo's name for ``module`` as loaded (the layout asks it for the module's output bytes);
     # not part of the node's value, and meaningless once ``module`` is replaced (MemoKey).
     memo_key: MemoKey | None = field(default=None, compare=False, repr=False)
+    # ``directory`` with its symlinks resolved, as the graph resolved it for its cycle check: the
+    # layout places modules by it instead of resolving each directory again (None: not known).
+    real_directory: Path | None = field(default=None, compare=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -171,6 +174,11 @@ class ModuleGraph:
         # Loading the calls (a child's files, a source that cannot be read, a cycle) had errors:
         # those are BuildConfig's own, so Terraform skips resolveProviderTypes.
         self.tree_failed = tree_failed
+        # The addresses in ``walk`` order, worked out on the first walk: the later stages walk
+        # the graph about ten times, and each walk sorted every node's children again. The
+        # structure never changes once the graph is made (a subclass may answer ``node`` with
+        # other modules, never other paths).
+        self._order: tuple[str, ...] | None = None
 
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
@@ -221,11 +229,17 @@ class ModuleGraph:
 
     def walk(self) -> Iterator[ModuleNode]:
         """Yield every module, depth first, parents before children, children in name order."""
-        stack = [self.root]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(self.children(node.address)))
+        order = self._order
+        if order is None:
+            addresses: list[str] = []
+            stack = [self.root]
+            while stack:
+                node = stack.pop()
+                addresses.append(node.address)
+                stack.extend(reversed(self.children(node.address)))
+            order = self._order = tuple(addresses)
+        for address in order:
+            yield self.node(address)
 
     def edges(self) -> list[tuple[str, str]]:
         return sorted((a, b) for a, b in self._graph.edges)
@@ -567,13 +581,17 @@ def build_graph(
         return ModuleGraph(graph, root_failed=True), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
-    # Depth first, in call-name order, so diagnostics come out in a stable order.
     real_root = root.resolve()
+    root_node = replace(root_node, real_directory=real_root)  # for the layout (ModuleNode)
+    graph.nodes[""]["node"] = root_node
+    # Depth first, in call-name order, so diagnostics come out in a stable order.
+    prefetching = isinstance(fetcher, PrefetchingFetcher)  # a Protocol check: slow, asked once
     stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (real_root,))]
     while stack:
         parent, chain = stack.pop()
         children: list[tuple[ModuleNode, tuple[Path, ...]]] = []
-        if isinstance(fetcher, PrefetchingFetcher):
+        if prefetching and parent.calls:
+            assert isinstance(fetcher, PrefetchingFetcher)
             fetcher.prefetch(parent.calls, parent=parent)
         for call in parent.calls:
             path = (*parent.path, call.name)
@@ -581,13 +599,14 @@ def build_graph(
                 diags.append(_too_deep(call, parent))
                 continue
             address = module_address(path)
-            directory, package, fetch_diags = _resolve(
+            directory, package, fetch_diags, real = _resolve(
                 call, parent, root=root, real_root=real_root, fetcher=fetcher
             )
             diags.extend(replace(_in_package(d, parent, root), module=parent.address) for d in fetch_diags)
             if directory is None:
                 continue
-            real = directory.resolve()
+            if real is None:
+                real = directory.resolve()
             if real in chain:
                 cycle = " -> ".join([*(_display(p, root) for p in chain), _display(real, root)])
                 diags.append(
@@ -627,7 +646,7 @@ def build_graph(
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key)
+            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key, real)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
@@ -651,38 +670,50 @@ def _too_deep(call: ModuleCall, parent: ModuleNode) -> Diagnostic:
 
 
 def _is_dir(path: Path) -> bool:
-    # Path.is_dir raises for a name the OS refuses (ENAMETOOLONG, found by scripts/fuzz): for a
-    # module source that is simply a directory that cannot be read.
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False
+    # os.path.isdir is False for a name the OS refuses (ENAMETOOLONG, a NUL byte; found by
+    # scripts/fuzz): for a module source that is simply a directory that cannot be read.
+    return os.path.isdir(path)
 
 
-def _real_directory(joined: Path, root: Path, real_root: Path) -> Path:
+def _real_directory(joined: str, root: Path, real_root: Path) -> tuple[Path, Path | None]:
     """The installer's ``EvalSymlinks`` (spec §5.7): a symlinked module directory is recorded as
     its target, so the module's own ``../`` sources resolve from where its files really are.
 
     The result stays spelled under ``root`` when it lies inside it, so names in messages and the
-    output tree do not depend on whether the root path itself passes through a symlink.
+    output tree do not depend on whether the root path itself passes through a symlink. Also
+    returns the real path (None when it cannot be had), which the graph's cycle check needs.
     """
     try:
-        real = Path(os.path.realpath(joined))
+        real = os.path.realpath(joined)
     except (OSError, ValueError):  # a NUL byte in the source, or a path the OS refuses
-        return joined
-    try:
-        return root / real.relative_to(real_root)
-    except ValueError:
-        return real
+        return Path(joined), None
+    # Strings, not Path.relative_to: this runs for every module call.
+    base = str(real_root)
+    if real == base:
+        return root, Path(real)
+    prefix = base if base.endswith("/") else base + "/"
+    if real.startswith(prefix):
+        return root / real[len(prefix) :], Path(real)
+    return Path(real), Path(real)
 
 
 def _resolve(
     call: ModuleCall, parent: ModuleNode, *, root: Path, real_root: Path, fetcher: ModuleFetcher
-) -> tuple[Path | None, ModulePackage | None, Diagnostics]:
+) -> tuple[Path | None, ModulePackage | None, Diagnostics, Path | None]:
+    """Return the directory of ``call``'s module, its package, the diagnostics, and the
+    directory's real path when it was worked out here (else None: the caller resolves it)."""
+    directory, package, diags, real = _locate(call, parent, root=root, real_root=real_root, fetcher=fetcher)
+    return directory, package, diags, real if directory is not None else None
+
+
+def _locate(
+    call: ModuleCall, parent: ModuleNode, *, root: Path, real_root: Path, fetcher: ModuleFetcher
+) -> tuple[Path | None, ModulePackage | None, Diagnostics, Path | None]:
     diags = Diagnostics()
+    real: Path | None = None
     if isinstance(call.address, LocalSource):
         if parent.directory is None:
-            return None, None, diags
+            return None, None, diags, None
         package = parent.package
         if package is not None:
             # Inside a remote package a local source moves within the package and may not leave it.
@@ -695,22 +726,22 @@ def _resolve(
                 )
             except InvalidSourceAddress as exc:
                 diags.error(exc.summary, str(exc), call.range)
-                return None, None, diags
+                return None, None, diags, None
             package = package.at(subdir)
             directory = package.directory
             if _leaves_package(directory, package, call, diags):
-                return None, None, diags
+                return None, None, diags, None
         else:
-            joined = Path(os.path.normpath(parent.directory / call.address.path))
-            directory = _real_directory(joined, root, real_root)
+            joined = os.path.normpath(os.path.join(parent.directory, call.address.path))
+            directory, real = _real_directory(joined, root, real_root)
         if not _is_dir(directory):
             diags.error(
                 "Unreadable module directory",
                 f"The directory {_display(directory, root, package)} does not exist or cannot be read.",
                 call.range,
             )
-            return None, None, diags
-        return directory, package, diags
+            return None, None, diags, None
+        return directory, package, diags, real
     assert isinstance(call.address, (RegistrySource, RemoteSource))
     if parent.package is not None and isinstance(call.address, RemoteSource) and call.address.on_this_machine:
         # Terraform would copy the named directory or archive from this machine: a package fetched
@@ -725,13 +756,13 @@ def _resolve(
             "use that local module, call it from your own configuration instead.",
             call.range,
         )
-        return None, None, diags
+        return None, None, diags, None
     found, fetch_diags = fetcher.fetch(call, parent=parent)
     if isinstance(found, FetchedModule):
         if _leaves_package(found.directory, found.package, call, fetch_diags):
-            return None, None, fetch_diags
-        return found.directory, found.package, fetch_diags
-    return found, None, fetch_diags
+            return None, None, fetch_diags, None
+        return found.directory, found.package, fetch_diags, None
+    return found, None, fetch_diags, None
 
 
 def _leaves_package(directory: Path, package: ModulePackage, call: ModuleCall, diags: Diagnostics) -> bool:

@@ -67,10 +67,14 @@ def _resolve(path: Path) -> Path:
 
 class _RealPaths:
     """Resolved paths, each resolved once per layout: a module directory is asked for about seven
-    times, and each resolve costs a stat per path component (0.03 s for 200 modules)."""
+    times, and each resolve costs a stat per path component (0.03 s for 200 modules). The module
+    directories the graph already resolved (``ModuleNode.real_directory``) are not resolved again."""
 
-    def __init__(self) -> None:
+    def __init__(self, graph: ModuleGraph | None = None) -> None:
         self._seen: dict[Path, Path] = {}
+        for node in graph.walk() if graph is not None else ():
+            if node.directory is not None and node.real_directory is not None:
+                self._seen[node.directory] = node.real_directory
 
     def __call__(self, path: Path) -> Path:
         found = self._seen.get(path)
@@ -149,7 +153,7 @@ def _root_place(
 def _place(directory: Path, anchor: Path) -> str:
     # Terraform resolves a local module's symlinks (its manifest records the real directory), so
     # the module's place, and its path.module, follow the resolved path.
-    rel = Path(os.path.relpath(directory, anchor)).as_posix()
+    rel = os.path.relpath(directory, anchor).replace(os.sep, "/")
     return "/".join(p for p in rel.split("/") if p not in ("", "."))
 
 
@@ -297,11 +301,10 @@ def _is_module_dir(directory: Path, dialect: Dialect) -> bool:
 
 
 def _within(path: Path, parent: Path) -> bool:
-    try:
-        path.relative_to(parent)
-    except ValueError:
-        return False
-    return True
+    # Path.relative_to on the strings of two normalised paths: asked for every module and copied
+    # file, and a PurePath built per call cost more than the rest of the check.
+    inner, outer = str(path), str(parent)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
 
 def copy_boundary(node: ModuleNode, root: Path, *, real_path: Callable[[Path], Path] = _resolve) -> Path:
@@ -343,7 +346,7 @@ def module_copies(
     boundary = real_path(boundary)
     where = boundary_name or str(boundary)
 
-    def visit(current: Path, rel: str, depth: int, chain: frozenset[Path]) -> None:
+    def visit(current: Path, rel: str, depth: int, chain: frozenset[Path], current_real: Path) -> None:
         try:
             entries = sorted(os.scandir(current), key=lambda e: e.name)
         except OSError as exc:
@@ -377,14 +380,16 @@ def module_copies(
                     skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
             if is_dir:
-                real = real.resolve()
+                # A directory that is no link is where its parent really is: no resolving (which
+                # is a stat per path component) for each subdirectory, a module's included.
+                real = real.resolve() if is_link else current_real / name
                 if real in chain:
                     # A link back to a directory on the way down: following it never ends.
                     skipped.append((child_rel, "it is a symlink to a directory above it (a loop)"))
                     continue
                 # A subdirectory holding configuration is another module: vendored on its own.
                 if depth < 32 and not _is_module_dir(path, dialect):
-                    visit(path, child_rel, depth + 1, chain | {real})
+                    visit(path, child_rel, depth + 1, chain | {real}, real)
                 continue
             if not is_file:
                 continue
@@ -397,7 +402,8 @@ def module_copies(
                     continue
             out[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
-    visit(directory, "", 0, frozenset({real_path(directory)}))
+    real_directory = real_path(directory)
+    visit(directory, "", 0, frozenset({real_directory}), real_directory)
     return out
 
 
@@ -455,7 +461,7 @@ def layout_tree(
     """
     variants = variants or {}
     root = root.absolute()
-    real_path = _RealPaths()
+    real_path = _RealPaths(graph)
     extra = {posixpath.normpath(rel): path for rel, path in (beside_root or {}).items()}
     climb = max((_climb(rel) for rel in extra), default=0)
     outputs, root_place = _assign_outputs(graph, root, real_path, climb, variants)
@@ -501,9 +507,13 @@ def layout_tree(
                 copies.setdefault(rel, path)
             # A package is named by its address, never by where the cache keeps it on this machine.
             shown = (
-                redact_url(node.package.source)
-                if node.package is not None
-                else display_path(node.directory, root)
+                (
+                    redact_url(node.package.source)
+                    if node.package is not None
+                    else display_path(node.directory, root)
+                )
+                if skipped or unreadable
+                else ""  # named only in the messages below
             )
             diags.extend(
                 Diagnostic.warning(

@@ -315,6 +315,7 @@ class _Merger:
     variables: dict[str, _VarState] = field(default_factory=dict)
     provider_sources: dict[str, str] = field(default_factory=dict)
     provider_metas: dict[str, tuple[int, Block]] = field(default_factory=dict)
+    types: dict[str, Type] = field(default_factory=dict)  # parsed type expressions, by text
     extra_terraform: int | None = None
     # Whether override files follow: only they read ``variables`` (a module without any need not
     # keep a decoded state per variable while it is merged: docs/reliability.md, "Memory").
@@ -674,7 +675,7 @@ class _Merger:
 
     def _decode_type(self, block: Block, attr: Attribute | None) -> Type | None:
         if attr is None:
-            return parse_type("any")
+            return self._type("any")
         if not isinstance(attr.value, str):
             self.diags.error(
                 "Invalid type specification",
@@ -683,10 +684,18 @@ class _Merger:
             )
             return None
         try:
-            return parse_type(attr.value)
+            return self._type(attr.value)
         except TypeExprError as exc:
             self.diags.error("Invalid type specification", str(exc), attr.expr.range)
             return None
+
+    def _type(self, text: str) -> Type:
+        """``parse_type(text)``, each text parsed once per module (most variables share a few
+        types; a Type is immutable)."""
+        found = self.types.get(text)
+        if found is None:
+            found = self.types[text] = parse_type(text)
+        return found
 
     def _decode_variable(self, block: Block, *, override: bool = False) -> _VarState:
         """Decode-time checks of a variable block: its type, and its default against that type."""

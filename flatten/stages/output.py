@@ -144,23 +144,59 @@ def _write_files(
     modes: Mapping[str, int],
     links: Mapping[str, tuple[Path, str]],
 ) -> None:
+    # Strings and os calls, not pathlib: creating files is most of writing a tree (about 0.5 ms a
+    # file on a slow disk), and Path.write_bytes adds an fstat, an ioctl and an lseek to each,
+    # Path.mkdir(parents=True, exist_ok=True) a failing mkdir for each directory made before.
+    base = os.fspath(tmp)
+    made = {base}  # tmp is new (mkdtemp): every other directory in it is one this call made
     for rel, (source, digest) in sorted(links.items()):
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _link(source, digest, target)
+        target = os.path.join(base, rel)
+        _make_parent(target, made)
+        _link(source, digest, Path(target))
     for rel, data in sorted(files.items()):
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        target = os.path.join(base, rel)
+        _make_parent(target, made)
+        _write_bytes(target, data)
         mode = modes.get(rel)
         if mode is not None:
             os.chmod(target, mode)
     for rel, source in sorted(copies.items()):
-        target = tmp / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target = os.path.join(base, rel)
+        _make_parent(target, made)
         shutil.copyfile(source, target)
         os.chmod(target, copied_mode(os.stat(source).st_mode))
     os.chmod(tmp, 0o755)
+
+
+def _make_parent(target: str, made: set[str]) -> None:
+    """Make ``target``'s parent directory and those above it that are not in ``made`` (as
+    ``Path.mkdir(parents=True, exist_ok=True)`` would), and note them there."""
+    parent = os.path.dirname(target)
+    missing: list[str] = []
+    while parent not in made:
+        missing.append(parent)
+        up = os.path.dirname(parent)
+        if up == parent:
+            break
+        parent = up
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+        made.add(directory)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    """``Path(path).write_bytes(data)`` (the same flags and mode) in three system calls."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _swap_contents(out: Path, new: Path, old: Path) -> None:

@@ -132,14 +132,14 @@ def test_failed_write_leaves_previous_output_and_no_temporary_directory(
     emit.write_tree(out, {"main.tf.json": b"old\n", emit.MANIFEST_NAME: b"{}\n"})
     calls = []
 
-    def failing(path: Path, data: bytes) -> int:
+    def failing(path: str, data: bytes) -> None:
         calls.append(path)
         if len(calls) > 3:
             raise OSError(28, "No space left on device")
-        return real(path, data)
+        real(path, data)
 
-    real = Path.write_bytes
-    monkeypatch.setattr(Path, "write_bytes", lambda self, data: failing(self, data))
+    real = output._write_bytes  # how the writer writes each file
+    monkeypatch.setattr(output, "_write_bytes", failing)
     files = {f"f{i}.json": b"new\n" for i in range(10)} | {emit.MANIFEST_NAME: b"{}\n"}
     with pytest.raises(OSError):
         emit.write_tree(out, files)

@@ -24,6 +24,7 @@ from flatten.stages.decode import (
     parse_provider_part,
     parse_provider_source,
     superseded,
+    valid_identifier,
     value_traversals,
 )
 from flatten.stages.load import load_dir
@@ -102,6 +103,27 @@ def test_value_traversals(text: str, want: list[tuple[str, ...]]) -> None:
 )
 def test_value_traversals_unreadable(text: str) -> None:
     assert value_traversals(text) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "valid"),
+    [
+        ("web", True),
+        ("_private", True),
+        ("a-b_c9", True),
+        ("Web2", True),
+        ("é_ü", True),  # letters beyond ASCII, as HCL's identifiers
+        ("1st", False),
+        ("-web", False),
+        ("", False),
+        ("a b", False),
+        ("a.b", False),
+        ("a\n", False),  # a trailing newline is not part of a name
+        ("a\u2013b", False),  # an en dash is not a dash
+    ],
+)
+def test_valid_identifier(name: str, valid: bool) -> None:
+    assert valid_identifier(name) is valid
 
 
 @pytest.mark.parametrize(

@@ -50,6 +50,24 @@ def test_template_keys_keep_their_order() -> None:
     assert list(json.loads(dumps({"z": 1, "${k}": 2}))) == ["z", "${k}"]
 
 
+def test_keys_that_only_touch_across_a_boundary_are_sorted() -> None:
+    # "c$" followed by "{b" is no template key: the object sorts as any other.
+    assert list(json.loads(dumps({"c$": 1, "{b": 2, "a": 3}))) == ["a", "c$", "{b"]
+
+
+def test_large_documents_are_written_as_json_writes_them() -> None:
+    # Long enough that the text is joined in pieces while it is written (emit._JOIN_EVERY).
+    doc = {
+        "list": [f"item {i}" for i in range(40_000)],
+        "map": {
+            f"k{i:05}": {"n": i, "flag": i % 2 == 0, "none": None, "s": "x", "one": ["é"]}
+            for i in range(20_000)
+        },
+        "nested": [[[]], [{}], {"a": [1, "two"], "b": ["three"], "c": [4]}],
+    }
+    assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def test_module_layout() -> None:
     module = Module(
         ".",

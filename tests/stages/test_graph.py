@@ -177,6 +177,18 @@ def test_outside_modules_keep_their_relative_place(tmp_path: Path) -> None:
     }
 
 
+def test_a_sibling_whose_name_extends_the_roots_is_outside_it(tmp_path: Path) -> None:
+    # ../live-shared is not inside live, though its path starts with the root's: the output
+    # mirrors both, each at its own place.
+    repo = tmp_path / "repo"
+    write_files(repo, {"live/main.tf": call("s", "../live-shared"), "live-shared/main.tf": "locals {}\n"})
+    result, diags = build(repo / "live", options=OPTS)
+    assert not diags.has_errors, diags
+    assert result.tree.root == "live"
+    assert result.tree.paths() == [MANIFEST_NAME, "live-shared/main.tf.json", "live/main.tf.json"]
+    assert json.loads(result.files["live/main.tf.json"])["module"]["s"]["source"] == "../live-shared"
+
+
 def test_a_module_in_the_roots_parent_goes_to_the_top(tmp_path: Path) -> None:
     # source = "../" is the common parent itself: it is written at the top, the root below it.
     repo = tmp_path / "repo"
