@@ -235,6 +235,15 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
     import flatten.stages.emit
     import flatten.stages.load  # noqa: F401
 
+    # The cache is a hierarchy of its own: marked before the directories of its entries are made
+    # (a cold build's), they land in block groups of their own (stages.output.mark_top_directory).
+    from flatten.shell.cache_dir import cache_root
+    from flatten.stages.output import mark_top_directory
+
+    with contextlib.suppress(OSError):
+        top = cache_root()
+        top.mkdir(parents=True, exist_ok=True)
+        mark_top_directory(top)
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
