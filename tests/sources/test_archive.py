@@ -289,7 +289,10 @@ def test_zip_names_are_their_bytes_as_utf8_with_or_without_the_flag(tmp_path: Pa
 def test_a_long_name_is_cut_in_the_message(tmp_path: Path) -> None:
     name = b"../" + b"a" * 500_000
     msg = refused(
-        tmp_path, gz(pax_member(pax_record(b"path", name)) + tar_member(b"x", b"x") + TAR_END), "tar.gz", ""
+        tmp_path,
+        gz(pax_member(pax_record(b"path", name)) + tar_member(b"x", b"x") + TAR_END),
+        "tar.gz",
+        "aaaa",
     )
     assert "aaaa..." in msg and len(msg) < 600
 
