@@ -17,7 +17,7 @@ names imported only for type checking are quoted instead.
 import json as _json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -147,19 +147,11 @@ def _is_within(path: Path, parent: Path) -> bool:
     return True
 
 
-def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
-    problems = []
-    existing = (
-        {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
-    )
-    for rel in sorted(set(files) | existing):
-        if rel not in existing:
-            problems.append(f"missing: {rel}")
-        elif rel not in files:
-            problems.append(f"extra: {rel}")
-        elif (out / rel).read_bytes() != files[rel]:
-            problems.append(f"changed: {rel}")
-    return problems
+def check_command(roots: Sequence[Path], out: Path) -> str:
+    """Return the command that rebuilds ``out`` from ``roots`` (as typed), for a stale output's detail."""
+    import shlex
+
+    return shlex.join(["flatten", "build", *map(str, roots), "--out", str(out)])
 
 
 _OFFLINE_HELP = "Never use the network: remote modules come only from .terraform/modules (terraform init)."
@@ -432,18 +424,20 @@ def _run_request(request: BuildRequest) -> int:
     fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
     result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=DiskMemo())
+    if request.check and not diags.has_errors:
+        # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
+        from flatten.stages.stale import stale_diagnostics, stale_files
+
+        stale = stale_files(out_abs, result.files, root_place=result.tree.root)
+        command = check_command(request.roots, out)
+        diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
         sys.stderr.write(render_text(diags, root=root_abs))
         _annotate(diags, root=root_abs, environ=environ)
-    if diags.has_errors:
-        return 1
-    if request.check:
-        problems = _stale(out_abs, result.files)
-        for line in problems:
-            typer.echo(line, err=True)
-        return 1 if problems else 0
+    if diags.has_errors or request.check:
+        return exit_code(diags)
     _check_out_modules(out, out_abs, root_abs, result.graph)
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)

@@ -45,6 +45,7 @@ class Code(StrEnum):
     QUOTED_KEYWORD = "quoted_keyword"  # a keyword written as a string ("all", "create_before_destroy")
     UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
+    STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")
 
 
 @dataclass(frozen=True, slots=True)

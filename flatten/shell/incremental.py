@@ -223,7 +223,7 @@ def _plan(
         files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
         if all(content == _read(out / rel) for rel, content in files.items()):
             files = {}  # the same output (a comment changed): it is in place already
-    if not files and replay._snapshot_output(out) != record.outputs:
+    if not files and replay._snapshot_output(out, root) != record.outputs:
         return None  # ... if every byte of it is as recorded
     return record, files, merged
 

@@ -218,10 +218,25 @@ def _output_stats(out: Path, outputs: dict[str, str]) -> dict[str, Fingerprint] 
     return found
 
 
-def _snapshot_output(out: Path) -> dict[str, str]:
+def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
+    """Return each file of the output ``out`` of the root ``root`` with its digest, but what
+    Terraform wrote into the root module's directory (stages/output.py ``terraform_entries``: a
+    rebuild keeps it, a replay into another --out must not copy it). A name the source root also
+    has may be a file the build copied from there (a lock file): that one is the build's."""
+    from flatten.stages.output import MANIFEST_NAME, manifest_root, terraform_entries
+
+    try:
+        manifest: bytes | None = (out / MANIFEST_NAME).read_bytes()
+    except OSError:
+        manifest = None
+    root_dir = os.path.normpath(os.path.join(out, manifest_root(manifest)))
     files: dict[str, str] = {}
     for current, dirs, names in os.walk(out):
         dirs.sort()
+        if os.path.normpath(current) == root_dir:
+            skipped = set(terraform_entries(current, set(os.listdir(root))))
+            dirs[:] = [d for d in dirs if d not in skipped]
+            names = [n for n in names if n not in skipped]
         for name in names:
             path = os.path.join(current, name)
             with open(path, "rb") as f:
@@ -495,7 +510,7 @@ def save_record(
             return False
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
-        outputs = _snapshot_output(out)
+        outputs = _snapshot_output(out, root)
         out_stats = _output_stats(out, outputs)
         if out_stats is None:
             return False

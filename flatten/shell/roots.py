@@ -42,8 +42,8 @@ from flatten.cli import (
     _report_format,
     _root_dir,
     _source_env,
-    _stale,
     _usage_error,
+    check_command,
     exit_code,
 )
 from flatten.lang.diagnostics import Diagnostics
@@ -64,7 +64,6 @@ class RootOutcome:
 
     code: int
     diags: Diagnostics = field(default_factory=Diagnostics)
-    stale: tuple[str, ...] = ()  # with --check: "changed: main.tf", ...
     error: str | None = None  # its output refused (code 2), or a bug (code 3)
     wrote: str | None = None  # "wrote 3 files to DIR/prod"
 
@@ -179,6 +178,7 @@ def _build_one(
     """Build one root into ``out`` (as a single-root build does, printing nothing)."""
     from flatten.build import build as run_build
     from flatten.stages.emit import OutputError, write_tree
+    from flatten.stages.stale import stale_diagnostics, stale_files
 
     options = request.options
     try:
@@ -187,8 +187,18 @@ def _build_one(
         if diags.has_errors:
             return RootOutcome(1, diags)
         if request.check:
-            problems = tuple(_stale(out_abs, result.files))
-            return RootOutcome(1 if problems else 0, diags, stale=problems)
+            # Each stale file an error diagnostic, as a single root's check (flatten/stages/stale.py).
+            stale = stale_files(out_abs, result.files, root_place=result.tree.root)
+            diags.extend(
+                stale_diagnostics(
+                    stale,
+                    out=out_abs,
+                    root=root_abs,
+                    out_text=str(out),
+                    command=check_command(request.roots, request.out),
+                )
+            )
+            return RootOutcome(exit_code(diags), diags)
         problem = _out_modules_problem(out, out_abs, root_abs, result.graph)
         if problem is not None:
             return RootOutcome(2, diags, error=problem)
@@ -197,7 +207,7 @@ def _build_one(
         # An output that already holds exactly these bytes is left as it is: comparing reads a
         # few files, where swapping a tree in creates, renames and deletes directories (a rebuild
         # of 100 unchanged roots, which keeps no build record to replay, spent most of its time so).
-        if out_abs.is_dir() and not _stale(out_abs, files):
+        if out_abs.is_dir() and not stale_files(out_abs, files, root_place=result.tree.root):
             return RootOutcome(
                 exit_code(diags), diags, wrote=f"{len(files)} files in {out} up to date{where}"
             )
@@ -271,8 +281,6 @@ def _report(
                 from flatten.reports.github import render_github
 
                 sys.stderr.write(render_github(outcome.diags, find_base(root)))
-        for line in outcome.stale:
-            sys.stderr.write(f"{label}: {line}\n")
         if outcome.error is not None:
             sys.stderr.write(f"Error: {label}: {outcome.error}\n")
         if outcome.wrote is not None and fmt is ReportFormat.TEXT:

@@ -3,8 +3,13 @@
 Rule for the whole file: ``--out`` holds either the previous output or the whole new one at
 every moment, whatever happens (an exception, Ctrl-C, SIGTERM, a full disk); a directory flatten
 did not write is never replaced (docs/reliability.md, "Your files and the output directory").
-It imports nothing of flatten, so a replayed build (flatten/shell/replay.py) writes an output
-tree without loading the pipeline.
+It imports nothing of flatten but flatten/lang/workdir.py (a table of names), so a replayed build
+(flatten/shell/replay.py) writes an output tree without loading the pipeline.
+
+The root module's directory in ``--out`` is also Terraform's working directory: what Terraform
+wrote there (``.terraform/``, the state, its lock, saved plans: flatten/lang/workdir.py) is
+moved, one rename each, into the new tree before it is swapped in, so it keeps its inode (a
+running Terraform holding the state file open and locked writes on into the new tree).
 """
 
 from __future__ import annotations
@@ -22,10 +27,21 @@ import struct
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["MANIFEST_NAME", "Interrupted", "OutputError", "copied_mode", "mark_top_directory", "write_tree"]
+from flatten.lang.workdir import PLAN_MEMBER, TERRAFORM_ENTRIES, ZIP_MAGIC
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Interrupted",
+    "OutputError",
+    "copied_mode",
+    "manifest_root",
+    "mark_top_directory",
+    "terraform_entries",
+    "write_tree",
+]
 
 MANIFEST_NAME = "flatten.manifest.json"
 
@@ -42,6 +58,100 @@ def _is_previous_output(path: Path) -> bool:
     return (path / MANIFEST_NAME).is_file() or not any(
         not p.name.startswith(_INSIDE_PREFIXES) for p in path.iterdir()
     )
+
+
+def manifest_root(data: bytes | None) -> str:
+    """Return where a manifest (its bytes; None: no manifest) puts the root module, relative to the
+    output and POSIX (``""``: the top; flatten/stages/layout.py writes ``"root"`` only when a local
+    module lies outside the root). Anything but a plain relative path reads as the top."""
+    import json
+
+    if data is None:
+        return ""
+    try:
+        place = json.loads(data).get("root", "")
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(place, str) or place.startswith("/") or ".." in place.split("/") or "\\" in place:
+        return ""
+    return place.strip("/")
+
+
+def _read_manifest(tree: str) -> bytes | None:
+    try:
+        with open(os.path.join(tree, MANIFEST_NAME), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _is_plan(path: str) -> bool:
+    """Return whether ``path`` is a regular file Terraform reads as a saved plan: a zip archive
+    with a ``tfplan`` member (internal/plans/planfile/reader.go)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            if f.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
+                return False
+    except OSError:
+        return False
+    import zipfile  # only for a zip archive: most builds never meet one
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return PLAN_MEMBER in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def terraform_entries(directory: str | Path, written: Collection[str] = ()) -> list[str]:
+    """Return the names, sorted, of the entries of ``directory`` (a root module's directory in an
+    output) that Terraform wrote and a build does not: Terraform's names (flatten/lang/workdir.py)
+    and saved plans, but none of ``written`` (the names the build puts there: a lock file copied
+    from the source wins over Terraform's)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if name in written or name == MANIFEST_NAME:
+            continue
+        if name in TERRAFORM_ENTRIES or _is_plan(os.path.join(directory, name)):
+            found.append(name)
+    return sorted(found)
+
+
+def _adopt(old: str, new: str) -> list[tuple[str, str]]:
+    """Move Terraform's entries of the output tree ``old`` into the same place of the tree ``new``
+    (each tree's root module directory, from its manifest), one rename each; return the moves
+    made, (from, to), for ``_give_back``. On failure every move is undone and the error raised."""
+    old_root = os.path.join(old, manifest_root(_read_manifest(old)))
+    new_root = os.path.join(new, manifest_root(_read_manifest(new)))
+    try:
+        written = set(os.listdir(new_root))
+    except FileNotFoundError:
+        written = set()
+    moves: list[tuple[str, str]] = []
+    try:
+        for name in terraform_entries(old_root, written):
+            if not os.path.isdir(new_root):
+                os.makedirs(new_root)
+            source, target = os.path.join(old_root, name), os.path.join(new_root, name)
+            os.rename(source, target)
+            moves.append((source, target))
+    except BaseException:
+        _give_back(moves)
+        raise
+    return moves
+
+
+def _give_back(moves: list[tuple[str, str]]) -> None:
+    """Undo ``_adopt``'s moves (the swap that was to follow failed)."""
+    for source, target in reversed(moves):
+        with contextlib.suppress(OSError):
+            os.rename(target, source)
 
 
 class Interrupted(BaseException):
@@ -94,8 +204,9 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(result == 0)
 
 
-def _swap_by_renames(tmp: Path, out: Path) -> None:
-    """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between."""
+def _swap_by_renames(tmp: Path, out: Path) -> Path | None:
+    """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between;
+    return where the old ``out`` now is (None when there was none), for the caller to remove."""
     old = tmp.with_name(tmp.name + "-old") if out.exists() else None
     if old is not None:
         os.rename(out, old)
@@ -105,8 +216,7 @@ def _swap_by_renames(tmp: Path, out: Path) -> None:
         if old is not None and not out.exists():
             os.rename(old, out)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    return old
 
 
 # ext4's Orlov allocator puts a directory's subdirectories in its own block group; on a directory
@@ -281,7 +391,14 @@ def _replace_contents(
         with _signals_allowed(mask):
             _write_files(new, files, copies, modes, links)
         old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
-        _swap_contents(out, new, old)
+        moves = _adopt(str(out), str(new))
+        try:
+            _swap_contents(out, new, old)
+        except BaseException:
+            _give_back(moves)
+            raise
+        with contextlib.suppress(OSError):
+            _adopt(str(old), str(out))  # what Terraform wrote meanwhile
     finally:
         for tmp in (new, old):
             if tmp is not None:
@@ -319,6 +436,11 @@ def write_tree(
     ``out`` is replaced only if it is empty or holds a previous flatten output (it has the
     manifest); anything else raises ``OutputError``.
 
+    What Terraform wrote into the previous output's root module directory (``terraform_entries``:
+    ``.terraform/``, state, lock files, saved plans) is not replaced: each entry is renamed into
+    the new tree's root module directory before the swap (so it keeps its inode), unless the new
+    tree has an entry of that name (a lock file copied from the source wins).
+
     An ``out`` that cannot be renamed (a mount point, such as a container volume) keeps its
     place: the tree is written into a temporary directory inside it, and its entries are then
     swapped one rename at a time, undone on any failure (docs/reliability.md).
@@ -352,24 +474,36 @@ def write_tree(
             _block_signals(deferred)
             in_place = out.is_dir() and os.path.ismount(out)
             tmp: Path | None = None
+            previous: Path | None = None
             try:
                 if not in_place:
                     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
                     mark_top_directory(tmp)
                     with _signals_allowed(deferred):
                         _write_files(tmp, files, copies or {}, modes or {}, links or {})
+                    # Terraform's entries go over to the new tree first (renames: same inodes).
+                    moves = _adopt(str(out), str(tmp)) if out.is_dir() else []
                     try:
-                        if not (
-                            out.exists() and _exchange(tmp, out)
-                        ):  # after an exchange tmp holds the old output
-                            _swap_by_renames(tmp, out)
+                        # After an exchange tmp holds the old output.
+                        exchanged = out.exists() and _exchange(tmp, out)
+                        previous = tmp if exchanged else _swap_by_renames(tmp, out)
                     except OSError as exc:
+                        _give_back(moves)
                         if exc.errno not in _UNRENAMABLE or not out.is_dir():
                             raise
                         in_place = True  # _swap_by_renames put the old output back
+                    except BaseException:
+                        _give_back(moves)
+                        raise
+                    if previous is not None:
+                        # What Terraform wrote meanwhile (between the moves and the swap).
+                        with contextlib.suppress(OSError):
+                            _adopt(str(previous), str(out))
             finally:
                 if tmp is not None:
                     _remove(tmp)
+                if previous is not None and previous != tmp:
+                    _remove(previous)
             if in_place:
                 _replace_contents(out, files, copies or {}, modes or {}, links or {}, deferred)
     finally:

@@ -114,7 +114,11 @@ def test_check_reports_stale_output(tree, tmp_path: Path) -> None:
     (root / "main.tf").write_text(MAIN.replace('"x"', '"y"'))
     proc = flatten("build", root, "--out", out, "--check")
     assert proc.returncode == 1
-    assert "changed: main.tf.json" in proc.stderr
+    # An error diagnostic on the stale file, saying what to run (flatten/stages/stale.py).
+    assert proc.stderr.startswith("Error: Output is out of date\n")
+    assert f"on {os.path.relpath(out / 'main.tf.json', root)} line 1:" in proc.stderr
+    assert f"{out}/main.tf.json is not what the build writes now" in proc.stderr
+    assert f"Run `flatten build {root} --out {out}`" in proc.stderr
     assert json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]["a"]["input"] == "x"
 
 
@@ -140,7 +144,7 @@ def test_build_says_where_the_root_module_went(tmp_path: Path) -> None:
     (repo / "shared" / "main.tf").write_text(MAIN.replace('"x"', '"y"'))
     proc = flatten("build", repo / "live", "--out", out, "--check")
     assert proc.returncode == 1
-    assert "changed: shared/main.tf.json" in proc.stderr
+    assert f"{out}/shared/main.tf.json is not what the build writes now" in proc.stderr
 
 
 def test_dialect_opentofu_reads_tofu_files(tree, tmp_path: Path) -> None:

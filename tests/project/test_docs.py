@@ -85,3 +85,78 @@ def test_site_builds_strictly_with_the_generated_reference(tmp_path: Path) -> No
     api = (site / "api" / "index.html").read_text()
     assert "Return the canonical output tree" in api  # flatten.build's docstring, via mkdocstrings
     assert "Keep a Changelog" in (site / "changelog" / "index.html").read_text()
+
+
+# The pages that walk the loop a user runs (build, init, plan, rebuild, --check, pre-commit):
+# every command they show, in a shell block or as a CI step, is run here, in order, on a small
+# repository (a root with a local module and a terraform.tfvars). Only the commands that install
+# flatten itself are not run (the test runs the checkout's).
+LOOP_PAGES = ("index.md", "ci.md", "vendor.md")
+_INSTALLS = ("pip install", "pipx install", "python -m build")
+_STEP = re.compile(r"^\s*(?:-\s+)?(?:run:\s+)?((?:flatten|pip|pipx)\s.*)$")
+
+
+def _shown_commands(page: Path) -> list[str]:
+    commands = []
+    for lang, body in re.findall(r"^```(\w+)\n(.*?)^```", page.read_text(), re.S | re.M):
+        for line in body.splitlines():
+            if lang == "sh":
+                command = re.split(r"\s{2,}#", line)[0].strip()
+                if command and not command.startswith("#"):
+                    commands.append(command)
+            elif lang == "yaml" and (step := _STEP.match(line)):
+                commands.append(step.group(1).strip())
+    return commands
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LOOP_PAGES)
+def test_every_command_of_the_loop_pages_runs(name: str, tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("terraform") is None:
+        pytest.skip("no terraform binary on PATH (the pages run `terraform -chdir=... init`)")
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (the pre-commit walk adds the output with git)")
+    commands = _shown_commands(REPO / "docs" / name)
+    run = [c for c in commands if not c.startswith(_INSTALLS)]
+    assert run, f"docs/{name} shows no command"
+    assert all(c.split()[0] in ("flatten", "terraform", "git") for c in run), run
+    live = tmp_path / "infra" / "live"
+    (live / "modules" / "app").mkdir(parents=True)
+    (live / "main.tf").write_text(
+        'variable "env" {\n  type = string\n}\n'
+        'module "app" {\n  source = "./modules/app"\n  env    = var.env\n}\n'
+    )
+    (live / "terraform.tfvars").write_text('env = "dev"\n')
+    (live / "modules" / "app" / "main.tf").write_text(
+        'variable "env" {\n  type = string\n}\nresource "terraform_data" "a" {\n  input = var.env\n}\n'
+    )
+    rc = tmp_path / "empty.tfrc"
+    rc.write_text("")
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "CHECKPOINT_DISABLE": "1",
+        "TF_CLI_CONFIG_FILE": str(rc),
+        "TF_IN_AUTOMATION": "1",
+        "GIT_AUTHOR_NAME": "docs",
+        "GIT_AUTHOR_EMAIL": "docs@flatten.invalid",
+        "GIT_COMMITTER_NAME": "docs",
+        "GIT_COMMITTER_EMAIL": "docs@flatten.invalid",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    env.pop("TF_DATA_DIR", None)
+    env.pop("GITHUB_ACTIONS", None)
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, env=env, check=True)
+    for command in run:
+        proc = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert proc.returncode == 0, f"docs/{name}: {command}\n{proc.stdout}\n{proc.stderr}"

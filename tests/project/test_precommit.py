@@ -115,6 +115,102 @@ def test_flatten_check_hook_passes_on_fresh_output_and_names_the_stale_file(tmp_
     stale = run_hook()
     assert stale.returncode == 1, stale.stdout + stale.stderr
     assert "Failed" in stale.stdout
-    assert "changed: main.tf.json" in stale.stdout
+    assert "Error: Output is out of date" in stale.stdout
+    assert "infra/flat/main.tf.json is not what the build writes now" in stale.stdout
     # The hook only checks: the stale output is left exactly as it was.
     assert _git(work, env, "status", "--porcelain", "infra/flat") == ""
+
+
+# A root whose output copies a script and the root's terraform.tfvars: neither is a .tf file.
+LOOP_ROOT = {
+    "main.tf": (
+        'variable "greeting" {\n  type = string\n}\n'
+        'resource "terraform_data" "a" {\n'
+        '  input = "${var.greeting} ${filesha256("${path.module}/setup.sh")}"\n}\n'
+    ),
+    "setup.sh": "#!/bin/sh\necho one\n",
+    "terraform.tfvars": 'greeting = "hello"\n',
+}
+
+
+def test_both_hooks_fail_a_commit_that_edits_only_a_copied_file_or_tfvars(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (pre-commit clones hook repositories with it)")
+    if importlib.util.find_spec("pre_commit") is None:
+        pytest.skip("pre-commit is not installed (it is in the test extra: pip install -e .[test])")
+    env = _git_env(tmp_path)
+    hooks = copy_project(tmp_path / "hooks")
+    _git(hooks, env, "init", "-q", "-b", "main")
+    rev = _commit_all(hooks, env, "flatten under test")
+
+    work = tmp_path / "work"
+    for name, text in LOOP_ROOT.items():
+        (work / "infra" / "live").mkdir(parents=True, exist_ok=True)
+        (work / "infra" / "live" / name).write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", "infra/live", "--out", "infra/flat"],
+        cwd=work,
+        env={**os.environ, "FLATTEN_CACHE_DIR": env["FLATTEN_CACHE_DIR"]},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (work / "infra" / "flat" / "setup.sh").is_file() and (
+        work / "infra" / "flat" / "terraform.tfvars"
+    ).is_file()
+    _git(work, env, "init", "-q", "-b", "main")
+    _commit_all(work, env, "sources and their flattened output")
+
+    def use(hook: str) -> None:
+        (work / ".pre-commit-config.yaml").write_text(
+            f"repos:\n  - repo: {hooks}\n    rev: {rev}\n    hooks:\n"
+            f"      - id: {hook}\n        args: [infra/live, --out, infra/flat]\n"
+        )
+        _git(work, env, "add", ".pre-commit-config.yaml")
+        installed = subprocess.run(
+            [sys.executable, "-m", "pre_commit", "install"], cwd=work, env=env, capture_output=True, text=True
+        )
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    def commit(message: str) -> subprocess.CompletedProcess[str]:
+        # `git commit` runs the installed hook, as it does for a user.
+        return subprocess.run(
+            ["git", "commit", "-q", "-m", message], cwd=work, env=env, capture_output=True, text=True
+        )
+
+    use("flatten-check")
+    for name, old, new in (("setup.sh", "one", "two"), ("terraform.tfvars", "hello", "hi")):
+        source = work / "infra" / "live" / name
+        source.write_text(source.read_text().replace(old, new))
+        _git(work, env, "add", str(source))
+        failed = commit(f"edit {name} only")
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        assert "flatten output is up to date" in failed.stdout + failed.stderr
+        assert f"infra/flat/{name} is not what the build writes now" in failed.stdout + failed.stderr
+        assert _git(work, env, "status", "--porcelain", "infra/flat") == ""  # checked, not written
+        # The output rebuilt and added, the same commit passes.
+        rebuilt = subprocess.run(
+            [sys.executable, "-m", "flatten", "build", "infra/live", "--out", "infra/flat"],
+            cwd=work,
+            env={**os.environ, "FLATTEN_CACHE_DIR": env["FLATTEN_CACHE_DIR"]},
+            capture_output=True,
+            text=True,
+        )
+        assert rebuilt.returncode == 0, rebuilt.stderr
+        _git(work, env, "add", "infra/flat")
+        passed = commit(f"edit {name} with its output")
+        assert passed.returncode == 0, passed.stdout + passed.stderr
+
+    use("flatten-build")
+    for name, old, new in (("setup.sh", "two", "three"), ("terraform.tfvars", "hi", "hey")):
+        source = work / "infra" / "live" / name
+        source.write_text(source.read_text().replace(old, new))
+        _git(work, env, "add", str(source))
+        failed = commit(f"edit {name} only")
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        assert "files were modified by this hook" in failed.stdout + failed.stderr
+        # The hook rewrote the output: adding it makes the commit pass.
+        assert (work / "infra" / "flat" / name).read_text() == source.read_text()
+        _git(work, env, "add", "infra/flat")
+        passed = commit(f"edit {name} with its output")
+        assert passed.returncode == 0, passed.stdout + passed.stderr
