@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["record_path", "replay", "replay_argv", "replay_into", "replayable", "save_alias", "save_record"]
 
-_RECORD_MAGIC = "flatten-build-6"
-_RECORD_HEAD = b"flatten-build-6\n"
+_RECORD_MAGIC = "flatten-build-7"  # 7: outputs leave out what Terraform wrote
+_RECORD_HEAD = b"flatten-build-7\n"
 _MTIME_MARGIN_NS = 2_000_000_000
 
 
