@@ -131,3 +131,54 @@ def test_terraform_entries_are_named_by_terraform_or_by_plan_content(tmp_path: P
     (tmp_path / "terraform.tfvars").write_text("x = 1")
     assert terraform_entries(tmp_path) == KEPT
     assert ".terraform.lock.hcl" not in terraform_entries(tmp_path, {".terraform.lock.hcl"})
+
+
+def test_a_terraform_holding_the_state_open_writes_on_into_the_new_tree(tmp_path: Path) -> None:
+    # Terraform's local state manager keeps the state file open (and fcntl-locked) through an
+    # operation and truncates and rewrites it in place: the rebuilt tree must hold that file.
+    import fcntl
+
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b"{}"})
+    with open(out / "terraform.tfstate", "w+b") as state:
+        fcntl.lockf(state, fcntl.LOCK_EX)
+        (out / ".terraform.tfstate.lock.info").write_text('{"ID": "x"}')
+        write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})
+        state.write(b'{"serial": 2}')
+        state.flush()
+    assert (out / "terraform.tfstate").read_bytes() == b'{"serial": 2}'
+    assert (out / ".terraform.tfstate.lock.info").read_text() == '{"ID": "x"}'
+
+
+def test_what_terraform_writes_during_the_swap_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b"{}"})
+    exchange = output._exchange
+
+    def late(a: Path, b: Path) -> bool:  # an apply failing to save its state, just before the swap
+        (out / "errored.tfstate").write_text("late")
+        return exchange(a, b)
+
+    monkeypatch.setattr(output, "_exchange", late)
+    write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})
+    assert (out / "errored.tfstate").read_text() == "late"
+
+
+def test_a_failed_swap_gives_terraforms_entries_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b"{}"})
+    _terraform_wrote(out)
+    before = _inodes(out)
+
+    def full(tmp: Path, target: Path) -> Path | None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(output, "_swap_by_renames", full)
+    with pytest.raises(OSError):
+        write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})
+    assert _inodes(out) == before
+    assert (out / "main.tf.json").read_bytes() == b"{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
