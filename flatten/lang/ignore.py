@@ -9,8 +9,9 @@ again here rather than approximated with ``fnmatch``:
 - a trailing ``/`` matches a directory and everything below it (``dir/`` becomes ``dir/**``);
 - a leading ``/`` anchors at the directory holding the file, otherwise ``**/`` is prepended, so
   ``id_rsa`` matches at any depth;
-- ``*`` and ``?`` never match ``/``, ``**`` matches any number of directories (zero included), and
-  ``\\`` escapes the next character;
+- ``*`` and ``?`` never match ``/``, ``**`` matches any number of directories (zero included),
+  ``\\`` escapes the next character, and anything else is Go's regular expression syntax (so
+  ``[a-z]`` is a character class; a rule that is not a valid expression never matches);
 - the default rules ``.git/``, ``.terraform/`` and ``!.terraform/modules/`` always come first.
 
 A directory is left out (not descended into) only when ``dir/`` matches a rule and no negation
@@ -41,6 +42,9 @@ class Rule:
     regex: re.Pattern[str]
 
 
+_NEVER = re.compile(r"(?!)")
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
     # go-slug's rule.compile: a character walk, not a glob library.
     out = ["^"]
@@ -64,12 +68,17 @@ def _compile(pattern: str) -> re.Pattern[str]:
                 i += 1
             else:
                 out.append(r"\\")
+        elif ch in ".$":
+            out.append("\\" + ch)
         else:
-            # go-slug escapes only "." and "$" and passes the rest to Go's regexp; escaping every
-            # other character keeps a literal literal where Go's syntax and Python's differ.
-            out.append(re.escape(ch))
+            # go-slug escapes only "." and "$" and hands the rest to Go's regexp as is, so
+            # "[a-z]" is a character class there, and here.
+            out.append(ch)
     out.append("$")
-    return re.compile("".join(out), re.DOTALL)
+    try:
+        return re.compile("".join(out), re.DOTALL)
+    except re.error:
+        return _NEVER  # go-slug: a rule that does not compile never matches
 
 
 def _rule(pattern: str, negated: bool, negations_after: bool = False) -> Rule:
