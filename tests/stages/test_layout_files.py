@@ -270,3 +270,17 @@ def test_terraformignore_and_exclude_keep_files_out(tmp_path: Path) -> None:
     files, _ = _build(root, exclude=("notes.txt", "*.sh"))
     assert "notes.txt" not in files and "modules/child/run.sh" not in files
     assert json.loads(files["flatten.manifest.json"])["exclude"] == ["notes.txt", "*.sh"]
+
+
+def test_a_changed_path_module_read_changes_the_modules_outside_view(tmp_path: Path) -> None:
+    # The incremental rebuild reuses every other output file when a module's outside view is
+    # unchanged; the files a module names are copied beside it, so they are part of that view.
+    from flatten.build import load_module
+    from flatten.stages.reads import outside_view
+
+    views = []
+    for name in ("notes.txt", "snap.tfstate"):
+        root = write_tree(tmp_path / name, {"main.tf": f'locals {{\n  p = "${{path.module}}/{name}"\n}}\n'})
+        module, _ = load_module(root, root=root, options=Options())
+        views.append(outside_view(module, options=Options()))
+    assert views[0] != views[1]
