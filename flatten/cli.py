@@ -361,6 +361,15 @@ def build(
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
     ] = None,
+    exclude: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--exclude",
+            metavar="GLOB",
+            help="Leave files matching GLOB (.terraformignore syntax, relative to each module "
+            "directory) out of the copied files; repeatable. See docs/files.md.",
+        ),
+    ] = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
@@ -374,6 +383,7 @@ def build(
             locked=locked,
             inline=inline,
             inline_only=inline_module,
+            exclude=tuple(exclude or ()),
         ),
         report_format=report_format,
         diagnostics_json=diagnostics_json,

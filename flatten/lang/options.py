@@ -21,3 +21,4 @@ class Options:
     locked: bool = False  # refuse to build when remote modules resolve differently from the previous manifest
     inline: bool = False  # merge module calls into their callers (flatten.inline), with moved blocks
     inline_only: str | None = None  # with inline: the one call to inline (module.a.module.b)
+    exclude: tuple[str, ...] = ()  # --exclude: .terraformignore patterns no module's copies take

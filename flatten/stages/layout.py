@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.ignore import IgnoreRules
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
@@ -43,6 +44,8 @@ from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
+from flatten.stages.pathreads import path_reads
+from flatten.stages.testfiles import TEST_SUFFIXES, Target, rewrite_test_file
 
 if TYPE_CHECKING:
     # Types only: an incremental rebuild (flatten/shell/incremental.py) emits a module with
@@ -83,17 +86,17 @@ class _RealPaths:
         return found
 
 
-# Files never copied: engine state and plans, and editors' leftovers (hidden files are skipped too).
-_SKIP_SUFFIXES = (
-    ".tfstate",
-    ".tfstate.backup",
-    ".tfplan",
-    ".tftest.hcl",
-    ".tftest.json",
-    ".tofutest.hcl",
-    ".tofutest.json",
-)
+# Files not copied unless the configuration names them (stages/pathreads.py): engine state and
+# plans (hidden files and editors' leftovers are skipped too). docs/files.md lists them.
+_SKIP_SUFFIXES = (".tfstate", ".tfstate.backup", ".tfplan")
 _ROOT_HIDDEN_KEPT = frozenset({".terraform.lock.hcl"})
+# Terraform's own state in the root's working directory: a snapshot of that name the root reads
+# through path.module would be taken for the output's state, so it is named in a warning instead.
+_ROOT_STATE = frozenset({"terraform.tfstate", "terraform.tfstate.backup"})
+
+#: Decides whether a path below a module directory is left out (``.terraformignore``,
+#: ``--exclude``): ``(relative path, is a directory) -> left out``.
+LeftOut = Callable[[str, bool], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,6 +335,8 @@ def module_copies(
     real_path: Callable[[Path], Path] = _resolve,
     boundary_name: str | None = None,
     unreadable: list[tuple[str, str]] | None = None,
+    tests: dict[str, Path] | None = None,
+    left_out: LeftOut | None = None,
 ) -> dict[str, Path]:
     """Return the non-configuration files of a module directory to copy, by output path.
 
@@ -340,7 +345,9 @@ def module_copies(
     resolves ``directory`` and ``boundary`` (a caller laying out many modules passes a memo);
     ``boundary_name`` is how reasons name the boundary (its path by default). With
     ``unreadable``, a file that cannot be opened is left out and named there as ``(relative path,
-    reason)`` instead of failing the write later.
+    reason)`` instead of failing the write later. With ``tests``, test files (stages/testfiles.py)
+    go there instead of into the result, to be rewritten. ``left_out`` names the paths the user
+    keeps out (flatten/lang/ignore.py); a directory it prunes is not walked.
     """
     out: dict[str, Path] = {}
     boundary = real_path(boundary)
@@ -383,6 +390,8 @@ def module_copies(
                 # A directory that is no link is where its parent really is: no resolving (which
                 # is a stat per path component) for each subdirectory, a module's included.
                 real = real.resolve() if is_link else current_real / name
+                if left_out is not None and left_out(child_rel, True):
+                    continue
                 if real in chain:
                     # A link back to a directory on the way down: following it never ends.
                     skipped.append((child_rel, "it is a symlink to a directory above it (a loop)"))
@@ -395,12 +404,15 @@ def module_copies(
                 continue
             if split_extension(name, dialect) is not None or name.endswith(_SKIP_SUFFIXES):
                 continue
+            if left_out is not None and left_out(child_rel, False):
+                continue
             if unreadable is not None:
                 problem = _unreadable(path)
                 if problem is not None:
                     unreadable.append((child_rel, problem))
                     continue
-            out[posixpath.join(dest, child_rel) if dest else child_rel] = path
+            into = tests if tests is not None and name.endswith(TEST_SUFFIXES) else out
+            into[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
     real_directory = real_path(directory)
     visit(directory, "", 0, frozenset({real_directory}), real_directory)
@@ -441,6 +453,204 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
+def _read_ignore(directory: Path) -> str | None:
+    try:
+        return (directory / ".terraformignore").read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None  # none, or unreadable: go-slug falls back to its default rules as well
+
+
+class _UserRules:
+    """What the user keeps out of each module directory: its own ``.terraformignore``, the root's
+    (for a module inside the root, matched on the path relative to the root, as Terraform packs
+    the root for a remote run) and the ``--exclude`` patterns (relative to each module directory)."""
+
+    def __init__(self, real_root: Path, exclude: tuple[str, ...]) -> None:
+        self._root = real_root
+        self._exclude = exclude
+        text = _read_ignore(real_root)
+        self._root_rules = IgnoreRules.parse(text) if text is not None else None
+
+    def at(self, real: Path) -> LeftOut | None:
+        text = _read_ignore(real)
+        own = IgnoreRules.parse(text or "", self._exclude) if text is not None or self._exclude else None
+        outer = self._root_rules if real != self._root and _within(real, self._root) else None
+        prefix = os.path.relpath(real, self._root).replace(os.sep, "/") if outer is not None else ""
+        if own is None and outer is None:
+            return None
+
+        def left_out(rel: str, is_dir: bool) -> bool:
+            for rules, path in ((own, rel), (outer, f"{prefix}/{rel}")):
+                if rules is not None and (rules.prunes(path) if is_dir else rules.excludes(path)):
+                    return True
+            return False
+
+        return left_out
+
+
+def _left_out_path(left_out: LeftOut | None, rel: str) -> bool:
+    """Whether the file ``rel`` is kept out, by its own rule or a pruned directory above it."""
+    if left_out is None:
+        return False
+    parts = rel.split("/")
+    return any(left_out("/".join(parts[:i]), True) for i in range(1, len(parts))) or left_out(rel, False)
+
+
+def _whole_directory(directory: Path, dest: str, boundary: Path) -> dict[str, Path]:
+    """Every file below ``directory`` (configuration included; hidden names and links out of
+    ``boundary`` left out), by output path under ``dest``: a test's helper module, copied as is."""
+    out: dict[str, Path] = {}
+    for current, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not is_ignored_name(d))
+        here = Path(current)
+        for name in sorted(names):
+            path = here / name
+            if is_ignored_name(name) or not path.is_file() or not _within(path.resolve(), boundary):
+                continue
+            rel = os.path.relpath(path, directory).replace(os.sep, "/")
+            out[posixpath.join(dest, rel) if dest else rel] = path
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Carried:
+    """More output for one module: generated files, copies and warnings."""
+
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    copies: Mapping[str, Path] = field(default_factory=dict)
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+
+
+def _named_files(
+    node: ModuleNode,
+    here: str,
+    root: Path,
+    root_place: str,
+    boundary: Path,
+    carried: Mapping[str, Path],
+    left_out: LeftOut | None,
+    root_left_out: LeftOut | None,
+    options: Options,
+) -> _Carried:
+    """Copy each file ``node``'s configuration names through ``path.module``/``path.root`` that
+    the walk left out as an engine or hidden file (stages/pathreads.py); warn naming one the
+    user excluded, or one that would be taken for the output's own state."""
+    assert node.directory is not None
+    copies: dict[str, Path] = {}
+    diags = Diagnostics()
+    for base, rel in path_reads(node.module):
+        directory, dest_dir, rules = (
+            (node.directory, here, left_out) if base == "module" else (root, root_place, root_left_out)
+        )
+        dest = posixpath.normpath(posixpath.join(dest_dir, rel))
+        name = posixpath.basename(rel)
+        if dest in carried or split_extension(name, options.dialect) is not None:
+            continue  # copied already; a configuration file is emitted, never copied
+        path = directory / rel
+        try:
+            if not path.is_file() or not _within(path.resolve(strict=True), boundary):
+                continue
+        except (OSError, RuntimeError):
+            continue
+        shown = display_path(path, root)
+        if _left_out_path(rules, rel):
+            reason = "it matches a .terraformignore rule or an --exclude pattern"
+        elif dest_dir == root_place and rel in _ROOT_STATE:
+            reason = (
+                "Terraform keeps the output's own state under that name in the root module's "
+                "directory; give the snapshot another name"
+            )
+        else:
+            copies[dest] = path
+            continue
+        diags.append(
+            Diagnostic.warning(
+                "File read by the configuration not copied",
+                f"The configuration reads {shown} through path.{base}, but it was not copied into "
+                f"the output because {reason}. Terraform will not find it when it runs in the output.",
+                module=node.address,
+            )
+        )
+    return _Carried(copies=copies, diagnostics=diags)
+
+
+def _relative_calls(inlined: frozenset[str], address: str) -> frozenset[str]:
+    """The inlined calls as the module at ``address`` names them (``module.x``), its own only."""
+    prefix = address + "." if address else ""
+    kept = {a[len(prefix) :] for a in inlined if a.startswith(prefix)}
+    return frozenset(a for a in kept if a.count("module.") == 1)
+
+
+def _carry_test(
+    node: ModuleNode,
+    rel: str,
+    path: Path,
+    *,
+    here: str,
+    outputs: Mapping[Path, str],
+    boundary: Path,
+    inlined: frozenset[str],
+    real_path: Callable[[Path], Path],
+    options: Options,
+    root: Path,
+) -> _Carried:
+    """Return a test file of ``node`` as the output carries it (stages/testfiles.py): as a copy
+    when nothing in it changes, rewritten otherwise, with any helper module it names copied whole;
+    or a warning naming it when it cannot come along."""
+    assert node.directory is not None
+    module_real = real_path(node.directory)
+
+    def locate(real: Path) -> Target | None:
+        if real in outputs:
+            return Target(outputs[real])
+        if not _within(real, boundary):
+            return None
+        below = os.path.relpath(real, module_real).replace(os.sep, "/")
+        place = posixpath.normpath(posixpath.join(here, below))
+        if place == ".." or place.startswith("../"):
+            return None
+        return Target("" if place == "." else place, copy_from=real)
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problem: str | None = f"it cannot be read ({exc.strerror or exc})"
+        result = None
+    else:
+        result = rewrite_test_file(
+            data,
+            path.name,
+            module_dir=node.directory,
+            here=here,
+            locate=locate,
+            inlined=inlined,
+            options=options,
+        )
+        problem = result.problem
+    if result is None or result.data is None:
+        shown = display_path(path, root) if node.package is None else _file_name(node, rel, root)
+        return _Carried(
+            diagnostics=Diagnostics(
+                [
+                    Diagnostic.warning(
+                        "Test file not copied",
+                        f"The test file {shown} was not copied into the output because {problem}. "
+                        "terraform test in the output will not run its runs; fix the file, or run it "
+                        "against the original configuration.",
+                        module=node.address,
+                    )
+                ]
+            )
+        )
+    copies: dict[str, Path] = {}
+    for place, directory in result.helpers:
+        copies.update(_whole_directory(directory, place, boundary))
+    if result.data is data:
+        copies[rel] = path
+        return _Carried(copies=copies)
+    return _Carried(files={rel: result.data}, copies=copies)
+
+
 def layout_tree(
     graph: ModuleGraph,
     *,
@@ -449,6 +659,7 @@ def layout_tree(
     beside_root: Mapping[str, Path] | None = None,
     variants: Mapping[str, int] | None = None,
     memo: Memo = NO_MEMO,
+    inlined: frozenset[str] = frozenset(),
 ) -> OutputTree:
     """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
 
@@ -457,7 +668,8 @@ def layout_tree(
     the layout keeps them at that place relative to the root, and the module directories' copies
     win over them. ``variants`` (inline mode) maps a module address to the copy of its directory
     it is written as, when inlining made the calls of one directory differ. ``memo`` may hold
-    an unchanged module's output bytes (flatten/stages/memo.py).
+    an unchanged module's output bytes (flatten/stages/memo.py). ``inlined``: the calls
+    ``--inline`` merged (a test file naming one is left out with a warning).
     """
     variants = variants or {}
     root = root.absolute()
@@ -471,6 +683,9 @@ def layout_tree(
     written: set[str] = set()
     manifest_modules: list[JsonValue] = []
     diags = Diagnostics()
+    real_root = real_path(root)
+    user_rules = _UserRules(real_root, options.exclude)
+    root_left_out = user_rules.at(real_root)
     for node in graph.walk():
         if node.directory is None:
             continue
@@ -492,19 +707,47 @@ def layout_tree(
             digests[here] = output_digest(data)
             skipped: list[tuple[str, str]] = []
             unreadable: list[tuple[str, str]] = []
+            tests: dict[str, Path] = {}
+            real_dir = real_path(node.directory)
+            left_out = user_rules.at(real_dir) if real_dir != real_root else root_left_out
+            boundary = copy_boundary(node, root, real_path=real_path)
             found = module_copies(
                 node.directory,
                 here,
                 dialect=options.dialect,
                 is_root=not node.path,
-                boundary=copy_boundary(node, root, real_path=real_path),
+                boundary=boundary,
                 skipped=skipped,
                 real_path=real_path,
                 boundary_name="the module package" if node.package is not None else None,
                 unreadable=unreadable,
+                tests=tests,
+                left_out=left_out,
             )
             for rel, path in found.items():
                 copies.setdefault(rel, path)
+            named = _named_files(
+                node, here, root, root_place, boundary, {**found, **tests}, left_out, root_left_out, options
+            )
+            for rel, path in named.copies.items():
+                copies.setdefault(rel, path)
+            diags.extend(named.diagnostics)
+            for rel, path in tests.items():
+                carried = _carry_test(
+                    node,
+                    rel,
+                    path,
+                    here=here,
+                    outputs=outputs,
+                    boundary=boundary,
+                    inlined=_relative_calls(inlined, node.address),
+                    real_path=real_path,
+                    options=options,
+                    root=root,
+                )
+                copies.update(carried.copies)
+                files.update(carried.files)
+                diags.extend(carried.diagnostics)
             # A package is named by its address, never by where the cache keeps it on this machine.
             shown = (
                 (
@@ -565,6 +808,8 @@ def layout_tree(
     }
     if root_place:  # only then, so a tree with every module inside the root keeps its bytes
         manifest["root"] = root_place
+    if options.exclude:  # likewise: only a build with --exclude records its patterns
+        manifest["exclude"] = list(options.exclude)
     for rel, path in extra.items():
         copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.

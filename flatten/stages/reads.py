@@ -22,6 +22,8 @@ What the stages read, and so what the view keeps:
   static evaluation (OpenTofu: a call's ``source`` may read variables and locals) whole.
 - ``locals`` blocks: nothing but their ranges; with static evaluation whole.
 - ``output`` blocks: labels and ranges (nothing reads their values before emitting).
+- the files every block names through ``path.module``/``path.root`` (layout.py copies them:
+  stages/pathreads.py).
 
 Ranges are kept as file, line and column (not byte offsets): an edit that changes a value's
 length moves every later byte offset, but only a line added or removed moves what a diagnostic
@@ -34,6 +36,7 @@ from collections.abc import Hashable
 
 from flatten.lang.model import Attribute, Block, Body, Module, Range
 from flatten.lang.options import Options
+from flatten.stages.pathreads import path_reads
 
 __all__ = ["outside_view"]
 
@@ -99,7 +102,7 @@ def outside_view(module: Module, *, options: Options) -> Hashable:
     (see the module docstring); two versions of a module with equal views build the same tree
     apart from the module's own output file."""
     static = options.dialect.allows("static_evaluation")
-    view: list[Hashable] = [module.directory, module.files]
+    view: list[Hashable] = [module.directory, module.files, path_reads(module)]
     for block in module.blocks:
         kind = block.type
         if kind in _RESOURCES:

@@ -27,7 +27,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
-from flatten.lang.fields import BlockSchema, Mode
+from flatten.lang.fields import BlockSchema, Mode, generic_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax._hcl_templates import (
@@ -1257,6 +1257,19 @@ def parse_native(text: str, filename: str, *, options: Options) -> tuple[Body, D
     """
     try:
         return _run(_Source(text, filename), top_schema(options.dialect), options)
+    except Exception as exc:  # a bug in this module must still not escape the library
+        diags = Diagnostics()
+        diags.error(
+            "Internal error in flatten's HCL reader", f"{type(exc).__name__}: {exc}", Range.point(filename)
+        )
+        return Body(), diags
+
+
+def parse_any_blocks(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
+    """Return a native-syntax file whose blocks are not configuration (a ``.tftest.hcl`` file):
+    every block type allowed, every argument an expression, with positions (never raises)."""
+    try:
+        return _run(_Source(text, filename), generic_schema(Mode.EXPR), options)
     except Exception as exc:  # a bug in this module must still not escape the library
         diags = Diagnostics()
         diags.error(

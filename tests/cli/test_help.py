@@ -92,7 +92,7 @@ def test_completion_through_the_console_script(tmp_path: Path) -> None:
     if script is None:
         pytest.skip(f"no `flatten` console script beside {sys.executable} (project not installed)")
     # The script imports the flatten on sys.path; PYTHONPATH (if set) keeps it this checkout's.
-    proc = _complete([], "flatten build --ex", tmp_path, program=[script])
+    proc = _complete([], "flatten build --exp", tmp_path, program=[script])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["--explicit-providers"]
 
