@@ -39,9 +39,11 @@ if TYPE_CHECKING:
     from flatten.stages.memo import Memo
 
 app = typer.Typer(
-    # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
-    # in the environment) is answered before any command runs (docs/reference/flatten.md).
-    add_completion=True,
+    # --install-completion / --show-completion are flatten's own (_completion below): typer's take
+    # no shell name once it can detect one, so `--install-completion zsh` installed bash's.
+    add_completion=False,
+    # -h as well as --help, on every command (as terraform, tflint and most tools accept).
+    context_settings={"help_option_names": ["-h", "--help"]},
     # Click's plain help: rich's option table cuts long option names ("--diagnostics-…") at 80
     # columns, while click's never cuts a name and wraps only the help text (tests/cli/test_help.py).
     rich_markup_mode=None,
@@ -129,11 +131,138 @@ def version_line() -> str:
     return f"flatten {__version__} (python-hcl2 {hcl2}, Python {python})"
 
 
+#: The shells --install-completion and --show-completion know, as named on their command line
+#: (typer's scripts: "pwsh" is PowerShell 7, "powershell" Windows PowerShell 5).
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _completion_shell(value: str) -> str:
+    """Return the shell named (or, for an empty ``value``, the one flatten runs under)."""
+    if value:
+        if value.lower() not in COMPLETION_SHELLS:
+            raise _usage_error(
+                f"no completion for the shell {value!r}; name one of {', '.join(COMPLETION_SHELLS)}."
+            )
+        return value.lower()
+    try:
+        from typer._completion_shared import _get_shell_name
+
+        name = _get_shell_name() or ""  # None: no shell above this process (a CI job, a service)
+    except Exception:  # shellingham not installed
+        name = ""
+    if name not in COMPLETION_SHELLS:
+        raise _usage_error(
+            "cannot tell which shell this is; name it: flatten --install-completion "
+            f"{'|'.join(COMPLETION_SHELLS[:4])}."
+        )
+    return str(name)
+
+
+def _completion_script(shell: str) -> str:
+    from typer._completion_shared import get_completion_script
+
+    return get_completion_script(prog_name="flatten", complete_var="_FLATTEN_COMPLETE", shell=shell)
+
+
+def _show_completion(ctx: typer.Context, _param: object, value: str | None) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    typer.echo(_completion_script(_completion_shell(value)))
+    raise typer.Exit(0)
+
+
+def _install_completion(ctx: typer.Context, _param: object, value: str | None) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    shell = _completion_shell(value)
+    try:
+        if shell in ("powershell", "pwsh"):
+            path = _install_powershell(shell)
+        else:
+            from typer._completion_shared import install
+
+            _, path = install(shell=shell, prog_name="flatten", complete_var="_FLATTEN_COMPLETE")
+    except OSError as exc:
+        raise _usage_error(
+            f"cannot install {shell} completion: {exc.strerror or exc} ({exc.filename})."
+        ) from None
+    typer.echo(f"{shell} completion installed in {path}")
+    typer.echo("Completion will take effect once you restart the terminal.")
+    raise typer.Exit(0)
+
+
+def _install_powershell(shell: str) -> Path:
+    """Append the completion script to the PowerShell profile (once), and return the profile.
+
+    The profile is PowerShell's ``$PROFILE`` when the shell is on PATH, else where PowerShell 7
+    keeps it on Linux and macOS. Unlike typer's installer, the execution policy is left alone.
+    """
+    import shutil
+    import subprocess
+
+    profile = None
+    program = shutil.which(shell)
+    if program is not None:
+        done = subprocess.run(
+            [program, "-NoProfile", "-Command", "echo $PROFILE"], capture_output=True, text=True, check=False
+        )
+        profile = done.stdout.strip() or None
+    if profile is None:
+        config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        profile = str(Path(config) / "powershell" / "Microsoft.PowerShell_profile.ps1")
+    path = Path(profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    script = _completion_script(shell)
+    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if script not in existing:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(("\n" if existing and not existing.endswith("\n") else "") + script + "\n")
+    return path
+
+
+def _completion_option(name: str, callback: Callable[..., None], help: str) -> object:
+    """An eager option whose value (a shell) may be left out: ``--install-completion [zsh]``.
+
+    typer marks ``is_flag``/``flag_value`` deprecated but passes them on to click, whose optional
+    option value is exactly this (pinned below typer 0.29 in pyproject.toml).
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return typer.Option(
+            name,
+            metavar="[" + "|".join(COMPLETION_SHELLS[:4]) + "]",
+            is_flag=False,
+            flag_value="",
+            callback=callback,
+            is_eager=True,
+            expose_value=False,
+            help=help,
+        )
+
+
 @app.callback()
 def _main(
     version: Annotated[
         Optional[bool],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    ] = None,
+    install_completion: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        _completion_option(
+            "--install-completion",
+            _install_completion,
+            "Install completion for the shell named (default: this one).",
+        ),
+    ] = None,
+    show_completion: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        _completion_option(
+            "--show-completion",
+            _show_completion,
+            "Print the completion script for the shell named (default: this one).",
+        ),
     ] = None,
 ) -> None:
     """Flatten a Terraform/OpenTofu configuration into one canonical .tf.json tree."""
@@ -663,6 +792,10 @@ def main(runner: BuildRunner | None = None) -> None:
     try:
         # One program name however it was started (`flatten`, `python -m flatten`): the usage
         # lines read the same, and shell completion answers to _FLATTEN_COMPLETE in both.
+        if "_FLATTEN_COMPLETE" in os.environ:  # a completion request: typer's zsh, fish and PowerShell
+            from typer._completion_classes import completion_init
+
+            completion_init()
         app(prog_name="flatten", obj=runner)
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):

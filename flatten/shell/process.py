@@ -33,7 +33,7 @@ def main() -> None:
     # costs time (about a quarter of a warm build; docs/performance.md).
     gc.disable()
     argv = sys.argv[1:]
-    if argv[:1] == ["build"] and "--help" not in argv:  # help imports nothing of the caches
+    if argv[:1] == ["build"] and not {"--help", "-h"} & set(argv):  # help imports nothing of the caches
         from flatten.shell import replay
 
         # The same command line as a recorded build, nothing changed: replayed before typer and
