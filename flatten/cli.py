@@ -31,7 +31,7 @@ from flatten.lang.release import __version__
 from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
-    from flatten.lang.diagnostics import Diagnostics
+    from flatten.lang.diagnostics import Diagnostics, TextStyle
     from flatten.lang.model import JsonValue
     from flatten.reports.base import SourceBase
     from flatten.sources.env import SourceEnv
@@ -68,6 +68,7 @@ class BuildRequest:
     diagnostics_json: bool
     check: bool
     environ: tuple[tuple[str, str], ...]  # the variables a build reads (lang/environ.py), sorted
+    no_color: bool = False  # --no-color
 
     @property
     def root(self) -> Path:
@@ -326,6 +327,30 @@ _FORMAT_HELP = (
 )
 
 
+_NO_COLOR_HELP = "Print diagnostics without colour (also when NO_COLOR is set, or stderr is not a terminal)."
+
+
+def text_style(no_color: bool, environ: Mapping[str, str]) -> "TextStyle":
+    """Return how text diagnostics are drawn on stderr, as terraform decides it: colour on a
+    terminal unless ``--no-color`` or NO_COLOR (no-color.org: any non-empty value) or TERM=dumb;
+    details wrapped at COLUMNS, else the terminal's width, else 80 (piped output)."""
+    from flatten.lang.diagnostics import TextStyle
+
+    stream = sys.stderr
+    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+    color = tty and not no_color and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
+    width = 80
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    elif tty:
+        import contextlib
+
+        with contextlib.suppress(OSError, ValueError):
+            width = os.get_terminal_size(stream.fileno()).columns or 80
+    return TextStyle(color=color, width=width)
+
+
 def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFormat:
     """Return the diagnostics format: ``--diagnostics-json`` is another name for ``--format json``."""
     if diagnostics_json and fmt not in (None, ReportFormat.JSON):
@@ -498,6 +523,7 @@ def build(
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
     ] = None,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
@@ -516,6 +542,7 @@ def build(
         diagnostics_json=diagnostics_json,
         check=check,
         environ=BuildRequest.environ_of(os.environ),
+        no_color=no_color,
     )
     # The flatten program runs it through flatten.shell (replay, prefetch); a library caller
     # (typer's CliRunner, scripts) gets the plain build.
@@ -564,7 +591,7 @@ def _run_request(request: BuildRequest) -> int:
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
-        sys.stderr.write(render_text(diags, root=root_abs))
+        sys.stderr.write(render_text(diags, root=root_abs, style=text_style(request.no_color, environ)))
         _annotate(diags, root=root_abs, environ=environ)
     if diags.has_errors:
         return 1
@@ -602,6 +629,7 @@ def graph(
         bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
     ] = False,
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
     from flatten.lang.diagnostics import render_json, render_text
@@ -614,6 +642,7 @@ def graph(
     roots_abs = [_root_dir(root) for root in paths]
     options = Options(dialect=dialect, offline=offline)
     memo = _roots_memo(DiskMemo(), many)
+    style = text_style(no_color, os.environ)
     code = 0
     diag_docs: list[object] = []
     graph_docs: list[object] = []
@@ -628,7 +657,7 @@ def graph(
         elif diagnostics_json:
             sys.stderr.write(render_json(diags))
         elif diags:
-            sys.stderr.write(render_text(diags, root=root_abs, label=label))
+            sys.stderr.write(render_text(diags, root=root_abs, label=label, style=style))
         rendered = render_graph(module_graph, format, root=root_abs)
         if label is None:
             sys.stdout.write(rendered)

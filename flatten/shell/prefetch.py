@@ -118,6 +118,29 @@ def finish() -> None:
     build_cache.finish()
 
 
+def abandon() -> None:
+    """Kill every prefetching child now (the build was interrupted: nobody takes their work).
+
+    Each child's own helpers die with it (PR_SET_PDEATHSIG). Then ``finish`` has nothing left to
+    wait for but this process's cache writers, which write what was already computed. Entries
+    are written as a temporary file renamed into place: none is left half written.
+    """
+    while _EARLY:
+        _EARLY.pop()
+    for pid, _ in _CHILDREN:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill ``pool``'s workers after an interrupt (shutdown would wait for their running work)."""
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 _Job = tuple[str, str, str, str, Dialect]  # key, text, name, syntax, dialect
 
 
@@ -360,6 +383,11 @@ def _prefetch(
                         writer.put(key, result)
                         sources.append((owner[key], module_sources(result[0])))
             level = _next_level(sources, seen)
+    except BaseException:
+        if pool is not None:  # Ctrl-C, SIGTERM: the workers stop now
+            _kill_pool(pool)
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -490,6 +518,11 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
             os.close(write_end)
             helpers.append((pid, read_end))
         out = _take_jobs(queue_read, units)
+    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
+        for pid, _ in helpers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         os.close(queue_read)
         for pid, read_end in helpers:
@@ -615,6 +648,11 @@ def _prefetch_modules(
                         build_cache.note_read(owner[key], root, options, listed[key], key)
                 done += files
             level = _next_level(sources, seen)
+    except BaseException:
+        if pool is not None:  # Ctrl-C, SIGTERM: the workers stop now
+            _kill_pool(pool)
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

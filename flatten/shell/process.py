@@ -173,6 +173,9 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
     if record is None:
         try:
             return run_request(request)
+        except BaseException as exc:
+            _abandon_if_interrupted(exc)
+            raise
         finally:
             finish()
     from flatten.shell.memo import forget_keys
@@ -197,9 +200,21 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
             incremental.save_keys(record, module_keys())  # bound to the record just saved
             if argv is not None:
                 replay.save_alias(argv, record, request, root, out)
+    except BaseException as exc:
+        _abandon_if_interrupted(exc)
+        raise
     finally:
         finish()
     return code
+
+
+def _abandon_if_interrupted(exc: BaseException) -> None:
+    """After Ctrl-C or SIGTERM (anything but an ``Exception``), kill the prefetching children
+    before ``finish`` would wait for them to end their work (flatten/__main__.py)."""
+    if not isinstance(exc, Exception):
+        from flatten.shell.prefetch import abandon
+
+        abandon()
 
 
 def _load_all() -> None:
