@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostics, TextStyle
     from flatten.lang.model import JsonValue
     from flatten.reports.base import SourceBase
+    from flatten.shell.progress import BuildProgress
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
     from flatten.stages.memo import Memo
@@ -69,6 +70,7 @@ class BuildRequest:
     check: bool
     environ: tuple[tuple[str, str], ...]  # the variables a build reads (lang/environ.py), sorted
     no_color: bool = False  # --no-color
+    quiet: bool = False  # --quiet: no progress line, no summary line
 
     @property
     def root(self) -> Path:
@@ -524,6 +526,14 @@ def build(
         typer.Option("--module", metavar="ADDRESS", help="With --inline: inline just this call (module.a)."),
     ] = None,
     no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print diagnostics only: no progress line (drawn on a terminal), no 'wrote' line.",
+        ),
+    ] = False,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
@@ -543,6 +553,7 @@ def build(
         check=check,
         environ=BuildRequest.environ_of(os.environ),
         no_color=no_color,
+        quiet=quiet,
     )
     # The flatten program runs it through flatten.shell (replay, prefetch); a library caller
     # (typer's CliRunner, scripts) gets the plain build.
@@ -558,15 +569,22 @@ def load_pipeline() -> None:
     import flatten.stages.emit  # noqa: F401
 
 
-def run_request(request: BuildRequest) -> int:
-    """Check the paths, build, write the output tree and print the diagnostics; return the exit code."""
+def run_request(request: BuildRequest, progress: "BuildProgress | None" = None) -> int:
+    """Check the paths, build, write the output tree and print the diagnostics; return the exit code.
+
+    ``progress`` (flatten/shell/progress.py: the flatten program's, on a terminal) is drawn as
+    modules load and the output is written, and cleared before anything else is printed.
+    """
     try:
-        return _run_request(request)
+        return _run_request(request, progress)
     except typer.Exit as exc:  # a usage error (already printed)
         return exc.exit_code
+    finally:
+        if progress is not None:
+            progress.clear()
 
 
-def _run_request(request: BuildRequest) -> int:
+def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int:
     if len(request.roots) > 1:
         # The flatten program's runner builds them (flatten/shell/roots.py: forks, shared memo).
         raise _usage_error(
@@ -587,7 +605,14 @@ def _run_request(request: BuildRequest) -> int:
         raise _usage_error("--module only applies with --inline.")
     fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
-    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=DiskMemo())
+    memo: Memo = DiskMemo()
+    if progress is not None:
+        from flatten.shell.progress import ProgressMemo
+
+        memo = ProgressMemo(memo, progress)
+    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=memo)
+    if progress is not None:
+        progress.clear()
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
@@ -601,11 +626,16 @@ def _run_request(request: BuildRequest) -> int:
             typer.echo(line, err=True)
         return 1 if problems else 0
     _check_out_modules(out, out_abs, root_abs, result.graph)
+    if progress is not None:
+        progress.writing(f"{len(result.tree.files) + len(result.tree.copies)} files to {out}", force=True)
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
         raise _usage_error(str(exc)) from None
-    if fmt is ReportFormat.TEXT:
+    finally:
+        if progress is not None:
+            progress.clear()
+    if fmt is ReportFormat.TEXT and not request.quiet:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
