@@ -134,7 +134,8 @@ def run_build(
 
     if request.quiet:
         progress = None
-    run_request = partial(run_plain, progress=progress)
+    # Called plainly without one (tests replace run_request with a counting function).
+    run_request = partial(run_plain, progress=progress) if progress is not None else run_plain
 
     if len(request.roots) > 1:
         # Its own prefetch (every module loaded once, then one forked build per CPU) and no
