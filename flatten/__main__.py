@@ -11,7 +11,30 @@ from __future__ import annotations
 import sys
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the program is, so that cleanup runs as for Ctrl-C.
+
+    A BaseException, like KeyboardInterrupt: no ``except Exception`` swallows it. While the output
+    is being written, flatten.stages.output installs its own handler (its ``Interrupted``).
+    """
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+#: What the user reads for each interrupt: one line, the outcome included (every write swaps a
+#: finished tree in, so an interrupted build never leaves a half-written output).
+INTERRUPTED = "flatten: interrupted; the previous output was left in place\n"
+TERMINATED = "flatten: terminated; the previous output was left in place\n"
+
+
 def main() -> None:
+    import signal
+
+    # Without a handler SIGTERM kills the process outright, with no message and no chance to
+    # end the helpers it forked (flatten/shell/process.py ``end``).
+    signal.signal(signal.SIGTERM, _terminate)
     code: object = 0
     try:
         _main()
@@ -19,11 +42,15 @@ def main() -> None:
         code = exc.code
     except KeyboardInterrupt:  # between the build's own handler and here
         code = 130
+    except Terminated:
+        code = 143
     while True:
         try:
             _exit(code)
         except KeyboardInterrupt:  # before _exit blocked the signal: exit all the same
             code = 130
+        except Terminated:
+            code = 143
 
 
 def _main() -> None:
@@ -32,17 +59,30 @@ def _main() -> None:
 
         process.main()
     except KeyboardInterrupt:
-        sys.stderr.write("flatten: interrupted\n")
+        _say(INTERRUPTED)
         sys.exit(130)
-    except SystemExit:  # the usual way out: the command line decided the code
+    except Terminated:
+        _say(TERMINATED)
+        sys.exit(143)
+    except SystemExit as exc:  # the usual way out: the command line decided the code
+        if exc.code == 130:  # typer turns Ctrl-C into a silent exit 130 (typer.core._main)
+            _say(INTERRUPTED)
         raise
     except BaseException as exc:
         from flatten.stages.emit import Interrupted
 
         if isinstance(exc, Interrupted):
-            sys.stderr.write("flatten: terminated; the previous output was left in place\n")
+            _say(TERMINATED)
             sys.exit(143)
         raise
+
+
+def _say(message: str) -> None:
+    """Print the interrupt's line on a line of its own (a progress line may be drawn)."""
+    stream = sys.stderr
+    isatty = getattr(stream, "isatty", None)
+    prefix = "\r\x1b[K" if isatty is not None and isatty() else ""
+    stream.write(prefix + message)
 
 
 def _exit(code: object) -> None:
@@ -54,6 +94,12 @@ def _exit(code: object) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     from flatten.shell.process import end
 
+    if code in (130, 143):
+        # Interrupted: the prefetching children and their helpers would otherwise run to the end
+        # of their work first (tens of seconds on a large tree), with `end` waiting for them.
+        prefetch = sys.modules.get("flatten.shell.prefetch")
+        if prefetch is not None:
+            prefetch.abandon()
     if code is None:
         status = 0
     elif isinstance(code, int):

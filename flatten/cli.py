@@ -31,17 +31,20 @@ from flatten.lang.release import __version__
 from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
-    from flatten.lang.diagnostics import Diagnostics
+    from flatten.lang.diagnostics import Diagnostics, TextStyle
     from flatten.lang.model import JsonValue
     from flatten.reports.base import SourceBase
+    from flatten.shell.progress import BuildProgress
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
     from flatten.stages.memo import Memo
 
 app = typer.Typer(
-    # --install-completion / --show-completion; the completion request itself (_FLATTEN_COMPLETE
-    # in the environment) is answered before any command runs (docs/reference/flatten.md).
-    add_completion=True,
+    # --install-completion / --show-completion are flatten's own (_completion below): typer's take
+    # no shell name once it can detect one, so `--install-completion zsh` installed bash's.
+    add_completion=False,
+    # -h as well as --help, on every command (as terraform, tflint and most tools accept).
+    context_settings={"help_option_names": ["-h", "--help"]},
     # Click's plain help: rich's option table cuts long option names ("--diagnostics-…") at 80
     # columns, while click's never cuts a name and wraps only the help text (tests/cli/test_help.py).
     rich_markup_mode=None,
@@ -66,6 +69,8 @@ class BuildRequest:
     diagnostics_json: bool
     check: bool
     environ: tuple[tuple[str, str], ...]  # the variables a build reads (lang/environ.py), sorted
+    no_color: bool = False  # --no-color
+    quiet: bool = False  # --quiet: no progress line, no summary line
 
     @property
     def root(self) -> Path:
@@ -129,11 +134,138 @@ def version_line() -> str:
     return f"flatten {__version__} (python-hcl2 {hcl2}, Python {python})"
 
 
+#: The shells --install-completion and --show-completion know, as named on their command line
+#: (typer's scripts: "pwsh" is PowerShell 7, "powershell" Windows PowerShell 5).
+COMPLETION_SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+
+
+def _completion_shell(value: str) -> str:
+    """Return the shell named (or, for an empty ``value``, the one flatten runs under)."""
+    if value:
+        if value.lower() not in COMPLETION_SHELLS:
+            raise _usage_error(
+                f"no completion for the shell {value!r}; name one of {', '.join(COMPLETION_SHELLS)}."
+            )
+        return value.lower()
+    try:
+        from typer._completion_shared import _get_shell_name
+
+        name = _get_shell_name() or ""  # None: no shell above this process (a CI job, a service)
+    except Exception:  # shellingham not installed
+        name = ""
+    if name not in COMPLETION_SHELLS:
+        raise _usage_error(
+            "cannot tell which shell this is; name it: flatten --install-completion "
+            f"{'|'.join(COMPLETION_SHELLS[:4])}."
+        )
+    return str(name)
+
+
+def _completion_script(shell: str) -> str:
+    from typer._completion_shared import get_completion_script
+
+    return get_completion_script(prog_name="flatten", complete_var="_FLATTEN_COMPLETE", shell=shell)
+
+
+def _show_completion(ctx: typer.Context, _param: object, value: str | None) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    typer.echo(_completion_script(_completion_shell(value)))
+    raise typer.Exit(0)
+
+
+def _install_completion(ctx: typer.Context, _param: object, value: str | None) -> None:
+    if value is None or ctx.resilient_parsing:
+        return
+    shell = _completion_shell(value)
+    try:
+        if shell in ("powershell", "pwsh"):
+            path = _install_powershell(shell)
+        else:
+            from typer._completion_shared import install
+
+            _, path = install(shell=shell, prog_name="flatten", complete_var="_FLATTEN_COMPLETE")
+    except OSError as exc:
+        raise _usage_error(
+            f"cannot install {shell} completion: {exc.strerror or exc} ({exc.filename})."
+        ) from None
+    typer.echo(f"{shell} completion installed in {path}")
+    typer.echo("Completion will take effect once you restart the terminal.")
+    raise typer.Exit(0)
+
+
+def _install_powershell(shell: str) -> Path:
+    """Append the completion script to the PowerShell profile (once), and return the profile.
+
+    The profile is PowerShell's ``$PROFILE`` when the shell is on PATH, else where PowerShell 7
+    keeps it on Linux and macOS. Unlike typer's installer, the execution policy is left alone.
+    """
+    import shutil
+    import subprocess
+
+    profile = None
+    program = shutil.which(shell)
+    if program is not None:
+        done = subprocess.run(
+            [program, "-NoProfile", "-Command", "echo $PROFILE"], capture_output=True, text=True, check=False
+        )
+        profile = done.stdout.strip() or None
+    if profile is None:
+        config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        profile = str(Path(config) / "powershell" / "Microsoft.PowerShell_profile.ps1")
+    path = Path(profile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    script = _completion_script(shell)
+    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if script not in existing:
+        with path.open("a", encoding="utf-8") as f:
+            f.write(("\n" if existing and not existing.endswith("\n") else "") + script + "\n")
+    return path
+
+
+def _completion_option(name: str, callback: Callable[..., None], help: str) -> object:
+    """An eager option whose value (a shell) may be left out: ``--install-completion [zsh]``.
+
+    typer marks ``is_flag``/``flag_value`` deprecated but passes them on to click, whose optional
+    option value is exactly this (pinned below typer 0.29 in pyproject.toml).
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return typer.Option(
+            name,
+            metavar="[" + "|".join(COMPLETION_SHELLS[:4]) + "]",
+            is_flag=False,
+            flag_value="",
+            callback=callback,
+            is_eager=True,
+            expose_value=False,
+            help=help,
+        )
+
+
 @app.callback()
 def _main(
     version: Annotated[
         Optional[bool],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    ] = None,
+    install_completion: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        _completion_option(
+            "--install-completion",
+            _install_completion,
+            "Install completion for the shell named (default: this one).",
+        ),
+    ] = None,
+    show_completion: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        _completion_option(
+            "--show-completion",
+            _show_completion,
+            "Print the completion script for the shell named (default: this one).",
+        ),
     ] = None,
 ) -> None:
     """Flatten a Terraform/OpenTofu configuration into one canonical .tf.json tree."""
@@ -187,6 +319,30 @@ _FORMAT_HELP = (
     "How to print diagnostics: text (Terraform's, with GitHub annotations when GITHUB_ACTIONS=true), "
     "json (`terraform validate -json`), sarif (SARIF 2.1.0) or junit (JUnit XML)."
 )
+
+
+_NO_COLOR_HELP = "Print diagnostics without colour (also when NO_COLOR is set, or stderr is not a terminal)."
+
+
+def text_style(no_color: bool, environ: Mapping[str, str]) -> "TextStyle":
+    """Return how text diagnostics are drawn on stderr, as terraform decides it: colour on a
+    terminal unless ``--no-color`` or NO_COLOR (no-color.org: any non-empty value) or TERM=dumb;
+    details wrapped at COLUMNS, else the terminal's width, else 80 (piped output)."""
+    from flatten.lang.diagnostics import TextStyle
+
+    stream = sys.stderr
+    tty = bool(getattr(stream, "isatty", None) and stream.isatty())
+    color = tty and not no_color and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
+    width = 80
+    columns = environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    elif tty:
+        import contextlib
+
+        with contextlib.suppress(OSError, ValueError):
+            width = os.get_terminal_size(stream.fileno()).columns or 80
+    return TextStyle(color=color, width=width)
 
 
 def _report_format(fmt: ReportFormat | None, diagnostics_json: bool) -> ReportFormat:
@@ -370,6 +526,15 @@ def build(
             "directory) out of the copied files; repeatable. See docs/files.md.",
         ),
     ] = None,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print diagnostics only: no progress line (drawn on a terminal), no 'wrote' line.",
+        ),
+    ] = False,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
@@ -389,6 +554,8 @@ def build(
         diagnostics_json=diagnostics_json,
         check=check,
         environ=BuildRequest.environ_of(os.environ),
+        no_color=no_color,
+        quiet=quiet,
     )
     # The flatten program runs it through flatten.shell (replay, prefetch); a library caller
     # (typer's CliRunner, scripts) gets the plain build.
@@ -404,15 +571,22 @@ def load_pipeline() -> None:
     import flatten.stages.emit  # noqa: F401
 
 
-def run_request(request: BuildRequest) -> int:
-    """Check the paths, build, write the output tree and print the diagnostics; return the exit code."""
+def run_request(request: BuildRequest, progress: "BuildProgress | None" = None) -> int:
+    """Check the paths, build, write the output tree and print the diagnostics; return the exit code.
+
+    ``progress`` (flatten/shell/progress.py: the flatten program's, on a terminal) is drawn as
+    modules load and the output is written, and cleared before anything else is printed.
+    """
     try:
-        return _run_request(request)
+        return _run_request(request, progress)
     except typer.Exit as exc:  # a usage error (already printed)
         return exc.exit_code
+    finally:
+        if progress is not None:
+            progress.clear()
 
 
-def _run_request(request: BuildRequest) -> int:
+def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int:
     if len(request.roots) > 1:
         # The flatten program's runner builds them (flatten/shell/roots.py: forks, shared memo).
         raise _usage_error(
@@ -433,7 +607,14 @@ def _run_request(request: BuildRequest) -> int:
         raise _usage_error("--module only applies with --inline.")
     fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
-    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=DiskMemo())
+    memo: Memo = DiskMemo()
+    if progress is not None:
+        from flatten.shell.progress import ProgressMemo
+
+        memo = ProgressMemo(memo, progress)
+    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=memo)
+    if progress is not None:
+        progress.clear()
     if request.check and not diags.has_errors:
         # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
         from flatten.stages.stale import stale_diagnostics, stale_files
@@ -444,16 +625,21 @@ def _run_request(request: BuildRequest) -> int:
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     elif diags:
-        sys.stderr.write(render_text(diags, root=root_abs))
+        sys.stderr.write(render_text(diags, root=root_abs, style=text_style(request.no_color, environ)))
         _annotate(diags, root=root_abs, environ=environ)
     if diags.has_errors or request.check:
         return exit_code(diags)
     _check_out_modules(out, out_abs, root_abs, result.graph)
+    if progress is not None:
+        progress.writing(f"{len(result.tree.files) + len(result.tree.copies)} files to {out}", force=True)
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
         raise _usage_error(str(exc)) from None
-    if fmt is ReportFormat.TEXT:
+    finally:
+        if progress is not None:
+            progress.clear()
+    if fmt is ReportFormat.TEXT and not request.quiet:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
@@ -477,6 +663,7 @@ def graph(
         bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
     ] = False,
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
     from flatten.lang.diagnostics import render_json, render_text
@@ -489,6 +676,7 @@ def graph(
     roots_abs = [_root_dir(root) for root in paths]
     options = Options(dialect=dialect, offline=offline)
     memo = _roots_memo(DiskMemo(), many)
+    style = text_style(no_color, os.environ)
     code = 0
     diag_docs: list[object] = []
     graph_docs: list[object] = []
@@ -503,7 +691,7 @@ def graph(
         elif diagnostics_json:
             sys.stderr.write(render_json(diags))
         elif diags:
-            sys.stderr.write(render_text(diags, root=root_abs, label=label))
+            sys.stderr.write(render_text(diags, root=root_abs, label=label, style=style))
         rendered = render_graph(module_graph, format, root=root_abs)
         if label is None:
             sys.stdout.write(rendered)
@@ -667,6 +855,10 @@ def main(runner: BuildRunner | None = None) -> None:
     try:
         # One program name however it was started (`flatten`, `python -m flatten`): the usage
         # lines read the same, and shell completion answers to _FLATTEN_COMPLETE in both.
+        if "_FLATTEN_COMPLETE" in os.environ:  # a completion request: typer's zsh, fish and PowerShell
+            from typer._completion_classes import completion_init
+
+            completion_init()
         app(prog_name="flatten", obj=runner)
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):

@@ -23,6 +23,7 @@ __all__ = [
     "Diagnostics",
     "Extra",
     "Severity",
+    "TextStyle",
     "render_json",
     "render_text",
 ]
@@ -177,28 +178,90 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def _snippet(root: Path | None, r: Range) -> str | None:
+@dataclass(frozen=True, slots=True)
+class TextStyle:
+    """How ``render_text`` draws for a terminal: Terraform's colours and its wrapping width.
+
+    ``color``: severities in bold red or yellow, the summary in bold, the subject underlined in
+    the snippet, each diagnostic inside a coloured left rule (format.Diagnostic). Without it,
+    plain text (format.DiagnosticPlain). ``width``: the terminal's columns, detail paragraphs
+    wrapped to fit (0: not wrapped, as for a library caller). Both as
+    hashicorp/terraform internal/command/format/diagnostic.go draws them.
+    """
+
+    color: bool = False
+    width: int = 0
+
+
+# colorstring's codes, as Terraform's [bold], [red], [yellow], [underline] and [reset] expand.
+_BOLD, _RED, _YELLOW, _UNDERLINE, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[33m", "\x1b[4m", "\x1b[0m"
+_RULE_WIDTH = 2  # "│ ": the left rule's cells in a coloured diagnostic
+
+
+def _snippet(root: Path | None, r: Range, color: bool) -> str | None:
     if root is None:
         return None
     try:
         lines = (root / r.filename).read_text(encoding="utf-8-sig", errors="replace").splitlines()
     except OSError:
         return None
-    if 1 <= r.start.line <= len(lines):
-        return f"{r.start.line:>4}: {redact_url(lines[r.start.line - 1])}"
-    return None
+    if not 1 <= r.start.line <= len(lines):
+        return None
+    line = lines[r.start.line - 1]
+    if color:
+        # The subject underlined (to the end of the line when it goes on past it), as
+        # terraform's snippetFormatter.writeSnippet does; columns are 1-based characters.
+        start = min(max(r.start.column - 1, 0), len(line))
+        end = r.end.column - 1 if r.end.line == r.start.line else len(line)
+        end = min(max(end, start), len(line))
+        if end > start:
+            return (
+                f"{r.start.line:>4}: {redact_url(line[:start])}{_UNDERLINE}{redact_url(line[start:end])}"
+                f"{_RESET}{redact_url(line[end:])}"
+            )
+    return f"{r.start.line:>4}: {redact_url(line)}"
 
 
-def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None, label: str | None = None) -> str:
+def _wrap(detail: str, width: int) -> list[str]:
+    """Wrap each line of ``detail`` at ``width`` as go-wordwrap does for Terraform: at spaces only,
+    a longer word left whole; a line starting with a space is preformatted and kept as it is."""
+    if width <= 0:
+        return detail.split("\n")
+    import textwrap
+
+    out: list[str] = []
+    for line in detail.split("\n"):
+        if line.startswith(" ") or len(line) <= width:
+            out.append(line)
+        else:
+            out.extend(textwrap.wrap(line, width, break_long_words=False, break_on_hyphens=False) or [""])
+    return out
+
+
+def render_text(
+    diags: Iterable[Diagnostic],
+    *,
+    root: Path | None = None,
+    label: str | None = None,
+    style: TextStyle = TextStyle(),
+) -> str:
     """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail.
 
     ``label`` names the root module in each location (``in root live/prod``), for a run that
-    builds several roots.
+    builds several roots. ``style`` draws them for a terminal (``TextStyle``); the default is
+    plain and unwrapped.
     """
     blocks: list[str] = []
     in_root = f"in root {label}" if label is not None else None
+    color = style.color
     for d in diags:
-        lines = [f"{d.severity.value.capitalize()}: {redact_url(d.summary)}"]
+        severity = d.severity.value.capitalize()
+        summary = redact_url(d.summary)
+        if color:
+            hue = _RED if d.severity is Severity.ERROR else _YELLOW
+            lines = [f"{_BOLD}{hue}{severity}: {_RESET}{_BOLD}{summary}{_RESET}"]
+        else:
+            lines = [f"{severity}: {summary}"]
         if d.range is not None:
             lines.append("")
             where = f"  on {d.range.filename} line {d.range.start.line}"
@@ -207,12 +270,18 @@ def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None, label:
             if in_root is not None:
                 where += f", {in_root}"
             lines.append(where + ":")
-            snippet = _snippet(root, d.range)
+            snippet = _snippet(root, d.range, color)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:
             lines += ["", "  " + ", ".join(w for w in (d.module and f"in {d.module}", in_root) if w)]
         if d.detail:
-            lines += ["", redact_url(d.detail)]
+            # Terraform leaves room for the left rule and one more column (format.Diagnostic).
+            width = style.width - (_RULE_WIDTH if color else 0) - 1 if style.width else 0
+            lines += ["", *_wrap(redact_url(d.detail), width)]
+        if color:
+            rule = f"{hue}│{_RESET}"
+            ruled = [f"{rule} {line}" if line else rule for line in lines]
+            lines = [f"{hue}╷{_RESET}", *ruled, f"{hue}╵{_RESET}"]
         blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + ("\n" if blocks else "")
+    return ("\n" if color else "\n\n").join(blocks) + ("\n" if blocks else "")

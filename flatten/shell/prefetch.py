@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     from flatten.lang.model import Module
+    from flatten.shell.progress import BuildProgress
     from flatten.stages.files import DirectoryListing
 
 __all__ = [
@@ -118,6 +119,29 @@ def finish() -> None:
     build_cache.finish()
 
 
+def abandon() -> None:
+    """Kill every prefetching child now (the build was interrupted: nobody takes their work).
+
+    Each child's own helpers die with it (PR_SET_PDEATHSIG). Then ``finish`` has nothing left to
+    wait for but this process's cache writers, which write what was already computed. Entries
+    are written as a temporary file renamed into place: none is left half written.
+    """
+    while _EARLY:
+        _EARLY.pop()
+    for pid, _ in _CHILDREN:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Kill ``pool``'s workers after an interrupt (shutdown would wait for their running work)."""
+    processes = getattr(pool, "_processes", None) or {}
+    for process in list(processes.values()):
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
 _Job = tuple[str, str, str, str, Dialect]  # key, text, name, syntax, dialect
 
 
@@ -145,7 +169,12 @@ def _batches(jobs: list[_Job], parts: int) -> list[list[_Job]]:
 
 
 def prefetch(
-    root: Path, *, options: Options, workers: int | None = None, meanwhile: Callable[[], object] | None = None
+    root: Path,
+    *,
+    options: Options,
+    workers: int | None = None,
+    meanwhile: Callable[[], object] | None = None,
+    progress: BuildProgress | None = None,
 ) -> int:
     """Parse into the cache, in parallel, the files a build of ``root`` will read; return how many.
 
@@ -161,13 +190,13 @@ def prefetch(
 
     try:
         if build_cache.enabled():
-            return _prefetch_modules(root.absolute(), options, workers, meanwhile)
+            return _prefetch_modules(root.absolute(), options, workers, meanwhile, progress)
         return _prefetch(root.absolute(), cache, options, workers, meanwhile)
     except Exception:
         return 0
 
 
-def prefetch_early(root: Path, *, options: Options) -> None:
+def prefetch_early(root: Path, *, options: Options, progress: BuildProgress | None = None) -> None:
     """Start ``prefetch_forked`` now, before the command line is parsed; the build's own call with
     the same root and options takes this child over (else the child is ended, unused).
 
@@ -175,7 +204,7 @@ def prefetch_early(root: Path, *, options: Options) -> None:
     line; the child parses meanwhile instead of after (docs/performance.md).
     """
     started = time.time_ns()
-    take = prefetch_forked(root, options=options)
+    take = prefetch_forked(root, options=options, progress=progress)
     if take is not None:
         _EARLY.append(_Early(root, options, started, _CHILDREN[-1][0], take))
 
@@ -204,7 +233,9 @@ def _end_child(pid: int) -> None:
         os.waitpid(pid, 0)
 
 
-def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | None:
+def prefetch_forked(
+    root: Path, *, options: Options, progress: BuildProgress | None = None
+) -> Callable[[], None] | None:
     """Run ``prefetch`` in a forked process; return a function that waits for it and takes in
     what it prefetched, or None where it cannot (no fork, or the module cache is off).
 
@@ -252,7 +283,7 @@ def prefetch_forked(root: Path, *, options: Options) -> Callable[[], None] | Non
         try:
             os.close(read_end)
             _worker_init(parent)
-            prefetch(root, options=options)
+            prefetch(root, options=options, progress=progress)
             with os.fdopen(write_end, "wb") as sending:
                 build_cache.export_prefetched(sending)
             finish()
@@ -360,10 +391,24 @@ def _prefetch(
                         writer.put(key, result)
                         sources.append((owner[key], module_sources(result[0])))
             level = _next_level(sources, seen)
+    except BaseException:
+        if pool is not None:  # Ctrl-C, SIGTERM: the workers stop now
+            _kill_pool(pool)
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     return done
+
+
+def _ticker(progress: BuildProgress, read: int, known: int) -> Callable[[int], None]:
+    """Report ``read`` modules, plus those a level's computation has done so far, of ``known``."""
+
+    def tick(n: int) -> None:
+        progress.reading(read + n, known)
+
+    return tick
 
 
 def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) -> list[Path]:
@@ -446,7 +491,9 @@ _RECORD = 4  # bytes of one job number in the queue of ``_compute_shared``
 _UNITS = 4096  # at most this many numbers in that queue (16 KB)
 
 
-def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Computed]:
+def _compute_shared(
+    jobs: list[tuple[_ModuleJob, int]], cpus: int, tick: Callable[[int], None] | None = None
+) -> list[_Computed]:
     """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU; return
     every result (a job whose helper failed is missing: the build computes that module).
 
@@ -463,6 +510,9 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
     # closed, so that the queue ends for every reader once it is empty.
     per = -(-len(order) // _UNITS)
     units = [order[i : i + per] for i in range(0, len(order), per)]
+    # Each process's count of jobs done, in a slot of its own of shared memory (no lock: one
+    # writer per slot), summed for ``tick`` (the progress line) by this process between its jobs.
+    counts = _Counts(min(cpus, len(jobs))) if tick is not None else None
     queue_read, queue_write = os.pipe()
     try:
         os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
@@ -479,7 +529,7 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
                 try:
                     os.close(read_end)
                     _worker_init(parent)
-                    computed = _take_jobs(queue_read, units)
+                    computed = _take_jobs(queue_read, units, counts, len(helpers) + 1)
                     with os.fdopen(write_end, "wb") as sending:
                         pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
                     code = 0
@@ -489,7 +539,12 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
                     os._exit(code)
             os.close(write_end)
             helpers.append((pid, read_end))
-        out = _take_jobs(queue_read, units)
+        out = _take_jobs(queue_read, units, counts, 0, tick)
+    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
+        for pid, _ in helpers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         os.close(queue_read)
         for pid, read_end in helpers:
@@ -501,18 +556,52 @@ def _compute_shared(jobs: list[tuple[_ModuleJob, int]], cpus: int) -> list[_Comp
     return out
 
 
-def _take_jobs(queue: int, units: list[list[_ModuleJob]]) -> list[_Computed]:
-    """Compute the units of jobs whose numbers this process reads from ``queue`` until it is empty."""
+class _Counts:
+    """Jobs done by each process of ``_compute_shared``: one 8-byte slot each, shared by fork."""
+
+    def __init__(self, slots: int) -> None:
+        import mmap
+
+        self.slots = slots
+        self.memory = mmap.mmap(-1, 8 * slots)
+
+    def add(self, slot: int, n: int) -> None:
+        at = 8 * slot
+        done = int.from_bytes(self.memory[at : at + 8], "little") + n
+        self.memory[at : at + 8] = done.to_bytes(8, "little")
+
+    def total(self) -> int:
+        return sum(int.from_bytes(self.memory[8 * i : 8 * i + 8], "little") for i in range(self.slots))
+
+
+def _take_jobs(
+    queue: int,
+    units: list[list[_ModuleJob]],
+    counts: _Counts | None = None,
+    slot: int = 0,
+    tick: Callable[[int], None] | None = None,
+) -> list[_Computed]:
+    """Compute the units of jobs whose numbers this process reads from ``queue`` until it is empty
+    (counted in ``slot`` of ``counts``; ``tick`` is told every process's total after each unit)."""
     out: list[_Computed] = []
     while True:
         record = os.read(queue, _RECORD)
         if len(record) != _RECORD:
             return out
-        out.extend(_work_modules(units[int.from_bytes(record, "big")]))
+        unit = units[int.from_bytes(record, "big")]
+        out.extend(_work_modules(unit))
+        if counts is not None:
+            counts.add(slot, len(unit))
+            if tick is not None:
+                tick(counts.total())
 
 
 def _prefetch_modules(
-    root: Path, options: Options, workers: int | None, meanwhile: Callable[[], object] | None
+    root: Path,
+    options: Options,
+    workers: int | None,
+    meanwhile: Callable[[], object] | None,
+    progress: BuildProgress | None = None,
 ) -> int:
     """``prefetch`` with the module cache: whole modules are computed ahead, level by level.
 
@@ -533,6 +622,7 @@ def _prefetch_modules(
     seen = {root.resolve()}
     level = [root]
     done = 0
+    read = 0  # module directories read or computed, for ``progress``
     # Entries and output bytes to write, queued once every level is computed: a writer thread
     # started earlier would be running when the next level forks its helpers.
     pending: list[tuple[str, bytes]] = []
@@ -573,6 +663,11 @@ def _prefetch_modules(
                 listed[key] = listing
                 jobs.append(((directory, root, options, rel), size))
                 files += count
+            read += len(level) - len(jobs)  # found in the cache, or unreadable
+            tick = None
+            if progress is not None:
+                progress.reading(read, len(seen))
+                tick = _ticker(progress, read, len(seen))
             if jobs:
                 size = sum(n for _, n in jobs)
                 results: list[tuple[str, tuple[str, ...]]] = []
@@ -581,7 +676,7 @@ def _prefetch_modules(
                     # Forked helpers, one per CPU but this process, which computes a share too
                     # (encoded and emitted ahead the same way). Nothing written meanwhile: the
                     # writer threads start after the last fork (``pending``).
-                    for key, calls, data, output in _compute_shared(jobs, cpus):
+                    for key, calls, data, output in _compute_shared(jobs, cpus, tick):
                         build_cache.MEMO[key] = data
                         pending.append((key, data))
                         if output is not None:
@@ -597,7 +692,9 @@ def _prefetch_modules(
                     if meanwhile is not None:
                         meanwhile()
                         meanwhile = None
-                    for future in futures:
+                    for n, future in enumerate(futures):
+                        if tick is not None:  # the batches before this one are done
+                            tick(sum(len(b) for b in batches[:n]))
                         if not future.cancelled():
                             for key, calls, data, output in future.result():
                                 build_cache.MEMO[key] = data
@@ -614,7 +711,13 @@ def _prefetch_modules(
                         sources.append((owner[key], calls))
                         build_cache.note_read(owner[key], root, options, listed[key], key)
                 done += files
+                read += len(jobs)
             level = _next_level(sources, seen)
+    except BaseException:
+        if pool is not None:  # Ctrl-C, SIGTERM: the workers stop now
+            _kill_pool(pool)
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
+    from flatten.shell.progress import BuildProgress
 
 __all__ = ["end", "main", "run_build"]
 
@@ -33,17 +34,21 @@ def main() -> None:
     # costs time (about a quarter of a warm build; docs/performance.md).
     gc.disable()
     argv = sys.argv[1:]
-    if argv[:1] == ["build"] and "--help" not in argv:  # help imports nothing of the caches
+    progress = None
+    if argv[:1] == ["build"] and not {"--help", "-h"} & set(argv):  # help imports nothing of the caches
         from flatten.shell import replay
+        from flatten.shell.progress import BuildProgress
 
         # The same command line as a recorded build, nothing changed: replayed before typer and
         # the command line are even imported (most of a replay's time otherwise).
         if replay.replay_argv(argv):
             sys.exit(0)
-        _prefetch_early(argv)
+        # The progress line's clock starts here; the prefetching child inherits it.
+        progress = BuildProgress.on_terminal()
+        _prefetch_early(argv, progress)
     from flatten.cli import main as cli_main
 
-    cli_main(runner=partial(run_build, argv=argv))
+    cli_main(runner=partial(run_build, argv=argv, progress=progress))
 
 
 def plain_build(argv: Sequence[str]) -> tuple[str, str] | None:
@@ -74,7 +79,7 @@ def plain_build(argv: Sequence[str]) -> tuple[str, str] | None:
     return None if not out else (root or ".", out)
 
 
-def _prefetch_early(argv: Sequence[str]) -> None:
+def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None) -> None:
     """Fork the prefetch now, while typer and flatten.cli are imported, for a plain cold build.
 
     Cold: the cache holds no build record, so nothing can be replayed or rebuilt in part, and the
@@ -105,12 +110,15 @@ def _prefetch_early(argv: Sequence[str]) -> None:
             return
         from flatten.shell.prefetch import prefetch_early
 
-        prefetch_early(Path(plain[0]).resolve(), options=Options())
+        # A plain command line has no --quiet: the child may draw the progress line.
+        prefetch_early(Path(plain[0]).resolve(), options=Options(), progress=progress)
     except Exception:  # the build prefetches as usual
         return
 
 
-def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
+def run_build(
+    request: BuildRequest, argv: Sequence[str] | None = None, progress: BuildProgress | None = None
+) -> int:
     """Run ``request`` with the caches' help (replay, prefetch, record); return its exit code.
 
     ``argv`` is the command line typer parsed into ``request``, when it was this process's own:
@@ -120,9 +128,14 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
     """
     # Imported by the command that builds: ``--version``, ``--help`` and shell completion load
     # neither the caches nor the pipeline (tests/cli/test_startup.py).
-    from flatten.cli import run_request
+    from flatten.cli import run_request as run_plain
     from flatten.shell import replay
     from flatten.shell.parse_cache import default_cache
+
+    if request.quiet:
+        progress = None
+    # Called plainly without one (tests replace run_request with a counting function).
+    run_request = partial(run_plain, progress=progress) if progress is not None else run_plain
 
     if len(request.roots) > 1:
         # Its own prefetch (every module loaded once, then one forked build per CPU) and no
@@ -164,15 +177,18 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
     from flatten.shell.prefetch import early_start, finish, prefetch, prefetch_forked
 
     started = min(started, early_start(root, options) or started)
-    take = prefetch_forked(root, options=options)
+    take = prefetch_forked(root, options=options, progress=progress)
     if take is None:
-        prefetch(root, options=options, meanwhile=_load_all)
+        prefetch(root, options=options, meanwhile=_load_all, progress=progress)
     else:
         _load_all()
         take()
     if record is None:
         try:
             return run_request(request)
+        except BaseException as exc:
+            _abandon_if_interrupted(exc)
+            raise
         finally:
             finish()
     from flatten.shell.memo import forget_keys
@@ -197,9 +213,21 @@ def run_build(request: BuildRequest, argv: Sequence[str] | None = None) -> int:
             incremental.save_keys(record, module_keys())  # bound to the record just saved
             if argv is not None:
                 replay.save_alias(argv, record, request, root, out)
+    except BaseException as exc:
+        _abandon_if_interrupted(exc)
+        raise
     finally:
         finish()
     return code
+
+
+def _abandon_if_interrupted(exc: BaseException) -> None:
+    """After Ctrl-C or SIGTERM (anything but an ``Exception``), kill the prefetching children
+    before ``finish`` would wait for them to end their work (flatten/__main__.py)."""
+    if not isinstance(exc, Exception):
+        from flatten.shell.prefetch import abandon
+
+        abandon()
 
 
 def _load_all() -> None:

@@ -79,11 +79,23 @@ def replayable(request: BuildRequest) -> bool:
     )
 
 
+def _terminal() -> tuple[bool, int]:
+    """Whether stderr is a terminal, and its width: the recorded diagnostics are coloured and
+    wrapped for it (flatten.cli.text_style), so another terminal gets a build of its own."""
+    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    if not isatty:
+        return False, 0
+    try:
+        return True, os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return True, 0
+
+
 def record_path(builds: Path, request: BuildRequest, root: Path, out: Path) -> Path:
     """Return the record of ``request`` under ``builds``, for the resolved ``root`` and ``out``."""
     h = hashlib.blake2b(digest_size=20)
     # The cache key is a secret (records are tagged with it instead): the request never holds it.
-    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    isatty = _terminal()
     h.update(repr((_RECORD_MAGIC, _build_version(), request, str(root), str(out), isatty)).encode())
     return builds / h.hexdigest()
 
@@ -419,7 +431,7 @@ def _alias_path(argv: Sequence[str]) -> Path:
     (lang/environ.py), the same interpreter and import path and stderr a terminal or not, make the
     same build request: typer's parse of them is a function of these alone.
     """
-    isatty = sys.stderr.isatty() if hasattr(sys.stderr, "isatty") else False
+    isatty = _terminal()
     key = (tuple(argv), os.getcwd(), build_environ(os.environ), isatty, sys.executable, sys.version, sys.path)
     h = hashlib.blake2b(repr(key).encode(), digest_size=20, person=b"flatten-argv")
     return cache_root() / "commands" / h.hexdigest()  # beside builds/, which holds records only

@@ -168,7 +168,7 @@ def _run(request: BuildRequest) -> int:
         r if r is not None else RootOutcome(INTERNAL_ERROR, error="its build process ended without a result")
         for r in results
     ]
-    _report(fmt, outcomes, labels, resolved, environ, check=request.check)
+    _report(fmt, outcomes, labels, resolved, environ, check=request.check, no_color=request.no_color)
     return max(o.code for o in outcomes)
 
 
@@ -260,10 +260,14 @@ def _report(
     environ: dict[str, str],
     *,
     check: bool,
+    no_color: bool = False,
 ) -> None:
     """Print every root's outcome, in root order (see the module docstring)."""
+    from flatten.cli import text_style
     from flatten.lang.diagnostics import render_text
     from flatten.reports.base import find_base
+
+    style = text_style(no_color, environ)
 
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(
@@ -276,7 +280,7 @@ def _report(
         if outcome.code:
             failed.append(label)
         if fmt is ReportFormat.TEXT and outcome.diags:
-            sys.stderr.write(render_text(outcome.diags, root=root, label=label))
+            sys.stderr.write(render_text(outcome.diags, root=root, label=label, style=style))
             if environ.get("GITHUB_ACTIONS") == "true":
                 from flatten.reports.github import render_github
 

@@ -119,20 +119,73 @@ def test_a_completion_request_never_builds(tmp_path: Path) -> None:
     assert "wrote" not in proc.stderr
 
 
-@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_show_completion_prints_a_script_for_flatten(shell: str, tmp_path: Path) -> None:
-    proc = _run(["--show-completion", shell], {}, tmp_path)
+#: Each shell's completion: a line only its script has, and where ``--install-completion`` puts
+#: the script (under HOME) with the startup file that loads it (None: the file itself is loaded).
+SHELLS = {
+    "bash": ("complete -o default -F _flatten_completion flatten", ".bash_completions/flatten.sh", ".bashrc"),
+    "zsh": ("#compdef flatten", ".zfunc/_flatten", ".zshrc"),
+    "fish": ("complete --command flatten", ".config/fish/completions/flatten.fish", None),
+    "powershell": (
+        "Register-ArgumentCompleter -Native -CommandName flatten",
+        ".config/powershell/Microsoft.PowerShell_profile.ps1",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_show_completion_prints_the_named_shells_script(shell: str, tmp_path: Path) -> None:
+    # SHELL says bash: the name on the command line wins over the shell flatten runs under.
+    proc = _run(["--show-completion", shell], {"SHELL": "/bin/bash"}, tmp_path)
     assert proc.returncode == 0, proc.stderr
+    marker = SHELLS[shell][0]
+    assert marker in proc.stdout
     assert "_FLATTEN_COMPLETE" in proc.stdout
-    assert "flatten" in proc.stdout
+    others = [SHELLS[other][0] for other in SHELLS if other != shell]
+    assert not [m for m in others if m in proc.stdout]
 
 
-def test_install_completion_writes_the_shell_startup_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_install_completion_installs_the_named_shell(shell: str, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    proc = _run(["--install-completion", "bash"], {"HOME": str(home)}, tmp_path)
+    # No PowerShell on PATH: its profile goes where PowerShell 7 keeps it on Linux and macOS.
+    env = {"HOME": str(home), "SHELL": "/bin/bash", "PATH": os.path.dirname(sys.executable)}
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = _run(["--install-completion", shell], env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    bashrc = (home / ".bashrc").read_text()
+    marker, script, startup = SHELLS[shell]
+    assert f"{shell} completion installed in {home / script}" in proc.stdout
+    assert marker in (home / script).read_text()
     installed = sorted(p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file())
-    assert any("flatten" in p for p in installed), installed
-    assert "flatten" in bashrc
+    assert installed == sorted(p for p in (script, startup) if p is not None)
+    if startup is not None:
+        assert ("flatten" if shell == "bash" else ".zfunc") in (home / startup).read_text()
+    # Twice is the same as once: the script is not appended again.
+    before = {p: (home / p).read_text().split() for p in installed}
+    assert _run(["--install-completion", shell], env, tmp_path).returncode == 0
+    assert {p: (home / p).read_text().split() for p in installed} == before
+
+
+def test_completion_for_an_unknown_shell_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _run(["--show-completion", "tcsh"], {}, tmp_path)
+    assert proc.returncode == 2
+    assert "bash, zsh, fish, powershell" in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_zsh_completion_request_answers_in_zsh_form(tmp_path: Path) -> None:
+    env = {"_FLATTEN_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "flatten build --ex"}
+    proc = _run([], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("_arguments ")
+    assert '"--explicit-providers"' in proc.stdout
+
+
+@pytest.mark.parametrize("path", HELP_PATHS, ids=lambda p: " ".join(p) or "flatten")
+def test_dash_h_is_help(path: list[str], tmp_path: Path) -> None:
+    long = _run([*path, "--help"], {"COLUMNS": "80"}, tmp_path)
+    short = _run([*path, "-h"], {"COLUMNS": "80"}, tmp_path)
+    assert short.returncode == 0, short.stderr
+    assert short.stdout == long.stdout
+    assert "-h, --help" in short.stdout

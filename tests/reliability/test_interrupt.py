@@ -232,3 +232,108 @@ def test_ctrl_c_while_the_package_is_imported_exits_130_without_a_traceback() ->
     assert proc.returncode == 130, proc.stderr.decode()
     assert b"Traceback" not in proc.stderr
     assert proc.stderr == b"flatten: interrupted\n"
+
+
+MODULE_RESOURCE = (
+    'resource "terraform_data" "r{i}" {{\n  count = var.n\n  input = "{tag}-${{count.index}}-{i}"\n}}\n'
+)
+
+
+def make_modules(root: Path, tag: str, modules: int, resources: int) -> None:
+    """A root calling ``modules`` local modules, each with ``resources`` resources."""
+    root.mkdir(parents=True, exist_ok=True)
+    calls = []
+    for m in range(modules):
+        directory = root / "modules" / f"m{m}"
+        directory.mkdir(parents=True, exist_ok=True)
+        body = "".join(MODULE_RESOURCE.format(i=i, tag=tag) for i in range(resources))
+        (directory / "main.tf").write_text('variable "n" {\n  type = number\n}\n' + body)
+        calls.append(f'module "m{m}" {{\n  source = "./modules/m{m}"\n  n      = {m % 3}\n}}\n')
+    (root / "main.tf").write_text("".join(calls))
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in _children(todo.pop()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupt_cold_build(tmp_path: Path, sig: signal.Signals, modules: int = 400) -> tuple[int, str, float]:
+    """Build a large generated tree, then interrupt (the PID alone, as a supervisor or `timeout`
+    does) a cold build of a changed copy once its prefetching helpers run. Checks that OUT is
+    unchanged and no helper survives; returns the exit code, stderr and the signal's latency."""
+    root, out = tmp_path / "src", tmp_path / "out"
+    make_modules(root, "old", modules, 40)
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache-old"), "FLATTEN_PARSE_CACHE": "on"}
+    argv = [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out)]
+    subprocess.run(argv, check=True, capture_output=True, env=env, timeout=600)
+    before = _snapshot(out)
+    make_modules(root, "new", modules, 40)
+    env["FLATTEN_CACHE_DIR"] = str(tmp_path / "cache-new")  # cold: nothing to replay or reuse
+    with (tmp_path / "stderr").open("wb") as stderr:
+        # SIGINT as a terminal delivers it: a test runner started in the background of a shell
+        # runs with SIGINT ignored, which its children would inherit.
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=stderr, env=env, preexec_fn=_default_sigint
+        )
+    helpers: set[int] = set()
+    deadline = time.monotonic() + 60
+    # Once the prefetching child runs, and a little longer: its own helpers start.
+    while not helpers and proc.poll() is None and time.monotonic() < deadline:
+        helpers = _descendants(proc.pid)
+        time.sleep(0.01)
+    for _ in range(50):
+        time.sleep(0.01)
+        helpers |= _descendants(proc.pid)
+    assert proc.poll() is None, "the build finished before it could be interrupted: make the tree larger"
+    sent = time.perf_counter()
+    os.kill(proc.pid, sig)
+    try:
+        code = proc.wait(timeout=60)
+    finally:
+        latency = time.perf_counter() - sent
+        time.sleep(0.5)  # a child killed by its parent's death is gone within milliseconds
+        alive = {pid for pid in helpers if _running(pid)}
+        for pid in alive:  # clean up what a bug leaves behind (our own processes, by id)
+            os.kill(pid, signal.SIGKILL)
+    assert helpers, "the build started no helper process"
+    assert not alive, f"helper processes left running: {sorted(alive)}"
+    assert _snapshot(out) == before, "the previous output changed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache-new", "cache-old", "out", "src", "stderr"]
+    return code, (tmp_path / "stderr").read_text(), latency
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the helpers")
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_signal_to_the_build_alone_stops_every_helper_within_a_second(
+    tmp_path: Path, sig: signal.Signals, code: int, word: str
+) -> None:
+    status, stderr, latency = interrupt_cold_build(tmp_path, sig)
+    print(f"latency {latency:.3f} s")  # shown with -s (the report's figures)
+    assert status == code, stderr
+    assert stderr == f"flatten: {word}; the previous output was left in place\n"
+    assert latency < 1.0, f"exited {latency:.2f} s after the signal"
