@@ -31,7 +31,7 @@ from flatten.lang.release import __version__
 from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
-    from flatten.lang.diagnostics import Diagnostics
+    from flatten.lang.diagnostics import Diagnostic, Diagnostics
     from flatten.lang.model import JsonValue
     from flatten.reports.base import SourceBase
     from flatten.sources.env import SourceEnv
@@ -448,7 +448,8 @@ def _run_request(request: BuildRequest) -> int:
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
-        raise _usage_error(str(exc)) from None
+        sys.stderr.write(render_text([output_error_diagnostic(exc, out)]))
+        return 2
     if fmt is ReportFormat.TEXT:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
@@ -657,6 +658,34 @@ def _render_many(
 #: Exit code for a bug in flatten itself (not the configuration, not the command line).
 INTERNAL_ERROR = 3
 
+#: Terraform's summary when it cannot write a file it was asked to
+#: (internal/command/fmt.go, "Failed to write file"; here the whole output tree).
+_WRITE_SUMMARY = "Failed to write the output tree"
+
+
+def output_error_diagnostic(exc: "OSError | Exception", out: Path) -> "Diagnostic":
+    """Return a failure to write ``--out`` as a diagnostic: an ``OSError`` in plain words with
+    what to do (flatten/lang/oserror.py), an ``OutputError`` with its own sentence."""
+    from flatten.lang.diagnostics import Diagnostic
+    from flatten.lang.oserror import os_error_diagnostic
+
+    if isinstance(exc, OSError):
+        where = exc.filename
+        if where is not None and ".flatten-" in os.path.basename(os.fspath(where)):
+            where = os.path.dirname(os.fspath(where))  # the temporary tree: its directory is the cause
+        doing = f"write the output tree to {out}"
+        return os_error_diagnostic(exc, summary=_WRITE_SUMMARY, doing=doing, path=where)
+    return Diagnostic.error(_WRITE_SUMMARY, f"{exc}.".replace("..", "."))
+
+
+def _os_error_exit(exc: OSError) -> None:
+    """Report an ``OSError`` no command caught as a diagnostic (never ``[Errno N]``) and exit 1."""
+    from flatten.lang.diagnostics import render_text
+    from flatten.lang.oserror import os_error_diagnostic
+
+    sys.stderr.write(render_text([os_error_diagnostic(exc, summary="Failed to access a file", doing="use")]))
+    sys.exit(1)
+
 
 def main(runner: BuildRunner | None = None) -> None:
     """Run the command line in ``sys.argv``; ``runner`` runs a build request (else ``run_request``)."""
@@ -664,6 +693,11 @@ def main(runner: BuildRunner | None = None) -> None:
         # One program name however it was started (`flatten`, `python -m flatten`): the usage
         # lines read the same, and shell completion answers to _FLATTEN_COMPLETE in both.
         app(prog_name="flatten", obj=runner)
+    except OSError as exc:
+        if os.environ.get("FLATTEN_TRACEBACK"):
+            raise
+        # A file that vanished or a disk that filled mid-command is the machine's, not a bug.
+        _os_error_exit(exc)
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):
             raise

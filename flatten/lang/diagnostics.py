@@ -45,6 +45,7 @@ class Code(StrEnum):
     QUOTED_KEYWORD = "quoted_keyword"  # a keyword written as a string ("all", "create_before_destroy")
     UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
+    OS_ERROR = "os_error"  # the system refused a read or write (lang/oserror.py; subject: errno name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from flatten.lang.oserror import describe_os_error
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -188,7 +189,10 @@ class PackageCache:
                     if work.exists():
                         shutil.rmtree(work, ignore_errors=True)
         except OSError as exc:
-            raise FetchError(f"could not write to the module cache at {self.root.parent}: {exc}") from None
+            raise FetchError(
+                describe_os_error(exc, doing=f"write to the module cache at {self.root.parent}")
+                + " FLATTEN_CACHE_DIR moves the cache elsewhere."
+            ) from None
         # Not read back through lookup: without a key (flatten.shell.cache_auth) nothing is trusted, and
         # this build made the entry a moment ago.
         files = self._entry(identity) / "files"
