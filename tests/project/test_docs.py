@@ -85,3 +85,13 @@ def test_site_builds_strictly_with_the_generated_reference(tmp_path: Path) -> No
     api = (site / "api" / "index.html").read_text()
     assert "Return the canonical output tree" in api  # flatten.build's docstring, via mkdocstrings
     assert "Keep a Changelog" in (site / "changelog" / "index.html").read_text()
+
+
+def test_reference_pages_render_angle_brackets_as_text() -> None:
+    """`OUT/<ROOT>` in help text is prose: rendered, it must read `OUT/<ROOT>`, not lose `<ROOT>`
+    as an unknown HTML tag (issue 28)."""
+    markdown = pytest.importorskip("markdown", reason="the docs extra (mkdocs) installs markdown")
+    page = markdown.markdown(command_reference("build"), extensions=["fenced_code"])
+    assert "OUT/&lt;ROOT&gt;" in page
+    assert "<ROOT>" not in page
+    assert "<code>-o, --out &lt;path&gt;</code>" in page  # code spans escaped once, by Markdown
