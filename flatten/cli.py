@@ -558,8 +558,8 @@ def providers(
         Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option(
             "--format",
-            help=_FORMAT_HELP + " Text stays in the report on stdout; the others go to stderr, "
-            "since stdout holds the report (its format is --json's).",
+            help=_FORMAT_HELP + " Text stays in the report on stdout; the others go to stdout, as "
+            "build's do, and the report (its format is --json's) then goes to stderr.",
         ),
     ] = None,
     diagnostics_json: Annotated[
@@ -611,12 +611,16 @@ def providers(
     if fmt is ReportFormat.TEXT:
         for root_abs, diags in all_diags:  # the text diagnostics are part of the report
             _annotate(diags, root=root_abs, environ=os.environ)
-    elif not many:
-        root_abs, diags = all_diags[0]
-        sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
+        sys.stdout.write("".join(reports))
     else:
-        sys.stderr.write(_render_many(fmt, labels, all_diags, command="providers"))
-    sys.stdout.write("".join(reports))
+        # As build does: the machine format alone on stdout (a redirect gets one document), and
+        # the report, for a person, on stderr.
+        sys.stderr.write("".join(reports))
+        if not many:
+            root_abs, diags = all_diags[0]
+            sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="providers"))
+        else:
+            sys.stdout.write(_render_many(fmt, labels, all_diags, command="providers"))
     raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "Diagnostics",
     "Extra",
     "Severity",
+    "range_json",
     "render_json",
     "render_text",
 ]
@@ -142,7 +143,8 @@ class Diagnostics(list[Diagnostic]):
         return [d for d in self if d.severity is Severity.WARNING]
 
 
-def _range_json(r: Range) -> dict[str, object]:
+def range_json(r: Range) -> dict[str, object]:
+    """A range as ``terraform validate -json`` writes it (also ``flatten providers --json``'s)."""
     return {
         "filename": r.filename,
         "start": {"line": r.start.line, "column": r.start.column, "byte": r.start.byte},
@@ -163,7 +165,7 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
             "detail": redact_url(d.detail),
         }
         if d.range is not None:
-            entry["range"] = _range_json(d.range)
+            entry["range"] = range_json(d.range)
         if d.module:
             entry["module"] = d.module
         out.append(entry)
