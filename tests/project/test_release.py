@@ -28,7 +28,9 @@ GIT_ENV = {
 
 def _git(repo: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def _release(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -47,7 +49,9 @@ def clone(tmp_path: Path) -> Path:
     _git(repo, "commit", "-q", "-m", "scratch")
     # Something to release, whatever the checkout's [Unreleased] holds now.
     changelog = repo / "CHANGELOG.md"
-    changelog.write_text(changelog.read_text().replace("## [Unreleased]\n", "## [Unreleased]\n\n- A fix.\n", 1))
+    changelog.write_text(
+        changelog.read_text().replace("## [Unreleased]\n", "## [Unreleased]\n\n- A fix.\n", 1)
+    )
     _git(repo, "commit", "-q", "-am", "a change")
     return repo
 
