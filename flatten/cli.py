@@ -455,7 +455,17 @@ def _run_request(request: BuildRequest) -> int:
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
+    prune_cache(env.cache_dir)
     return exit_code(diags)
+
+
+def prune_cache(cache: Path) -> None:
+    """After a build that wrote its output: keep the cache under its size limit (at most once
+    an hour; flatten/shell/cache_admin.py). The limit is read from the process's environment: it
+    is not an input of the build (lang/environ.py), so it changes no build record."""
+    from flatten.shell.cache_admin import maybe_prune
+
+    maybe_prune(cache, os.environ)
 
 
 @app.command()
@@ -622,6 +632,69 @@ def providers(
         else:
             sys.stdout.write(_render_many(fmt, labels, all_diags, command="providers"))
     raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
+
+
+cache_app = typer.Typer(
+    help="Show where flatten's cache is and how much it holds; `flatten cache clean` empties it.",
+    rich_markup_mode=None,
+    invoke_without_command=True,
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.callback()
+def cache(ctx: typer.Context) -> None:
+    """Show where flatten's cache is, its size per kind of entry, and the size limit (docs/cache.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from flatten.shell.cache_admin import format_size, max_size, usage
+
+    found = usage(_source_env(os.environ).cache_dir)
+    limit = max_size(os.environ)
+    typer.echo(f"{found.root}")
+    typer.echo(f"  {format_size(found.total)} in {found.count} entries")
+    for area, (count, size) in found.areas.items():
+        typer.echo(f"  {area + ':':<13}{format_size(size):>10}  {count} entries")
+    shown = format_size(limit) if limit else "none"
+    typer.echo(f"  limit: {shown} (FLATTEN_CACHE_MAX_SIZE; docs/cache.md)")
+
+
+@cache_app.command("clean")
+def cache_clean(
+    older_than: Annotated[
+        Optional[float],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--older-than",
+            metavar="DAYS",
+            min=0,
+            help="Remove only entries written (packages: used) more than DAYS days ago.",
+        ),
+    ] = None,
+    max_size: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--max-size",
+            metavar="SIZE",
+            help="Remove the oldest entries until the cache holds at most SIZE (1G, 500M), keeping "
+            "those used in the last hour.",
+        ),
+    ] = None,
+) -> None:
+    """Remove cached entries: all of them by default. Everything there is made again when needed."""
+    from flatten.shell.cache_admin import clean, format_size, parse_size, prune
+
+    root = _source_env(os.environ).cache_dir
+    if older_than is not None and max_size is not None:
+        raise _usage_error("--older-than and --max-size choose differently what to remove: give one.")
+    if max_size is not None:
+        try:
+            limit = parse_size(max_size)
+        except ValueError as exc:
+            raise _usage_error(f"--max-size: {exc}.") from None
+        count, size = prune(root, limit)
+    else:
+        count, size = clean(root, older_than=None if older_than is None else older_than * 86400)
+    typer.echo(f"flatten: removed {count} entries ({format_size(size)}) from {root}", err=True)
 
 
 def _case_name(label: str, base: "SourceBase") -> str:

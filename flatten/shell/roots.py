@@ -46,6 +46,7 @@ from flatten.cli import (
     _usage_error,
     exit_code,
     output_error_diagnostic,
+    prune_cache,
 )
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.oserror import describe_os_error
@@ -172,6 +173,8 @@ def _run(request: BuildRequest) -> int:
         for r in results
     ]
     _report(fmt, outcomes, labels, resolved, environ, check=request.check)
+    if not request.check:
+        prune_cache(env.cache_dir)
     return max(o.code for o in outcomes)
 
 

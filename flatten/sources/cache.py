@@ -23,6 +23,7 @@ downloaded again into a fresh entry, never vendored as found.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -133,6 +134,10 @@ class PackageCache:
                 return None
         except (OSError, ValueError):
             return None
+        # Its last use, for the size limit's pruning: one used lately may be in use by a build
+        # running now (flatten/shell/cache_admin.py). A read-only cache stays as it is.
+        with contextlib.suppress(OSError):
+            os.utime(entry / "meta.json")
         commit = meta.get("commit")
         return CachedPackage(
             entry / "files",
