@@ -51,6 +51,11 @@ PRUNE_EVERY = 3600.0  # seconds between automatic prunes
 _STAMP = ".pruned"  # its modification time: the last automatic prune
 _ENV = "FLATTEN_CACHE_MAX_SIZE"
 _PACKAGES = ("v1", "packages")
+#: The directories flatten makes in the cache, each written in one module (shell/parse_cache.py,
+#: build_cache.py, replay.py, incremental.py, cache_dir.py, memo.py; sources/cache.py for v1/).
+#: Nothing else is counted or removed: a FLATTEN_CACHE_DIR set to a directory that holds other
+#: things (a home directory, by mistake) keeps them.
+_AREAS = frozenset({"parse", "modules", "emit", "builds", "commands", "module-keys", "code", "lark"})
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -131,7 +136,7 @@ def entries(root: Path) -> list[Entry]:
     for area in areas:
         if area.name == _PACKAGES[0] and area.is_dir(follow_symlinks=False):
             found += _package_entries(Path(area.path))
-        elif area.is_dir(follow_symlinks=False):
+        elif area.name in _AREAS and area.is_dir(follow_symlinks=False):
             with contextlib.suppress(OSError):
                 for item in os.scandir(area.path):
                     with contextlib.suppress(OSError):

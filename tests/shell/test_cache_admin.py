@@ -179,3 +179,12 @@ def test_sizes_are_read_and_shown() -> None:
         except ValueError:
             continue
         raise AssertionError(bad)
+
+
+def test_clean_removes_only_what_flatten_made(tmp_path: Path) -> None:
+    """A FLATTEN_CACHE_DIR set to a directory holding other things keeps them."""
+    cache = write_tree(
+        tmp_path / "home", {"notes/todo.txt": "keep", "parse/e": "x", "v1/packages/p/meta.json": "{}"}
+    )
+    assert flatten("cache", "clean", cache=cache).returncode == 0
+    assert _files(cache) == [cache / "notes" / "todo.txt"]
