@@ -26,6 +26,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 class Entry:
     """One thing that can be deleted on its own: a file entry, or a package's directory."""
 
-    path: Path
+    path: str  # a str, not a Path: a prune makes thousands, and Path() was most of its time
     area: str  # "parse", "modules", ..., "packages"
     size: int  # bytes on disk, of every file in it
     used: float  # the time it was written (a package: last used), seconds since the epoch
@@ -137,16 +138,25 @@ def entries(root: Path) -> list[Entry]:
         if area.name == _PACKAGES[0] and area.is_dir(follow_symlinks=False):
             found += _package_entries(Path(area.path))
         elif area.name in _AREAS and area.is_dir(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                for item in os.scandir(area.path):
-                    with contextlib.suppress(OSError):
-                        st = item.stat(follow_symlinks=False)
-                        if item.is_dir(follow_symlinks=False):
-                            size = _tree_size(Path(item.path))
-                        else:
-                            size = _disk_size(st)
-                        found.append(Entry(Path(item.path), area.name, size, st.st_mtime))
-    found.sort(key=lambda e: (e.used, str(e.path)))
+            found += _file_entries(area.path, area.name)
+    found.sort(key=lambda e: (e.used, e.path))
+    return found
+
+
+def _file_entries(directory: str, area: str) -> list[Entry]:
+    """The entries of one flat directory: a ``stat`` each, and no more (a prune reads thousands)."""
+    found: list[Entry] = []
+    try:
+        items = list(os.scandir(directory))
+    except OSError:
+        return found
+    for item in items:
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError:  # removed meanwhile
+            continue
+        size = _tree_size(Path(item.path)) if stat.S_ISDIR(st.st_mode) else _disk_size(st)
+        found.append(Entry(item.path, area, size, st.st_mtime))
     return found
 
 
@@ -159,12 +169,13 @@ def _package_entries(v1: Path) -> list[Entry]:
             with contextlib.suppress(OSError):
                 meta = path / "meta.json"
                 used = (meta if meta.exists() else path).stat().st_mtime
-                found.append(Entry(path, "packages", _tree_size(path), used, package=True))
+                found.append(Entry(str(path), "packages", _tree_size(path), used, package=True))
     with contextlib.suppress(OSError):
         for item in os.scandir(v1 / "tmp"):  # downloads in progress, or left by a killed build
             path = Path(item.path)
             with contextlib.suppress(OSError):
-                found.append(Entry(path, "packages", _tree_size(path), path.lstat().st_mtime, package=True))
+                used = path.lstat().st_mtime
+                found.append(Entry(str(path), "packages", _tree_size(path), used, package=True))
     return found
 
 
@@ -184,13 +195,11 @@ def usage(root: Path) -> Usage:
 
 def _remove(entry: Entry) -> bool:
     try:
-        if entry.path.is_dir() and not entry.path.is_symlink():
+        if os.path.isdir(entry.path) and not os.path.islink(entry.path):
             shutil.rmtree(entry.path)
         else:
-            entry.path.unlink()
-    except FileNotFoundError:  # another flatten removed it first
-        return False
-    except OSError:
+            os.unlink(entry.path)
+    except OSError:  # another flatten removed it first, or it cannot be removed
         return False
     return True
 

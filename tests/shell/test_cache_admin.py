@@ -25,11 +25,11 @@ def flatten(*args: str | Path, cache: Path, **env: str) -> subprocess.CompletedP
     )
 
 
-def _tree(tmp_path: Path, modules: int = 12) -> Path:
+def _tree(tmp_path: Path, modules: int = 12, name: str = "src") -> Path:
     files = {"main.tf": "".join(f'module "m{i}" {{\n  source = "./m{i}"\n}}\n' for i in range(modules))}
     for i in range(modules):
         files[f"m{i}/main.tf"] = f'resource "terraform_data" "r{i}" {{\n  input = {i}\n}}\n'
-    return write_tree(tmp_path / "src", files)
+    return write_tree(tmp_path / name, files)
 
 
 def _files(root: Path) -> list[Path]:
@@ -126,7 +126,8 @@ def test_a_build_applies_the_limit_at_most_once_an_hour(tmp_path: Path) -> None:
     flatten("build", root, "--out", tmp_path / "out3", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
     assert (cache / "parse" / "big2").exists()
     _age(cache / ".pruned", 1 / 12)  # two hours ago
-    flatten("build", root, "--out", tmp_path / "out4", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
+    other = _tree(tmp_path, modules=3, name="other")  # a build that runs (a replay writes no entries)
+    flatten("build", other, "--out", tmp_path / "out4", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
     assert not (cache / "parse" / "big2").exists()
     # Without the limit's variable, 1 GiB: nothing this small is pruned.
     assert cache_admin.max_size({}) == 1 << 30 and cache_admin.max_size({"FLATTEN_CACHE_MAX_SIZE": "0"}) == 0
