@@ -735,8 +735,8 @@ def _render_many(
 #: Exit code for a bug in flatten itself (not the configuration, not the command line).
 INTERNAL_ERROR = 3
 
-#: Terraform's summary when it cannot write a file it was asked to
-#: (internal/command/fmt.go, "Failed to write file"; here the whole output tree).
+#: Terraform's wording when it cannot write a file (internal/command/fmt.go, processFile:
+#: "Failed to write <path>"); here the whole output tree, whose path the detail names.
 _WRITE_SUMMARY = "Failed to write the output tree"
 
 

@@ -6,6 +6,11 @@ place that reports an ``OSError`` (the output tree, the caches, module and confi
 goes through :func:`describe_os_error` or :func:`os_error_diagnostic`, so no ``[Errno N]`` text
 reaches a user (tests/cli/test_os_errors.py walks the CLI's error paths).
 
+Terraform does the same: its ``fmt`` command reports "Failed to read file PATH" and "Failed to
+write PATH" instead of Go's error text, which "does not produce error messages that are end-user-
+appropriate" (hashicorp/terraform internal/command/fmt.go). flatten adds what went wrong and what
+to do, since its user cannot see the errno's meaning either.
+
 No I/O here: the words come from the errno alone (a leaf of ``lang``).
 """
 
