@@ -3,10 +3,11 @@
 The library API (every other module of the package is internal)::
 
     from pathlib import Path
+
     import flatten
 
-    options = flatten.Options(dialect=flatten.Dialect.OPENTOFU)
-    result, diags = flatten.build(Path("infra"), options=options)
+    result, diags = flatten.build("infra")      # a str or path-like; options default to Options()
+    result, diags = flatten.build(Path("infra"), options=flatten.Options(dialect=flatten.Dialect.OPENTOFU))
     for diag in diags:          # flatten.Diagnostic: Terraform's severity, summary, detail, range
         print(diag.severity, diag.summary)
     if not diags.has_errors:    # flatten.Diagnostics: a list, with has_errors, errors, warnings
@@ -57,6 +58,11 @@ def __getattr__(name: str) -> object:
     else:
         raise AttributeError(f"module 'flatten' has no attribute {name!r}")
     return getattr(importlib.import_module(home), name)
+
+
+def __dir__() -> list[str]:
+    """The public API only (PEP 562): not the helpers this module imports, nor submodules."""
+    return sorted(__all__)
 
 
 class _Package(types.ModuleType):

@@ -7,6 +7,7 @@ and returns no output when any error diagnostic exists.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,17 +55,24 @@ def load_module(
 
 
 def build(
-    root: Path, *, options: Options, fetcher: ModuleFetcher | None = None, memo: Memo = NO_MEMO
+    root: str | os.PathLike[str],
+    *,
+    options: Options | None = None,
+    fetcher: ModuleFetcher | None = None,
+    memo: Memo = NO_MEMO,
 ) -> tuple[BuildResult, Diagnostics]:
     """Return the canonical output tree for the configuration at ``root``, and every diagnostic.
 
+    ``root`` is the root module's directory (a ``str`` or any path-like), relative to the current
+    directory or absolute; ``options`` default to ``Options()`` (Terraform's rules).
     ``fetcher`` resolves registry and remote sources (``flatten.sources.fetcher.RemoteFetcher``);
     without one only modules already installed in ``.terraform/modules`` are found. On any error
     diagnostic the result holds no files. ``memo`` (flatten/stages/memo.py) supplies work an
     earlier build did; the command line passes the disk-backed one (flatten/shell/memo.py). The
     result is the same with any memo.
     """
-    root = root.absolute()
+    root = Path(root).absolute()
+    options = options if options is not None else Options()
     graph, diags = build_graph(root, options=options, fetcher=fetcher, memo=memo)
     diags.extend(_empty_root(graph, options))
     # Which checks run after loading errors, and in what order: flatten/providers/checks.py.

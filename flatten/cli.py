@@ -31,7 +31,7 @@ from flatten.lang.release import __version__
 from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
-    from flatten.lang.diagnostics import Diagnostics, TextStyle
+    from flatten.lang.diagnostics import Diagnostic, Diagnostics, TextStyle
     from flatten.lang.model import JsonValue
     from flatten.reports.base import SourceBase
     from flatten.shell.progress import BuildProgress
@@ -635,7 +635,10 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
-        raise _usage_error(str(exc)) from None
+        sys.stderr.write(
+            render_text([output_error_diagnostic(exc, out)], style=text_style(request.no_color, environ))
+        )
+        return 2
     finally:
         if progress is not None:
             progress.clear()
@@ -644,7 +647,17 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
+    prune_cache(env.cache_dir)
     return exit_code(diags)
+
+
+def prune_cache(cache: Path) -> None:
+    """After a build that wrote its output: keep the cache under its size limit (at most once
+    an hour; flatten/shell/cache_admin.py). The limit is read from the process's environment: it
+    is not an input of the build (lang/environ.py), so it changes no build record."""
+    from flatten.shell.cache_admin import maybe_prune
+
+    maybe_prune(cache, os.environ)
 
 
 @app.command()
@@ -749,8 +762,8 @@ def providers(
         Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option(
             "--format",
-            help=_FORMAT_HELP + " Text stays in the report on stdout; the others go to stderr, "
-            "since stdout holds the report (its format is --json's).",
+            help=_FORMAT_HELP + " Text stays in the report on stdout; the others go to stdout, as "
+            "build's do, and the report (its format is --json's) then goes to stderr.",
         ),
     ] = None,
     diagnostics_json: Annotated[
@@ -802,13 +815,80 @@ def providers(
     if fmt is ReportFormat.TEXT:
         for root_abs, diags in all_diags:  # the text diagnostics are part of the report
             _annotate(diags, root=root_abs, environ=os.environ)
-    elif not many:
-        root_abs, diags = all_diags[0]
-        sys.stderr.write(_render_report(fmt, diags, root=root_abs, command="providers"))
+        sys.stdout.write("".join(reports))
     else:
-        sys.stderr.write(_render_many(fmt, labels, all_diags, command="providers"))
-    sys.stdout.write("".join(reports))
+        # As build does: the machine format alone on stdout (a redirect gets one document), and
+        # the report, for a person, on stderr.
+        sys.stderr.write("".join(reports))
+        if not many:
+            root_abs, diags = all_diags[0]
+            sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="providers"))
+        else:
+            sys.stdout.write(_render_many(fmt, labels, all_diags, command="providers"))
     raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
+
+
+cache_app = typer.Typer(
+    help="Show where flatten's cache is and how much it holds; `flatten cache clean` empties it.",
+    rich_markup_mode=None,
+    invoke_without_command=True,
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.callback()
+def cache(ctx: typer.Context) -> None:
+    """Show where flatten's cache is, its size per kind of entry, and the size limit (docs/cache.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from flatten.shell.cache_admin import format_size, max_size, usage
+
+    found = usage(_source_env(os.environ).cache_dir)
+    limit = max_size(os.environ)
+    typer.echo(f"{found.root}")
+    typer.echo(f"  {format_size(found.total)} in {found.count} entries")
+    for area, (count, size) in found.areas.items():
+        typer.echo(f"  {area + ':':<13}{format_size(size):>10}  {count} entries")
+    shown = format_size(limit) if limit else "none"
+    typer.echo(f"  limit: {shown} (FLATTEN_CACHE_MAX_SIZE; docs/cache.md)")
+
+
+@cache_app.command("clean")
+def cache_clean(
+    older_than: Annotated[
+        Optional[float],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--older-than",
+            metavar="DAYS",
+            min=0,
+            help="Remove only entries written (packages: used) more than DAYS days ago.",
+        ),
+    ] = None,
+    max_size: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--max-size",
+            metavar="SIZE",
+            help="Remove the oldest entries until the cache holds at most SIZE (1G, 500M), keeping "
+            "those used in the last hour.",
+        ),
+    ] = None,
+) -> None:
+    """Remove cached entries: all of them by default. Everything there is made again when needed."""
+    from flatten.shell.cache_admin import clean, format_size, parse_size, prune
+
+    root = _source_env(os.environ).cache_dir
+    if older_than is not None and max_size is not None:
+        raise _usage_error("--older-than and --max-size choose differently what to remove: give one.")
+    if max_size is not None:
+        try:
+            limit = parse_size(max_size)
+        except ValueError as exc:
+            raise _usage_error(f"--max-size: {exc}.") from None
+        count, size = prune(root, limit)
+    else:
+        count, size = clean(root, older_than=None if older_than is None else older_than * 86400)
+    typer.echo(f"flatten: removed {count} entries ({format_size(size)}) from {root}", err=True)
 
 
 def _case_name(label: str, base: "SourceBase") -> str:
@@ -849,6 +929,34 @@ def _render_many(
 #: Exit code for a bug in flatten itself (not the configuration, not the command line).
 INTERNAL_ERROR = 3
 
+#: Terraform's wording when it cannot write a file (internal/command/fmt.go, processFile:
+#: "Failed to write <path>"); here the whole output tree, whose path the detail names.
+_WRITE_SUMMARY = "Failed to write the output tree"
+
+
+def output_error_diagnostic(exc: "OSError | Exception", out: Path) -> "Diagnostic":
+    """Return a failure to write ``--out`` as a diagnostic: an ``OSError`` in plain words with
+    what to do (flatten/lang/oserror.py), an ``OutputError`` with its own sentence."""
+    from flatten.lang.diagnostics import Diagnostic
+    from flatten.lang.oserror import os_error_diagnostic
+
+    if isinstance(exc, OSError):
+        where = exc.filename
+        if where is not None and ".flatten-" in os.path.basename(os.fspath(where)):
+            where = os.path.dirname(os.fspath(where))  # the temporary tree: its directory is the cause
+        doing = f"write the output tree to {out}"
+        return os_error_diagnostic(exc, summary=_WRITE_SUMMARY, doing=doing, path=where)
+    return Diagnostic.error(_WRITE_SUMMARY, f"{exc}.".replace("..", "."))
+
+
+def _os_error_exit(exc: OSError) -> None:
+    """Report an ``OSError`` no command caught as a diagnostic (never ``[Errno N]``) and exit 1."""
+    from flatten.lang.diagnostics import render_text
+    from flatten.lang.oserror import os_error_diagnostic
+
+    sys.stderr.write(render_text([os_error_diagnostic(exc, summary="Failed to access a file", doing="use")]))
+    sys.exit(1)
+
 
 def main(runner: BuildRunner | None = None) -> None:
     """Run the command line in ``sys.argv``; ``runner`` runs a build request (else ``run_request``)."""
@@ -860,6 +968,11 @@ def main(runner: BuildRunner | None = None) -> None:
 
             completion_init()
         app(prog_name="flatten", obj=runner)
+    except OSError as exc:
+        if os.environ.get("FLATTEN_TRACEBACK"):
+            raise
+        # A file that vanished or a disk that filled mid-command is the machine's, not a bug.
+        _os_error_exit(exc)
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):
             raise

@@ -39,7 +39,24 @@ def command_reference(path: str) -> str:
         text = get_docs_for_click(obj=command, ctx=ctx, name="flatten")
         text = text.split("\n## ", 1)[0]  # the subcommands have their own pages
     # The page has its own title: drop the generated heading line.
-    return text.split("\n", 1)[1].strip() + "\n"
+    return _escape_html(text.split("\n", 1)[1].strip()) + "\n"
+
+
+def _escape_html(markdown: str) -> str:
+    """Escape ``<``, ``>`` and ``&`` outside code: help text such as ``OUT/<ROOT>`` is prose to
+    Markdown, and a raw ``<ROOT>`` would be taken for an HTML tag (the page showed "OUT/)")."""
+    lines, fenced = [], False
+    for line in markdown.split("\n"):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            parts = line.split("`")  # even parts lie outside code spans
+            line = "`".join(
+                part if i % 2 else part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                for i, part in enumerate(parts)
+            )
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:

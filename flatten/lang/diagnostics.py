@@ -24,6 +24,7 @@ __all__ = [
     "Extra",
     "Severity",
     "TextStyle",
+    "range_json",
     "render_json",
     "render_text",
 ]
@@ -47,6 +48,7 @@ class Code(StrEnum):
     UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
     STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")
+    OS_ERROR = "os_error"  # the system refused a read or write (lang/oserror.py; subject: errno name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,8 @@ class Diagnostics(list[Diagnostic]):
         return [d for d in self if d.severity is Severity.WARNING]
 
 
-def _range_json(r: Range) -> dict[str, object]:
+def range_json(r: Range) -> dict[str, object]:
+    """A range as ``terraform validate -json`` writes it (also ``flatten providers --json``'s)."""
     return {
         "filename": r.filename,
         "start": {"line": r.start.line, "column": r.start.column, "byte": r.start.byte},
@@ -164,7 +167,7 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
             "detail": redact_url(d.detail),
         }
         if d.range is not None:
-            entry["range"] = _range_json(d.range)
+            entry["range"] = range_json(d.range)
         if d.module:
             entry["module"] = d.module
         out.append(entry)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from flatten.lang.diagnostics import Diagnostic
+from flatten.lang.diagnostics import Diagnostic, range_json
 from flatten.lang.model import JsonValue, Range
 from flatten.lang.redact import redact_url
 from flatten.stages.graph import module_address
@@ -145,7 +146,7 @@ def _binding_json(b: Binding) -> dict[str, JsonValue]:
     elif b.how is How.INHERITED:
         out["from_module"] = module_address(b.addr.module)
     if b.range is not None:
-        out["range"] = _where(b.range)
+        out["range"] = _range(b.range)
     if b.how is How.OWN:
         out["empty"] = b.empty
     return out
@@ -161,8 +162,14 @@ def _resource_json(r: ResourceWiring) -> dict[str, JsonValue]:
         "provider": str(r.provider),
         "config": str(config) if config is not None else None,
         "declared_in": module_address(config.module) if config is not None else None,
-        "range": _where(r.decl.range),
+        "range": _range(r.decl.range),
     }
+
+
+def _range(rng: Range) -> JsonValue:
+    """A range in the JSON report: the object ``build --format json`` gives a diagnostic's range
+    (``terraform validate -json``'s), so one reader serves both."""
+    return cast(JsonValue, range_json(rng))
 
 
 def _diag_json(d: Diagnostic) -> dict[str, JsonValue]:
@@ -171,7 +178,7 @@ def _diag_json(d: Diagnostic) -> dict[str, JsonValue]:
         "summary": redact_url(d.summary),
         "detail": redact_url(d.detail),
         "module": d.module,
-        "range": _where(d.range) if d.range is not None else None,
+        "range": _range(d.range) if d.range is not None else None,
     }
 
 
@@ -202,7 +209,8 @@ def audit_json(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> dict[str,
         )
     errors = sum(1 for d in diags if d.severity.value == "error")
     return {
-        "format_version": "1.0",
+        # 2.0: ranges are objects, as in `build --format json` (1.0: "file:line" strings).
+        "format_version": "2.0",
         "valid": errors == 0,
         "modules": modules,
         "diagnostics": [_diag_json(d) for d in diags],

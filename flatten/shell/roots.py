@@ -45,8 +45,11 @@ from flatten.cli import (
     _usage_error,
     check_command,
     exit_code,
+    output_error_diagnostic,
+    prune_cache,
 )
 from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.oserror import describe_os_error
 from flatten.reports import ReportFormat
 
 if TYPE_CHECKING:
@@ -169,6 +172,8 @@ def _run(request: BuildRequest) -> int:
         for r in results
     ]
     _report(fmt, outcomes, labels, resolved, environ, check=request.check, no_color=request.no_color)
+    if not request.check:
+        prune_cache(env.cache_dir)
     return max(o.code for o in outcomes)
 
 
@@ -214,8 +219,12 @@ def _build_one(
         try:
             write_tree(out_abs, result.tree.files, result.tree.copies)
         except (OutputError, OSError) as exc:
-            return RootOutcome(2, diags, error=str(exc))
+            return RootOutcome(2, diags, error=output_error_diagnostic(exc, out).detail)
         return RootOutcome(exit_code(diags), diags, wrote=f"wrote {len(files)} files to {out}{where}")
+    except OSError as exc:  # the machine's (a vanished file, a full disk), in plain words
+        if os.environ.get("FLATTEN_TRACEBACK"):
+            raise
+        return RootOutcome(1, error=describe_os_error(exc, doing="use"))
     except Exception as exc:
         if os.environ.get("FLATTEN_TRACEBACK"):
             import traceback

@@ -23,6 +23,7 @@ downloaded again into a fresh entry, never vendored as found.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -37,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from flatten.lang.oserror import describe_os_error
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -132,6 +134,10 @@ class PackageCache:
                 return None
         except (OSError, ValueError):
             return None
+        # Its last use, for the size limit's pruning: one used lately may be in use by a build
+        # running now (flatten/shell/cache_admin.py). A read-only cache stays as it is.
+        with contextlib.suppress(OSError):
+            os.utime(entry / "meta.json")
         commit = meta.get("commit")
         return CachedPackage(
             entry / "files",
@@ -188,7 +194,10 @@ class PackageCache:
                     if work.exists():
                         shutil.rmtree(work, ignore_errors=True)
         except OSError as exc:
-            raise FetchError(f"could not write to the module cache at {self.root.parent}: {exc}") from None
+            raise FetchError(
+                describe_os_error(exc, doing=f"write to the module cache at {self.root.parent}")
+                + " FLATTEN_CACHE_DIR moves the cache elsewhere."
+            ) from None
         # Not read back through lookup: without a key (flatten.shell.cache_auth) nothing is trusted, and
         # this build made the entry a moment ago.
         files = self._entry(identity) / "files"

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.options import Options
+from flatten.lang.oserror import describe_os_error
 from flatten.lang.redact import Scrubber, redact_url, strip_userinfo
 from flatten.lang.versions import InvalidConstraint, parse_constraints, select_module_version
 from flatten.sources.address import (
@@ -545,7 +546,7 @@ def tree_digest_file(path: Path) -> str:
             while chunk := f.read(1 << 16):
                 h.update(chunk)
     except OSError as exc:
-        raise FetchError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise FetchError(describe_os_error(exc, doing=f"read {path}", path=path)) from None
     return "sha256:" + h.hexdigest()
 
 

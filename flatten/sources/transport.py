@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from flatten.lang.oserror import describe_os_error
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.sources.env import Secret
@@ -322,7 +323,12 @@ class HttpClient:
                         f"{host} sent nothing for {_seconds(self._idle)}; the server is not responding",
                         retryable=True,
                     ) from None
-                reason = redact_url(str(cause))
+                if isinstance(cause, OSError) and cause.strerror and cause.filename is None:
+                    reason = cause.strerror  # "Connection refused", not "[Errno 111] Connection refused"
+                elif isinstance(cause, OSError):  # the local side: the download's file (lang/oserror.py)
+                    reason = describe_os_error(cause, doing="save the download")
+                else:
+                    reason = redact_url(str(cause))
                 raise _Failure(f"request to {redact_url(current)} failed: {reason}", retryable=True) from None
             finally:
                 timer.cancel()

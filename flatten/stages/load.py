@@ -18,6 +18,7 @@ from pathlib import Path
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Options
+from flatten.lang.oserror import describe_os_error
 from flatten.stages.decode import check_file, check_versions, incompatible, superseded
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
@@ -51,7 +52,7 @@ def load_file(
     except OSError as exc:
         diags.error(
             "Failed to read file",
-            f"The configuration file {name!r} could not be read: {exc.strerror or exc}.",
+            describe_os_error(exc, doing=f"read the configuration file {name!r}", path=name),
             Range.point(name),
             extra=_UNREADABLE,
         )
@@ -151,8 +152,8 @@ def load_module(
         diags = Diagnostics()
         diags.error(
             "Failed to read module directory",
-            f"Module directory {display_path(directory, root)} does not exist or cannot be read: "
-            f"{exc.strerror or exc}.",
+            f"Module directory {display_path(directory, root)} does not exist or cannot be read. "
+            + describe_os_error(exc, doing="list it", path=display_path(directory, root)),
             extra=_UNREADABLE,
         )
         return merged([], diags), None

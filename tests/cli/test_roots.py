@@ -216,9 +216,9 @@ def test_graph_and_providers_take_several_roots(tmp_path: Path) -> None:
     (base / "live/dev/main.tf").write_text('module "net" {\n  source = "../../modules/net"\n}\n')
     providers = flatten("providers", *ROOTS, "--json", "--format", "json", cwd=base)
     assert providers.returncode == 1
-    report = json.loads(providers.stdout)
+    report = json.loads(providers.stderr)  # with a machine --format, the report goes to stderr
     assert [r["root"] for r in report] == list(ROOTS)
-    diags = json.loads(providers.stderr)
+    diags = json.loads(providers.stdout)
     assert [(d["root"], d["valid"]) for d in diags] == [(r, r != "live/dev") for r in ROOTS]
     text = flatten("providers", "live/prod", "live/dev", cwd=base)
     assert text.stdout.startswith("# live/prod\n")

@@ -73,3 +73,50 @@ def test_version_and_a_replayed_build_never_load_the_pipeline(tmp_path: Path) ->
     assert sorted(p.name for p in (tmp_path / "new").rglob("*")) == sorted(
         p.name for p in (tmp_path / "out").rglob("*")
     )
+
+
+def test_build_takes_a_str_or_path_like_and_default_options(tmp_path: Path, monkeypatch) -> None:
+    root = write_tree(tmp_path / "src", {"main.tf": 'resource "terraform_data" "a" {}\n'})
+    monkeypatch.chdir(tmp_path)
+    by_path, _ = flatten.build(root, options=flatten.Options())
+    for given in ("src", str(root), os.fsencode(root).decode()):
+        result, diags = flatten.build(given)
+        assert not diags and result.files == by_path.files
+
+    class Where:  # any os.PathLike, not only pathlib's
+        def __fspath__(self) -> str:
+            return "src"
+
+    assert flatten.build(Where())[0].files == by_path.files
+
+
+def test_dir_lists_only_the_public_api() -> None:
+    assert dir(flatten) == sorted(flatten.__all__)
+    assert not {"sys", "importlib", "types", "TYPE_CHECKING"} & set(dir(flatten))
+
+
+def _python_blocks(markdown: str) -> list[str]:
+    blocks, inside, lines = [], False, []
+    for line in markdown.splitlines():
+        if not inside and line.strip() == "```python":
+            inside, lines = True, []
+        elif inside and line.strip() == "```":
+            inside = False
+            blocks.append("\n".join(lines) + "\n")
+        elif inside:
+            lines.append(line)
+    return blocks
+
+
+def test_the_examples_of_docs_api_run(tmp_path: Path, monkeypatch, capsys) -> None:
+    """Each ```python block of docs/api.md runs as written, in a directory holding infra/live."""
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    blocks = _python_blocks(text)
+    assert len(blocks) >= 2
+    write_tree(tmp_path / "infra" / "live", {"main.tf": 'resource "terraform_data" "a" {\n  input = 1\n}\n'})
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out
+    assert "['flatten.manifest.json', 'main.tf.json']" in printed
+    assert (tmp_path / "infra" / "flat" / "main.tf.json").is_file()

@@ -254,8 +254,7 @@ def test_diagnostics_json_is_format_json(tmp_path: Path, command: str) -> None:
     new = flatten(tmp_path, command, root, *extra, "--format", "json")
     assert old.returncode == new.returncode == 1
     assert (old.stdout, old.stderr) == (new.stdout, new.stderr)
-    stream = old.stdout if command == "build" else old.stderr
-    assert json.loads(stream)["error_count"] == 2
+    assert json.loads(old.stdout)["error_count"] == 2  # on stdout for both commands
     both = flatten(tmp_path, command, root, *extra, "--diagnostics-json", "--format", "json")
     assert (both.returncode, both.stdout) == (1, old.stdout)
     clash = flatten(tmp_path, command, root, *extra, "--diagnostics-json", "--format", "sarif")
@@ -268,8 +267,9 @@ def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) ->
     assert text.returncode == 1 and "! Error: Unsupported argument" in text.stdout
     sarif = flatten(tmp_path, "providers", root, "--format", "sarif")
     assert sarif.returncode == 1
-    assert sarif.stdout == text.stdout  # the report is unchanged; SARIF goes beside it, on stderr
-    log = json.loads(sarif.stderr)
+    # As build: the machine format alone on stdout, the report (unchanged) on stderr.
+    assert sarif.stderr == text.stdout
+    log = json.loads(sarif.stdout)
     jsonschema.Draft4Validator(SCHEMA).validate(log)
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == [
         "version-constraints-inside-provider-configuration-blocks-are-deprecated",
@@ -278,9 +278,9 @@ def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) ->
     ]
     report_json = flatten(tmp_path, "providers", root, "--json")
     junit = flatten(tmp_path, "providers", root, "--json", "--format", "junit")
-    assert junit.returncode == 1 and junit.stdout == report_json.stdout
+    assert junit.returncode == 1 and junit.stderr == report_json.stdout
     report = tmp_path / "providers.xml"
-    report.write_text(junit.stderr)
+    report.write_text(junit.stdout)
     xml = JUnitXml.fromfile(str(report))
     (suite,) = xml
     (case,) = suite
@@ -409,3 +409,22 @@ def test_diagnostic_data_is_never_rendered(tmp_path: Path) -> None:
         lambda ds: render_github(ds, base),
     ):
         assert render(diags) == render(bare)
+
+
+def test_providers_json_ranges_are_builds_range_objects(tmp_path: Path) -> None:
+    """One range format: `providers --json` writes each range as `build --format json` writes a
+    diagnostic's (Terraform's validate -json object), not a "file:line" string."""
+    root = _repo(tmp_path, BROKEN)
+    report = json.loads(flatten(tmp_path, "providers", root, "--json").stdout)
+    build = json.loads(flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "json").stdout)
+    assert report["format_version"] == "2.0"
+    ranges = [d["range"] for d in report["diagnostics"] if d["range"] is not None]
+    ranges += [c["range"] for m in report["modules"] for c in m.get("configurations", []) if "range" in c]
+    assert ranges
+    for rng in ranges:
+        assert set(rng) == {"filename", "start", "end"}
+        assert set(rng["start"]) == set(rng["end"]) == {"line", "column", "byte"}
+    theirs = {d["summary"]: d["range"] for d in build["diagnostics"]}
+    for d in report["diagnostics"]:
+        if d["summary"] in theirs:
+            assert d["range"] == theirs[d["summary"]]

@@ -1,0 +1,138 @@
+"""Release hygiene: one version, a release script tried on a scratch clone, what the README and
+CHANGELOG promise about building and packaging (issue 28, item 10)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from support.paths import REPO
+from support.project_copy import copy_project
+
+import flatten
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def _release(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(
+        [sys.executable, "scripts/release", *args], cwd=repo, env=env, capture_output=True, text=True
+    )
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    """A scratch git repository holding this checkout's files, committed."""
+    repo = copy_project(tmp_path / "repo")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "scratch")
+    # Something to release, whatever the checkout's [Unreleased] holds now.
+    changelog = repo / "CHANGELOG.md"
+    changelog.write_text(
+        changelog.read_text().replace("## [Unreleased]\n", "## [Unreleased]\n\n- A fix.\n", 1)
+    )
+    _git(repo, "commit", "-q", "-am", "a change")
+    return repo
+
+
+def _next(version: str) -> str:
+    major, minor, patch = map(int, version.split("."))
+    return f"{major}.{minor}.{patch + 1}"
+
+
+def test_release_cuts_the_changelog_bumps_the_version_and_tags(clone: Path) -> None:
+    new = _next(flatten.__version__)
+    proc = _release(clone, new, "--date", "2026-12-01")
+    assert proc.returncode == 0, proc.stderr
+    assert _git(clone, "tag", "--list").split() == [f"v{new}"]
+    assert _git(clone, "status", "--porcelain").strip() == ""
+    assert _git(clone, "log", "-1", "--format=%s").strip() == f"Release {new}"
+    changelog = (clone / "CHANGELOG.md").read_text()
+    assert f"## [Unreleased]\n\n## [{new}] - 2026-12-01\n\n- A fix.\n" in changelog
+    # The package's version comes from the one place the script changed.
+    version = subprocess.run(
+        [sys.executable, "-c", "import flatten; print(flatten.__version__)"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(clone)},
+    ).stdout.strip()
+    assert version == new
+    # The pre-commit examples pin the tag that now exists.
+    for name in ("README.md", "docs/ci.md", ".pre-commit-hooks.yaml"):
+        text = (clone / name).read_text()
+        assert f"rev: v{new}" in text, name
+        assert "rev: <tag>" not in text, name
+    assert f"flatten {new} (python-hcl2" in (clone / "docs/reference/flatten.md").read_text()
+
+
+def test_release_refuses_and_changes_nothing(clone: Path) -> None:
+    head = _git(clone, "rev-parse", "HEAD")
+    same = _release(clone, flatten.__version__)
+    assert same.returncode == 2 and "is not above the current version" in same.stderr
+    bad = _release(clone, "1.0")
+    assert bad.returncode == 2 and "is not a version" in bad.stderr
+    (clone / "README.md").write_text("edited\n")
+    dirty = _release(clone, _next(flatten.__version__))
+    assert dirty.returncode == 2 and "uncommitted changes" in dirty.stderr
+    _git(clone, "checkout", "--", "README.md")
+    changelog = clone / "CHANGELOG.md"
+    changelog.write_text(changelog.read_text().replace("\n- A fix.\n", "\n", 1))
+    _git(clone, "commit", "-q", "-am", "nothing to release")
+    head = _git(clone, "rev-parse", "HEAD")
+    empty = _release(clone, _next(flatten.__version__))
+    assert empty.returncode == 2 and "[Unreleased] section is empty" in empty.stderr
+    assert _git(clone, "rev-parse", "HEAD") == head and not _git(clone, "tag", "--list").strip()
+
+
+def test_the_version_lives_in_one_place() -> None:
+    """pyproject reads it from flatten/lang/release.py; every example that names it agrees."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "flatten.lang.release.__version__"}
+    reference = (REPO / "docs/reference/flatten.md").read_text()
+    assert re.findall(r"flatten (\d+\.\d+\.\d+) \(python-hcl2", reference) == [flatten.__version__]
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)[0] == flatten.__version__
+    for name in ("README.md", "docs/ci.md", ".pre-commit-hooks.yaml"):
+        pins = re.findall(r"\brev: (\S+)", (REPO / name).read_text())
+        assert pins and set(pins) == {f"v{flatten.__version__}"}, name
+
+
+def test_readme_build_command_names_an_interpreter_that_has_build() -> None:
+    """`python -m build` fails with a system Python: the README runs the virtual environment's,
+    and the extra scripts/test installs carries the `build` package."""
+    readme = (REPO / "README.md").read_text()
+    assert ".venv/bin/python -m build" in readme
+    assert re.search(r"(?<![/\w])python -m build", readme) is None
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("build") for req in extras["test"])
+    assert "the test extra, which `scripts/test`\ninstalls" in readme
+
+
+def test_changelog_promises_only_what_the_wheel_carries() -> None:
+    """The wheel carries the licence and README (its metadata); the changelog is in the sdist."""
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert "the wheel and sdist carry the MPL-2.0 licence text, this changelog" not in changelog
+    assert "include CHANGELOG.md" in (REPO / "MANIFEST.in").read_text()
