@@ -58,6 +58,7 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "validation_refers_to_own_variable": Differs(False, True),  # else: to anything at all
         "ephemeral_provisioners_rejected": Differs(False, True),  # connection/provisioner blocks
         "version_gate": Differs(False, True),  # compatible_with / .tofu required_version (spec §1)
+        "terraform_releases": Differs(True, False),  # --terraform-version gates (lang/terraform_releases.py)
         # Override files (spec §3).
         "ephemeral_overrides": Differs(False, True),  # Terraform ignores ephemeral in overrides
         "removed_override_error": Differs(False, True),  # "Cannot override 'Removed' blocks"

@@ -6,8 +6,13 @@ from dataclasses import dataclass
 
 # Dialect lives with the table of differences it answers from (flatten/lang/dialect.py).
 from flatten.lang.dialect import Dialect
+from flatten.lang.terraform_releases import NEWEST
 
-__all__ = ["Dialect", "Options"]
+__all__ = ["Dialect", "Options", "VariableArg"]
+
+#: One ``--var NAME=VALUE`` (``("var", "NAME=VALUE")``) or ``--var-file FILE`` (``("var-file",
+#: absolute path)``), in command-line order (stages/variables.py reads them).
+VariableArg = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,3 +26,10 @@ class Options:
     locked: bool = False  # refuse to build when remote modules resolve differently from the previous manifest
     inline: bool = False  # merge module calls into their callers (flatten.inline), with moved blocks
     inline_only: str | None = None  # with inline: the one call to inline (module.a.module.b)
+    terraform_version: tuple[int, int] = (
+        NEWEST  # the Terraform release whose rules apply (lang/terraform_releases.py)
+    )
+    # Root variable values for early evaluation (OpenTofu: module source/version, backend):
+    # --var/--var-file in order, and the TF_VAR_ environment variables, sorted.
+    variables: tuple[VariableArg, ...] = ()
+    variable_env: tuple[tuple[str, str], ...] = ()

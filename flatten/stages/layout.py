@@ -39,6 +39,7 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
+from flatten.lang.terraform_releases import release_text
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.load import display_path
@@ -565,6 +566,15 @@ def layout_tree(
     }
     if root_place:  # only then, so a tree with every module inside the root keeps its bytes
         manifest["root"] = root_place
+    if options.dialect.allows("terraform_releases"):
+        manifest["terraform_version"] = release_text(options.terraform_version)
+    if graph.early_values:
+        # Which root variable values chose a module source, version or the backend, and where
+        # each came from (a sensitive or ephemeral one's value is never written).
+        manifest["variables"] = {
+            v.name: {"source": v.source, **({"sensitive": True} if v.secret else {"value": v.value})}
+            for v in graph.early_values
+        }
     for rel, path in extra.items():
         copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.
