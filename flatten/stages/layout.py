@@ -42,6 +42,7 @@ from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import release_text
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
+from flatten.stages.guards import guard_files, is_foreign
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
 
@@ -394,7 +395,11 @@ def module_copies(
                 continue
             if not is_file:
                 continue
-            if split_extension(name, dialect) is not None or name.endswith(_SKIP_SUFFIXES):
+            if (
+                split_extension(name, dialect) is not None
+                or name.endswith(_SKIP_SUFFIXES)
+                or is_foreign(name, dialect)
+            ):
                 continue
             if unreadable is not None:
                 problem = _unreadable(path)
@@ -491,6 +496,8 @@ def layout_tree(
             data = memo.emitted(key, node.module, module, options.provenance, rendered)
             files[target] = data
             digests[here] = output_digest(data)
+            for name, doc in guard_files(node.directory, options.dialect).items():
+                files[posixpath.join(here, name) if here else name] = dumps(doc).encode("utf-8")
             skipped: list[tuple[str, str]] = []
             unreadable: list[tuple[str, str]] = []
             found = module_copies(
