@@ -224,8 +224,11 @@ def _release(text: "str | None") -> "tuple[int, int]":
         raise _usage_error(f"--terraform-version: {exc}.") from None
 
 
-def _variable_env(environ: Mapping[str, str]) -> "tuple[tuple[str, str], ...]":
-    """The TF_VAR_ environment variables OpenTofu reads as root variable values, sorted."""
+def _variable_env(environ: Mapping[str, str], dialect: Dialect) -> "tuple[tuple[str, str], ...]":
+    """The TF_VAR_ environment variables OpenTofu reads as root variable values, sorted (none in
+    the terraform dialect, which evaluates no variables early: its memo keys stay as they were)."""
+    if not dialect.allows("static_evaluation"):
+        return ()
     return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("TF_VAR_")))
 
 
@@ -460,7 +463,7 @@ def build(
             inline_only=inline_module,
             terraform_version=_release(terraform_version),
             variables=_variables(ctx, var, var_file),
-            variable_env=_variable_env(os.environ),
+            variable_env=_variable_env(os.environ, dialect),
         ),
         report_format=report_format,
         diagnostics_json=diagnostics_json,
@@ -580,7 +583,7 @@ def graph(
         offline=offline,
         terraform_version=_release(terraform_version),
         variables=_variables(ctx, var, var_file),
-        variable_env=_variable_env(os.environ),
+        variable_env=_variable_env(os.environ, dialect),
     )
     memo = _roots_memo(DiskMemo(), many)
     code = 0
@@ -695,7 +698,7 @@ def providers(
         offline=offline,
         terraform_version=_release(terraform_version),
         variables=_variables(ctx, var, var_file),
-        variable_env=_variable_env(os.environ),
+        variable_env=_variable_env(os.environ, dialect),
     )
     memo = _roots_memo(DiskMemo(), many)
     reports: list[str] = []
