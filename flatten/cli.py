@@ -24,10 +24,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+from typer._click.core import Context as ClickContext
+from typer.core import TyperCommand
 
 from flatten.lang.environ import build_environ
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Dialect, Options, VariableArg
 from flatten.lang.release import __version__
+from flatten.lang.terraform_releases import KNOWN, NEWEST, parse_release, release_text
 from flatten.reports import GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
@@ -287,6 +290,70 @@ def check_command(roots: Sequence[Path], out: Path) -> str:
 
 
 _OFFLINE_HELP = "Never use the network: remote modules come only from .terraform/modules (terraform init)."
+_TERRAFORM_VERSION_HELP = (
+    f"The Terraform version (X.Y, {release_text(KNOWN[0])} to {release_text(NEWEST)}) whose rules the "
+    f"terraform dialect follows: blocks and arguments it knows, required_version. Default: "
+    f"{release_text(NEWEST)}, the newest flatten knows."
+)
+_VAR_HELP = "Set a root variable for the values tofu init evaluates (opentofu dialect), as tofu's -var."
+_VAR_FILE_HELP = (
+    "Read root variable values from a .tfvars(.json) file (opentofu dialect), as tofu's -var-file."
+)
+
+
+class _OrderedVars(TyperCommand):
+    """Keeps the command-line order of --var and --var-file (click groups each option's values):
+    OpenTofu applies them in that order, so a later one wins (internal/command/meta_vars.go)."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        kinds: list[str] = []
+        skip = False
+        for arg in args:
+            if skip:
+                skip = False
+                continue
+            if arg == "--":
+                break
+            for kind in ("--var-file", "--var"):
+                if arg == kind or arg.startswith(kind + "="):
+                    kinds.append(kind[2:])
+                    skip = arg == kind
+                    break
+        ctx.meta["flatten.variable_order"] = kinds
+        return super().parse_args(ctx, args)
+
+
+def _variables(
+    ctx: typer.Context, var: "list[str] | None", var_file: "list[Path] | None"
+) -> "tuple[VariableArg, ...]":
+    """Return --var and --var-file in command-line order (files made absolute: tofu reads them
+    relative to where it runs, and the build must not depend on the working directory)."""
+    values = {"var": list(var or ()), "var-file": [str(Path(f).absolute()) for f in var_file or ()]}
+    order = ctx.meta.get("flatten.variable_order") or ["var"] * len(values["var"]) + ["var-file"] * len(
+        values["var-file"]
+    )
+    found: list[VariableArg] = []
+    for kind in order:
+        if values[kind]:
+            found.append((kind, values[kind].pop(0)))
+    return tuple(found)
+
+
+def _release(text: "str | None") -> "tuple[int, int]":
+    if text is None:
+        return NEWEST
+    try:
+        return parse_release(text)
+    except ValueError as exc:
+        raise _usage_error(f"--terraform-version: {exc}.") from None
+
+
+def _variable_env(environ: Mapping[str, str], dialect: Dialect) -> "tuple[tuple[str, str], ...]":
+    """The TF_VAR_ environment variables OpenTofu reads as root variable values, sorted (none in
+    the terraform dialect, which evaluates no variables early: its memo keys stay as they were)."""
+    if not dialect.allows("static_evaluation"):
+        return ()
+    return tuple(sorted((k, v) for k, v in environ.items() if k.startswith("TF_VAR_")))
 
 
 def _source_env(environ: Mapping[str, str]) -> "SourceEnv":
@@ -462,7 +529,7 @@ def _out_modules_problem(out: Path, out_abs: Path, root_abs: Path, graph: "Modul
     return None
 
 
-@app.command()
+@app.command(cls=_OrderedVars)
 def build(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Directory to write the output tree to.")],
@@ -535,6 +602,18 @@ def build(
             help="Print diagnostics only: no progress line (drawn on a terminal), no 'wrote' line.",
         ),
     ] = False,
+    terraform_version: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
+    ] = None,
+    var: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
+    ] = None,
+    var_file: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
+    ] = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
@@ -549,6 +628,9 @@ def build(
             inline=inline,
             inline_only=inline_module,
             exclude=tuple(exclude or ()),
+            terraform_version=_release(terraform_version),
+            variables=_variables(ctx, var, var_file),
+            variable_env=_variable_env(os.environ, dialect),
         ),
         report_format=report_format,
         diagnostics_json=diagnostics_json,
@@ -660,8 +742,9 @@ def prune_cache(cache: Path) -> None:
     maybe_prune(cache, os.environ)
 
 
-@app.command()
+@app.command(cls=_OrderedVars)
 def graph(
+    ctx: typer.Context,
     roots: Annotated[
         Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
         typer.Argument(
@@ -677,6 +760,18 @@ def graph(
     ] = False,
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
+    terraform_version: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
+    ] = None,
+    var: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
+    ] = None,
+    var_file: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
+    ] = None,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
     from flatten.lang.diagnostics import render_json, render_text
@@ -687,7 +782,13 @@ def graph(
     paths = list(roots) if roots else [Path(".")]
     many = len(paths) > 1
     roots_abs = [_root_dir(root) for root in paths]
-    options = Options(dialect=dialect, offline=offline)
+    options = Options(
+        dialect=dialect,
+        offline=offline,
+        terraform_version=_release(terraform_version),
+        variables=_variables(ctx, var, var_file),
+        variable_env=_variable_env(os.environ, dialect),
+    )
     memo = _roots_memo(DiskMemo(), many)
     style = text_style(no_color, os.environ)
     code = 0
@@ -740,8 +841,9 @@ def _roots_memo(memo: "Memo", many: bool) -> "Memo":
     return SharedMemo(memo)
 
 
-@app.command()
+@app.command(cls=_OrderedVars)
 def providers(
+    ctx: typer.Context,
     roots: Annotated[
         Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
         typer.Argument(
@@ -770,6 +872,18 @@ def providers(
         bool, typer.Option("--diagnostics-json", help="The same as --format json.")
     ] = False,
     offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
+    terraform_version: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
+    ] = None,
+    var: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
+    ] = None,
+    var_file: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
+    ] = None,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
     from flatten.providers.audit import audit_json, audit_text, explain
@@ -784,7 +898,13 @@ def providers(
     fmt = _report_format(report_format, diagnostics_json)
     if many and explain_address is not None:
         raise _usage_error("--explain shows one resource of one root: give one ROOT.")
-    options = Options(dialect=dialect, offline=offline)
+    options = Options(
+        dialect=dialect,
+        offline=offline,
+        terraform_version=_release(terraform_version),
+        variables=_variables(ctx, var, var_file),
+        variable_env=_variable_env(os.environ, dialect),
+    )
     memo = _roots_memo(DiskMemo(), many)
     reports: list[str] = []
     audits: list[JsonValue] = []

@@ -58,6 +58,7 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "validation_refers_to_own_variable": Differs(False, True),  # else: to anything at all
         "ephemeral_provisioners_rejected": Differs(False, True),  # connection/provisioner blocks
         "version_gate": Differs(False, True),  # compatible_with / .tofu required_version (spec §1)
+        "terraform_releases": Differs(True, False),  # --terraform-version gates (lang/terraform_releases.py)
         # Override files (spec §3).
         "ephemeral_overrides": Differs(False, True),  # Terraform ignores ephemeral in overrides
         "removed_override_error": Differs(False, True),  # "Cannot override 'Removed' blocks"
@@ -132,6 +133,12 @@ class _Values:
     provider_type_prefixes: tuple[str, ...]
     # The engine version whose rules flatten follows (None: checked later by the engine itself).
     engine_version: tuple[int, ...] | None
+    # Configuration files only the other engine reads: never copied into this engine's output
+    # (stages/guards.py; docs/dialects.md, "Files of the other dialect").
+    foreign_suffixes: tuple[str, ...]
+    # The files an output gets where the module had .tofu files (the engines load it differently):
+    # (name, required_version or None). They stop the other engine loudly (stages/guards.py).
+    guard_files: tuple[tuple[str, str | None], ...]
 
 
 VALUES: Mapping[str, _Values] = MappingProxyType(
@@ -143,6 +150,8 @@ VALUES: Mapping[str, _Values] = MappingProxyType(
             registry_host="registry.terraform.io",
             provider_type_prefixes=("terraform-",),
             engine_version=None,
+            foreign_suffixes=(".tofu", ".tofu.json"),
+            guard_files=(("flatten-terraform-only.tofu.json", "< 0.0.0"),),
         ),
         "opentofu": _Values(
             config_suffixes=(".tf", ".tf.json", ".tofu", ".tofu.json"),
@@ -152,6 +161,13 @@ VALUES: Mapping[str, _Values] = MappingProxyType(
             provider_type_prefixes=("terraform-", "opentofu-"),
             # The OpenTofu version whose rules flatten follows (conformance README point 6).
             engine_version=(1, 13, 0),
+            foreign_suffixes=(),
+            # The .tofu.json one shadows the .tf.json one for OpenTofu 1.8-1.11, which still
+            # checked required_version in .tf files (spec §1).
+            guard_files=(
+                ("flatten-opentofu-only.tf.json", "< 0.0.0"),
+                ("flatten-opentofu-only.tofu.json", None),
+            ),
         ),
     }
 )

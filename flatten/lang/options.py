@@ -6,8 +6,13 @@ from dataclasses import dataclass
 
 # Dialect lives with the table of differences it answers from (flatten/lang/dialect.py).
 from flatten.lang.dialect import Dialect
+from flatten.lang.terraform_releases import NEWEST
 
-__all__ = ["Dialect", "Options"]
+__all__ = ["Dialect", "Options", "VariableArg"]
+
+#: One ``--var NAME=VALUE`` (``("var", "NAME=VALUE")``) or ``--var-file FILE`` (``("var-file",
+#: absolute path)``), in command-line order (stages/variables.py reads them).
+VariableArg = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +27,10 @@ class Options:
     inline: bool = False  # merge module calls into their callers (flatten.inline), with moved blocks
     inline_only: str | None = None  # with inline: the one call to inline (module.a.module.b)
     exclude: tuple[str, ...] = ()  # --exclude: .terraformignore patterns no module's copies take
+    terraform_version: tuple[int, int] = (
+        NEWEST  # the Terraform release whose rules apply (lang/terraform_releases.py)
+    )
+    # Root variable values for early evaluation (OpenTofu: module source/version, backend):
+    # --var/--var-file in order, and the TF_VAR_ environment variables, sorted.
+    variables: tuple[VariableArg, ...] = ()
+    variable_env: tuple[tuple[str, str], ...] = ()

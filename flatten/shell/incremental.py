@@ -179,7 +179,7 @@ def _plan(
 ) -> tuple[replay._Record, dict[str, bytes], dict[str, str | None]] | None:
     """Return the record, the files to write anew (path -> bytes) and the modules' keys, or None."""
     options = request.options
-    if options.explicit_providers:
+    if options.explicit_providers or options.variables:  # a --var-file changed: a full build
         return None
     data = record_path.read_bytes()
     record = replay._load(record_path)

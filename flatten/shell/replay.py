@@ -6,7 +6,8 @@ modules are all local (no registry or remote package, so no network and no ``.te
 decides anything). It holds the fingerprint (``Fingerprint``: size, mtime, ctime, inode, device,
 mode) of everything the build can read: every module directory's tree (directories, symlinks,
 files; hidden and ignored directories are skipped because no stage reads them),
-``.terraform/modules/modules.json``, and the output tree as written. The record's key covers the
+``.terraform/modules/modules.json``, every ``--var-file`` (wherever it is), and the output tree
+as written. The record's key covers the
 build request (flatten.cli.BuildRequest: the command line as typer parsed it and the environment
 variables a build reads), whether stderr is a terminal, and the source of flatten and its
 libraries; the process also files it under the command line as typed (``save_alias``), so that
@@ -275,7 +276,13 @@ def _module_directories(out: Path) -> list[str] | None:
     from flatten.stages.emit import MANIFEST_NAME
 
     data = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or set(data) - {"dialect", "flatten_version", "modules"}:
+    if not isinstance(data, dict) or set(data) - {
+        "dialect",
+        "flatten_version",
+        "modules",
+        "terraform_version",
+        "variables",
+    }:
         return None
     found = []
     for module in data.get("modules", []):
@@ -522,6 +529,9 @@ def save_record(
             return False
         tops = sorted({os.path.normpath(root / rel) for rel in directories})
         inputs = _snapshot_inputs(root, tops, started_ns)
+        for kind, path in request.options.variables:
+            if kind == "var-file":  # read by the build (stages/variables.py), maybe outside the root
+                inputs["F" + path] = _recorded(os.stat(path), path, started_ns)
         outputs = _snapshot_output(out, root)
         out_stats = _output_stats(out, outputs)
         if out_stats is None:

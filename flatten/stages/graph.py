@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
+from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
 from flatten.lang.options import Options
 from flatten.lang.redact import redact_url
+from flatten.lang.terraform_releases import accepts
 from flatten.lang.versions import parse_constraints
 from flatten.sources import (
     InvalidSourceAddress,
@@ -40,15 +41,19 @@ from flatten.sources import (
     parse_module_source,
 )
 from flatten.sources.package import FetchedModule, ModulePackage
+from flatten.stages.backend import static_backend
+from flatten.stages.core_version import check_core_version
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
+from flatten.stages.variables import root_inputs
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, Value, as_string
 
 if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = [
+    "EarlyValue",
     "ModuleCall",
     "ModuleFetcher",
     "ModuleGraph",
@@ -162,11 +167,32 @@ def _digraph() -> nx.DiGraph:
     return networkx.DiGraph()
 
 
+@dataclass(frozen=True, slots=True)
+class EarlyValue:
+    """A root variable static evaluation read: its value (None when sensitive or ephemeral: never
+    written out) and where it came from ("default", "terraform.tfvars", "--var", "TF_VAR_env", a
+    --var-file path)."""
+
+    name: str
+    value: JsonValue
+    source: str
+    secret: bool = False
+
+
 class ModuleGraph:
     """A directed graph of module paths: an edge from each caller to each module it calls."""
 
-    def __init__(self, graph: nx.DiGraph, *, root_failed: bool = False, tree_failed: bool = False) -> None:
+    def __init__(
+        self,
+        graph: nx.DiGraph,
+        *,
+        root_failed: bool = False,
+        tree_failed: bool = False,
+        early_values: tuple[EarlyValue, ...] = (),
+    ) -> None:
         self._graph = graph
+        # The root variables that chose a module source or version or the backend (opentofu).
+        self.early_values = early_values
         # The root module's own files had errors. `terraform init` still installs the calls and
         # builds the tree (BuildConfig never sees the root's diagnostics), so provider types are
         # resolved and validated as usual; OpenTofu loads nothing more.
@@ -522,14 +548,24 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
                     "effect in a child module.",
                     nested.range,
                 )
-    if options.dialect.allows("import_in_child_error"):
+    # OpenTofu never accepts them; Terraform from 1.15 (lang/terraform_releases.py), and before it
+    # says so in configs/config_build.go's words, which quote the module address.
+    older = options.dialect.allows("terraform_releases") and not accepts(
+        options.terraform_version, "import_in_child"
+    )
+    if options.dialect.allows("import_in_child_error") or older:
+        shown = f'"{node.address}"' if older else node.address
         for block in node.module.blocks_of("import"):
             diags.error(
                 "Invalid import configuration",
-                f"An import block was detected in {node.address}. Import blocks are only allowed in "
+                f"An import block was detected in {shown}. Import blocks are only allowed in "
                 "the root module.",
                 block.range,
             )
+    assert node.call is not None
+    diags.extend(
+        check_core_version(node.module, options=options, address=node.address, source=node.call.source)
+    )
     return Diagnostics(replace(d, module=node.address) for d in diags)
 
 
@@ -567,10 +603,17 @@ def build_graph(
         fetcher = installed_only(root, options=options)
     graph = _digraph()
     module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
-    # Each module's static evaluation context; a child's variables come from its caller's.
-    scopes: dict[str, Scope] = {"": Scope(module)}
+    # Each module's static evaluation context; a child's variables come from its caller's, the
+    # root's from the values tofu init reads (stages/variables.py; none in the terraform dialect).
+    inputs, input_diags = root_inputs(root, module, options=options)
+    diags.extend(input_diags)
+    scopes: dict[str, Scope] = {"": Scope(module, inputs={k: (v.value, v.source) for k, v in inputs.items()})}
+    diags.extend(check_core_version(module, options=options, address="", source=None))
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
+    if options.dialect.allows("static_evaluation"):
+        module, backend_diags = static_backend(module, scopes[""])
+        diags.extend(backend_diags)
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
@@ -578,7 +621,7 @@ def build_graph(
         # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
         # installs every call anyway and reports both kinds of error, so the Terraform dialect
         # goes on to the children.
-        return ModuleGraph(graph, root_failed=True), diags
+        return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
     real_root = root.resolve()
@@ -654,7 +697,20 @@ def build_graph(
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
     tree_failed = Diagnostics(diags[root_diags:]).has_terraform_errors
-    return ModuleGraph(graph, root_failed=root_failed, tree_failed=tree_failed), diags
+    return (
+        ModuleGraph(
+            graph, root_failed=root_failed, tree_failed=tree_failed, early_values=_early_values(scopes[""])
+        ),
+        diags,
+    )
+
+
+def _early_values(scope: Scope) -> tuple[EarlyValue, ...]:
+    """The root variables static evaluation read, by name (the manifest lists them)."""
+    return tuple(
+        EarlyValue(name, None if secret else value, source, secret)
+        for name, (value, source, secret) in sorted(scope.chosen.items())
+    )
 
 
 def _too_deep(call: ModuleCall, parent: ModuleNode) -> Diagnostic:

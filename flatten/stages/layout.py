@@ -40,8 +40,10 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
+from flatten.lang.terraform_releases import release_text
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
+from flatten.stages.guards import guard_files, is_foreign
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
 from flatten.stages.pathreads import path_reads
@@ -402,7 +404,11 @@ def module_copies(
                 continue
             if not is_file:
                 continue
-            if split_extension(name, dialect) is not None or name.endswith(_SKIP_SUFFIXES):
+            if (
+                split_extension(name, dialect) is not None
+                or name.endswith(_SKIP_SUFFIXES)
+                or is_foreign(name, dialect)
+            ):
                 continue
             if left_out is not None and left_out(child_rel, False):
                 continue
@@ -705,6 +711,8 @@ def layout_tree(
             data = memo.emitted(key, node.module, module, options.provenance, rendered)
             files[target] = data
             digests[here] = output_digest(data)
+            for name, doc in guard_files(node.directory, options.dialect).items():
+                files[posixpath.join(here, name) if here else name] = dumps(doc).encode("utf-8")
             skipped: list[tuple[str, str]] = []
             unreadable: list[tuple[str, str]] = []
             tests: dict[str, Path] = {}
@@ -810,6 +818,15 @@ def layout_tree(
         manifest["root"] = root_place
     if options.exclude:  # likewise: only a build with --exclude records its patterns
         manifest["exclude"] = list(options.exclude)
+    if options.dialect.allows("terraform_releases"):
+        manifest["terraform_version"] = release_text(options.terraform_version)
+    if graph.early_values:
+        # Which root variable values chose a module source, version or the backend, and where
+        # each came from (a sensitive or ephemeral one's value is never written).
+        manifest["variables"] = {
+            v.name: {"source": v.source, **({"sensitive": True} if v.secret else {"value": v.value})}
+            for v in graph.early_values
+        }
     for rel, path in extra.items():
         copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.

@@ -19,6 +19,7 @@ from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Options
 from flatten.lang.oserror import describe_os_error
+from flatten.stages.core_version import check_release_features
 from flatten.stages.decode import check_file, check_versions, incompatible, superseded
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
@@ -186,6 +187,7 @@ def _load_listing(
         parsed, file_diags = load_file(entry, root=root, options=options, raw=raw, memo=memo)
         files.append(parsed)
         decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
+        decode_diags.extend(check_release_features(parsed, options=options))
         diags.extend(superseded(file_diags, decode_diags))
         diags.extend(decode_diags)
     gate = check_versions(files, options=options)

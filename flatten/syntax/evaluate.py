@@ -172,8 +172,10 @@ class Scope:
 
     ``address`` is the module's address (``module.a.module.b``, "" for the root). ``caller`` is the
     calling module's scope and ``call`` the module block whose arguments set this module's
-    variables; both are None for the root, whose variables take their defaults (flatten takes no
-    input values). ``directory`` is what ``path.module`` gives.
+    variables; both are None for the root, whose variables take ``inputs`` (name -> (value,
+    source): the values ``tofu init`` reads, stages/variables.py), else their defaults.
+    ``chosen`` records, for the root, each variable an evaluation read and where its value came
+    from (the manifest lists them). ``directory`` is what ``path.module`` gives.
     """
 
     module: Module
@@ -183,6 +185,8 @@ class Scope:
     call: Block | None = None
     diags: Diagnostics = field(default_factory=Diagnostics)
     stack: list[Ident] = field(default_factory=list)
+    inputs: Mapping[str, tuple[JsonValue, str]] = field(default_factory=dict)
+    chosen: dict[str, tuple[JsonValue, str, bool]] = field(default_factory=dict)
 
     def evaluate(self, attr: Attribute, ident: Ident) -> Value:
         """Evaluate an attribute; raise ``Failed`` (diagnosed) or ``Unsupported``."""
@@ -376,8 +380,17 @@ class Scope:
                 # The argument is evaluated in the caller's context; its diagnostics are ours.
                 self.diags.extend(self.caller.diags)
                 self.caller.diags.clear()
+        secret = any(a.name in ("sensitive", "ephemeral") and a.value is True for a in decl.body.attributes)
+        if self.call is None and name in self.inputs:
+            # rootModuleCall: a value from the command line, a file or the environment, as parsed
+            # (not converted to the variable's type).
+            value, source = self.inputs[name]
+            self.chosen[name] = (value, source, secret)
+            return Value(value)
         default = decl.body.attribute("default")
         if default is not None:
+            if self.call is None:
+                self.chosen[name] = (default.value, "default", secret)
             return Value(default.value)  # a default is a literal (spec §7.3)
         if self.call is not None:
             self.diags.error(
@@ -387,10 +400,12 @@ class Scope:
                 self.call.range,
             )
         else:
+            # meta_config.go's rootModuleCall, with input disabled: no value and no default.
             self.diags.error(
                 f"Failed to request input from user for variable var.{name}",
-                "flatten takes no input variable values, so a root module variable that a module source "
-                "or version depends on must have a default.",
+                "A module source, version or the backend depends on this root module variable, and "
+                "it has no value: set it with --var, --var-file, terraform.tfvars, a *.auto.tfvars "
+                f"file or the TF_VAR_{name} environment variable, as for tofu init.",
                 decl.range,
             )
         raise Failed

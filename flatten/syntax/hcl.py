@@ -43,7 +43,7 @@ from flatten.syntax._hcl_templates import (
 )
 from flatten.syntax.references import json_traversal
 
-__all__ = ["Piece", "PieceSource", "convert_expression", "parse_native", "parse_piece"]
+__all__ = ["Piece", "PieceSource", "convert_expression", "parse_attributes", "parse_native", "parse_piece"]
 
 _Node = Union["Tree[Token]", Token]
 _NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tuple_expr", "for_object_expr"))
@@ -1276,6 +1276,11 @@ def parse_any_blocks(text: str, filename: str, *, options: Options) -> tuple[Bod
             "Internal error in flatten's HCL reader", f"{type(exc).__name__}: {exc}", Range.point(filename)
         )
         return Body(), diags
+
+
+def parse_attributes(text: str, filename: str) -> tuple[Body, Diagnostics]:
+    """Return a file of bare attributes (a ``.tfvars`` file: HCL's ``JustAttributes``) in JSON form."""
+    return _run(_Source(text, filename), BlockSchema(other=Mode.EXPR), Options())
 
 
 def convert_expression(

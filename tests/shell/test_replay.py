@@ -215,3 +215,35 @@ def test_an_identical_rebuild_replays_only_while_every_fingerprint_holds(
     assert {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
     assert _cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1]  # and the new record replays
+
+
+def test_a_record_keys_on_var_file_contents_and_tf_var_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenTofu's early evaluation reads --var-file files (anywhere) and TF_VAR_ variables: a
+    replay must not hand out the output another value chose (stages/variables.py)."""
+    root = write_tree(
+        tmp_path / "src",
+        {
+            "main.tf": 'variable "env" {\n  default = "dev"\n}\nmodule "c" {\n  source = "./m/${var.env}"\n}\n',
+            "m/dev/main.tf": "",
+            "m/prod/main.tf": "",
+            "m/qa/main.tf": "",
+        },
+    )
+    var_file = tmp_path / "vars" / "env.tfvars"
+    var_file.parent.mkdir()
+    var_file.write_text('env = "prod"\n')
+    _age(root)
+    _age(var_file.parent)
+    out = tmp_path / "out"
+    argv = ["build", str(root), "--out", str(out), "--dialect", "opentofu", "--var-file", str(var_file)]
+    calls: list[int] = []
+    assert _cli(argv, calls) == 0 and calls == [1]
+    assert _cli(argv, calls) == 0 and calls == [1]  # replayed
+    var_file.write_text('env = "qa"\n')  # same size, new ctime
+    _age(var_file.parent)
+    assert _cli(argv, calls) == 0 and calls == [1, 1]  # built again
+    assert '"./m/qa"' in (out / "main.tf.json").read_text()
+    monkeypatch.setenv("TF_VAR_env", "dev")  # lower than the file: the same output, still a new key
+    assert _cli(argv, calls) == 0 and calls == [1, 1, 1]

