@@ -88,7 +88,9 @@ def exit_code(diags: "Diagnostics") -> int:
 
 
 def _usage_error(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
+    from flatten.lang.printable import printable  # paths in the message may hold anything
+
+    typer.echo(f"Error: {printable(message, lines=True)}", err=True)
     return typer.Exit(2)
 
 
@@ -418,6 +420,7 @@ def _run_request(request: BuildRequest) -> int:
         )
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
+    from flatten.lang.printable import printable
     from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import OutputError, write_tree
 
@@ -442,7 +445,7 @@ def _run_request(request: BuildRequest) -> int:
     if request.check:
         problems = _stale(out_abs, result.files)
         for line in problems:
-            typer.echo(line, err=True)
+            typer.echo(printable(line), err=True)
         return 1 if problems else 0
     _check_out_modules(out, out_abs, root_abs, result.graph)
     try:

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import Range
+from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 
 __all__ = [
@@ -184,7 +185,7 @@ def _snippet(root: Path | None, r: Range) -> str | None:
     except OSError:
         return None
     if 1 <= r.start.line <= len(lines):
-        return f"{r.start.line:>4}: {redact_url(lines[r.start.line - 1])}"
+        return f"{r.start.line:>4}: {printable(redact_url(lines[r.start.line - 1]))}"
     return None
 
 
@@ -197,21 +198,23 @@ def render_text(diags: Iterable[Diagnostic], *, root: Path | None = None, label:
     blocks: list[str] = []
     in_root = f"in root {label}" if label is not None else None
     for d in diags:
-        lines = [f"{d.severity.value.capitalize()}: {redact_url(d.summary)}"]
+        # Names in every part may come from outside (a directory name, a server): lang/printable.py.
+        lines = [f"{d.severity.value.capitalize()}: {printable(redact_url(d.summary))}"]
         if d.range is not None:
             lines.append("")
-            where = f"  on {d.range.filename} line {d.range.start.line}"
+            where = f"  on {printable(d.range.filename)} line {d.range.start.line}"
             if d.module:
-                where += f", in {d.module}"
+                where += f", in {printable(d.module)}"
             if in_root is not None:
-                where += f", {in_root}"
+                where += f", {printable(in_root)}"
             lines.append(where + ":")
             snippet = _snippet(root, d.range)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:
-            lines += ["", "  " + ", ".join(w for w in (d.module and f"in {d.module}", in_root) if w)]
+            places = (d.module and f"in {d.module}", in_root)
+            lines += ["", "  " + printable(", ".join(w for w in places if w))]
         if d.detail:
-            lines += ["", redact_url(d.detail)]
+            lines += ["", printable(redact_url(d.detail), lines=True)]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + ("\n" if blocks else "")

@@ -47,6 +47,7 @@ from flatten.cli import (
     exit_code,
 )
 from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.printable import printable
 from flatten.reports import ReportFormat
 
 if TYPE_CHECKING:
@@ -234,7 +235,7 @@ class _Progress:
 
     def done(self, index: int) -> None:
         self.count += 1
-        sys.stderr.write(f"\r\033[K[{self.count}/{len(self.labels)}] {self.labels[index]}")
+        sys.stderr.write(f"\r\033[K[{self.count}/{len(self.labels)}] {printable(self.labels[index])}")
         sys.stderr.flush()
 
     def clear(self) -> None:
@@ -272,14 +273,15 @@ def _report(
 
                 sys.stderr.write(render_github(outcome.diags, find_base(root)))
         for line in outcome.stale:
-            sys.stderr.write(f"{label}: {line}\n")
+            sys.stderr.write(printable(f"{label}: {line}") + "\n")
         if outcome.error is not None:
-            sys.stderr.write(f"Error: {label}: {outcome.error}\n")
+            sys.stderr.write(printable(f"Error: {label}: {outcome.error}", lines=True) + "\n")
         if outcome.wrote is not None and fmt is ReportFormat.TEXT:
-            sys.stderr.write(f"flatten: {label}: {outcome.wrote}\n")
+            sys.stderr.write(printable(f"flatten: {label}: {outcome.wrote}") + "\n")
     if failed:
         what = "not up to date" if check else "failed"
-        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots {what}: {', '.join(failed)}\n")
+        shown = printable(", ".join(failed))  # root paths (lang/printable.py)
+        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots {what}: {shown}\n")
     elif fmt is ReportFormat.TEXT:
         done = "up to date" if check else "built"
         sys.stderr.write(f"flatten: all {len(labels)} roots {done}\n")

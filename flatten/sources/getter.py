@@ -160,11 +160,13 @@ class Getter:
         git: str = "git",
         limits: ExtractLimits | None = None,
         download_timeout: float = 600.0,
+        deadline: Deadline | None = None,
     ) -> None:
         self._http = http
         self._git = git
         self._limits = limits or ExtractLimits()
         self._download_timeout = download_timeout
+        self._deadline = deadline  # the whole build's downloads (RemoteFetcher makes one)
 
     def get(
         self, addr: GetterAddress, dest: Path, *, hops: int = 0, deadline: Deadline | None = None
@@ -172,10 +174,11 @@ class Getter:
         """Install the package at ``addr`` into the new directory ``dest``. Raises :class:`FetchError`.
 
         The whole of it (every request, redirect, indirection, or the git commands) must end by
-        ``deadline``, by default ``download_timeout`` seconds from now (FLATTEN_DOWNLOAD_TIMEOUT).
+        ``deadline``, by default the build's (or ``download_timeout`` seconds from now without one:
+        FLATTEN_DOWNLOAD_TIMEOUT).
         """
         if deadline is None:
-            deadline = Deadline.after(self._download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
+            deadline = self._deadline or Deadline.after(self._download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
         if addr.kind == "git":
             return Fetched(
                 commit=clone(

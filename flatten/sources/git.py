@@ -8,9 +8,11 @@ makes a shallow clone (a commit SHA is then fetched directly).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -35,26 +37,40 @@ def _run(
     git: str, args: list[str], *, cwd: Path | None = None, timeout: float = 600, remote: str = ""
 ) -> str:
     try:
-        proc = subprocess.run(
+        # A session of its own: at the deadline the whole group goes (git-remote-https, ssh, the
+        # pack readers), not only git, whose children would hold the pipes open and the build with them.
+        child = subprocess.Popen(
             [git, *args],
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",  # git relays what the server says, in any encoding
             env=_env(),
-            timeout=timeout,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise FetchError(
             f"the git command ({git}) was not found; install git to use git module sources"
         ) from None
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
         where = f" of {redact_url(remote)}" if remote else ""
         raise FetchError(
             f"git {args[0]}{where} did not finish in time (the limit FLATTEN_DOWNLOAD_TIMEOUT sets); "
             "the server is too slow or not responding"
         ) from None
+    except BaseException:  # an interrupt: no git left running
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        raise
+    proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         message = strip_controls(redact_url(" ".join(line.strip() for line in lines[-3:])))
