@@ -151,7 +151,6 @@ class RemoteFetcher:
         self._progress = progress or Progress(sys.stderr if env.progress else None)
         self._made: tuple[RegistryClient, Getter] | None = None
         self._budget: Deadline | None = None  # set with the clients: the build's download deadline
-        self._cache = PackageCache(env.cache_dir, cache_auth)
         self._installed = (
             read_installed(self._root, env.data_dir)
             if env.use_installed
@@ -163,6 +162,7 @@ class RemoteFetcher:
         # Every message hides URL userinfo and the registry tokens (a server may echo one back),
         # and shows control characters a server sent as escapes.
         self._scrub = Scrubber(t.reveal() for t in env.tokens.values())
+        self._cache = PackageCache(env.cache_dir, cache_auth, self._scrub)
 
     def _clients(self) -> tuple[RegistryClient, Getter]:
         # The HTTP stack (urllib, http.client, ssl, archives) is imported only by a build that
