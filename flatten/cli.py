@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from flatten.reports.base import SourceBase
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
+    from flatten.stages.layout import OutputTree
     from flatten.stages.memo import Memo
 
 app = typer.Typer(
@@ -149,17 +150,21 @@ def _is_within(path: Path, parent: Path) -> bool:
     return True
 
 
-def _stale(out: Path, files: dict[str, bytes]) -> list[str]:
+def _stale(out: Path, tree: "OutputTree") -> list[str]:
+    import filecmp  # copies compared in chunks: a large file beside a module is never read whole
+
     problems = []
     existing = (
         {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
     )
-    for rel in sorted(set(files) | existing):
+    for rel in sorted(set(tree.paths()) | existing):
         if rel not in existing:
             problems.append(f"missing: {rel}")
-        elif rel not in files:
+        elif rel not in tree.files and rel not in tree.copies:
             problems.append(f"extra: {rel}")
-        elif (out / rel).read_bytes() != files[rel]:
+        elif (rel in tree.copies and not filecmp.cmp(out / rel, tree.copies[rel], shallow=False)) or (
+            rel in tree.files and (out / rel).read_bytes() != tree.files[rel]
+        ):
             problems.append(f"changed: {rel}")
     return problems
 
@@ -443,7 +448,7 @@ def _run_request(request: BuildRequest) -> int:
     if diags.has_errors:
         return 1
     if request.check:
-        problems = _stale(out_abs, result.files)
+        problems = _stale(out_abs, result.tree)
         for line in problems:
             typer.echo(printable(line), err=True)
         return 1 if problems else 0
@@ -456,7 +461,7 @@ def _run_request(request: BuildRequest) -> int:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
-        typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
+        typer.echo(f"flatten: wrote {len(result.tree.paths())} files to {out}{where}", err=True)
     return exit_code(diags)
 
 

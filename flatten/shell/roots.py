@@ -188,17 +188,17 @@ def _build_one(
         if diags.has_errors:
             return RootOutcome(1, diags)
         if request.check:
-            problems = tuple(_stale(out_abs, result.files))
+            problems = tuple(_stale(out_abs, result.tree))
             return RootOutcome(1 if problems else 0, diags, stale=problems)
         problem = _out_modules_problem(out, out_abs, root_abs, result.graph)
         if problem is not None:
             return RootOutcome(2, diags, error=problem)
-        files = result.files
+        files = result.tree.paths()  # copies are not read into memory
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         # An output that already holds exactly these bytes is left as it is: comparing reads a
         # few files, where swapping a tree in creates, renames and deletes directories (a rebuild
         # of 100 unchanged roots, which keeps no build record to replay, spent most of its time so).
-        if out_abs.is_dir() and not _stale(out_abs, files):
+        if out_abs.is_dir() and not _stale(out_abs, result.tree):
             return RootOutcome(
                 exit_code(diags), diags, wrote=f"{len(files)} files in {out} up to date{where}"
             )

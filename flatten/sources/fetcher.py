@@ -46,7 +46,7 @@ from flatten.sources.cache import CacheAuth, PackageCache, tree_digest
 from flatten.sources.env import SourceEnv
 from flatten.sources.git import resolve_ref
 from flatten.sources.installed import Installed, InstalledModule, read_installed
-from flatten.sources.package import FetchedModule, FetchError, ModulePackage
+from flatten.sources.package import FetchedModule, FetchError, ModulePackage, SizeBudget
 from flatten.sources.progress import Progress
 
 if TYPE_CHECKING:
@@ -195,6 +195,8 @@ class RemoteFetcher:
                         limits=env.limits,
                         download_timeout=env.download_timeout,
                         deadline=budget,
+                        # One size budget for the build's packages, archives and git alike.
+                        budget=SizeBudget(env.limits.max_bytes),
                     ),
                 )
             return self._made
