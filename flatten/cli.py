@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from flatten.shell.progress import BuildProgress
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
+    from flatten.stages.layout import OutputTree
     from flatten.stages.memo import Memo
 
 app = typer.Typer(
@@ -96,7 +97,9 @@ def exit_code(diags: "Diagnostics") -> int:
 
 
 def _usage_error(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
+    from flatten.lang.printable import printable  # paths in the message may hold anything
+
+    typer.echo(f"Error: {printable(message, lines=True)}", err=True)
     return typer.Exit(2)
 
 
@@ -676,6 +679,7 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         )
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
+    from flatten.lang.printable import printable
     from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import OutputError, write_tree
 
@@ -728,7 +732,7 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
-        typer.echo(f"flatten: wrote {len(result.files)} files to {out}{where}", err=True)
+        typer.echo(f"flatten: wrote {len(result.tree.paths())} files to {out}{where}", err=True)
     prune_cache(env.cache_dir)
     return exit_code(diags)
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import Range
+from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 
 __all__ = [
@@ -219,10 +220,10 @@ def _snippet(root: Path | None, r: Range, color: bool) -> str | None:
         end = min(max(end, start), len(line))
         if end > start:
             return (
-                f"{r.start.line:>4}: {redact_url(line[:start])}{_UNDERLINE}{redact_url(line[start:end])}"
-                f"{_RESET}{redact_url(line[end:])}"
+                f"{r.start.line:>4}: {printable(redact_url(line[:start]))}{_UNDERLINE}{printable(redact_url(line[start:end]))}"
+                f"{_RESET}{printable(redact_url(line[end:]))}"
             )
-    return f"{r.start.line:>4}: {redact_url(line)}"
+    return f"{r.start.line:>4}: {printable(redact_url(line))}"
 
 
 def _wrap(detail: str, width: int) -> list[str]:
@@ -259,7 +260,8 @@ def render_text(
     color = style.color
     for d in diags:
         severity = d.severity.value.capitalize()
-        summary = redact_url(d.summary)
+        # Names in every part may come from outside (a directory name, a server): lang/printable.py.
+        summary = printable(redact_url(d.summary))
         if color:
             hue = _RED if d.severity is Severity.ERROR else _YELLOW
             lines = [f"{_BOLD}{hue}{severity}: {_RESET}{_BOLD}{summary}{_RESET}"]
@@ -267,21 +269,22 @@ def render_text(
             lines = [f"{severity}: {summary}"]
         if d.range is not None:
             lines.append("")
-            where = f"  on {d.range.filename} line {d.range.start.line}"
+            where = f"  on {printable(d.range.filename)} line {d.range.start.line}"
             if d.module:
-                where += f", in {d.module}"
+                where += f", in {printable(d.module)}"
             if in_root is not None:
-                where += f", {in_root}"
+                where += f", {printable(in_root)}"
             lines.append(where + ":")
             snippet = _snippet(root, d.range, color)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:
-            lines += ["", "  " + ", ".join(w for w in (d.module and f"in {d.module}", in_root) if w)]
+            places = (d.module and f"in {d.module}", in_root)
+            lines += ["", "  " + printable(", ".join(w for w in places if w))]
         if d.detail:
             # Terraform leaves room for the left rule and one more column (format.Diagnostic).
             width = style.width - (_RULE_WIDTH if color else 0) - 1 if style.width else 0
-            lines += ["", *_wrap(redact_url(d.detail), width)]
+            lines += ["", *_wrap(printable(redact_url(d.detail), lines=True), width)]
         if color:
             rule = f"{hue}│{_RESET}"
             ruled = [f"{rule} {line}" if line else rule for line in lines]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["Scrubber", "redact_url", "strip_controls", "strip_userinfo"]
+__all__ = ["Scrubber", "holds_userinfo", "redact_url", "strip_controls", "strip_userinfo"]
 
 # The userinfo is everything up to the *last* "@" of the authority (a password may hold "@";
 # urllib.parse splits the same way), so the character class stops only where the authority
@@ -45,6 +45,28 @@ def redact_url(text: str) -> str:
     'git::https://***@github.com/o/r.git ssh://git@h/z https://***@h/'
     """
     return _USERINFO_RE.sub(_mask, text)
+
+
+# After "://": the characters RFC 3986 allows in a userinfo, then "@". Narrower than
+# ``_USERINFO_RE`` (which stops only where an authority ends, for text) so that in binary data (a
+# pickled cache entry) it never runs from one string into the next.
+_USERINFO_AFTER = re.compile(rb"([A-Za-z0-9\-._~!$&'()*+,;=:%]*)@")
+
+
+def holds_userinfo(data: bytes) -> bool:
+    """Whether ``data`` holds a URL with a userinfo (``://user:password@``, ``://token@``) other
+    than the SSH login ``git@``: the test every cache writer applies before it stores anything.
+
+    >>> holds_userinfo(b"git::https://u:p@h/x"), holds_userinfo(b"ssh://git@h/x a@b https://h/")
+    (True, False)
+    """
+    at = data.find(b"://")
+    while at >= 0:
+        m = _USERINFO_AFTER.match(data, at + 3)
+        if m is not None and m[1] != b"git":
+            return True
+        at = data.find(b"://", at + 3)
+    return False
 
 
 def strip_userinfo(url: str) -> str:
@@ -84,6 +106,10 @@ class Scrubber:
     def holds_secret(self, text: str) -> bool:
         """Whether ``text`` contains one of the secrets (a server echoing a token back)."""
         return any(s in text for s in self._secrets)
+
+    def holds_credential(self, text: str) -> bool:
+        """Whether ``text`` holds a secret or a URL userinfo: what must never be stored at rest."""
+        return self.holds_secret(text) or holds_userinfo(text.encode("utf-8", "surrogatepass"))
 
     def __call__(self, text: str) -> str:
         for secret in self._secrets:

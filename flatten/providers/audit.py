@@ -17,6 +17,7 @@ from typing import cast
 
 from flatten.lang.diagnostics import Diagnostic, range_json
 from flatten.lang.model import JsonValue, Range
+from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 from flatten.stages.graph import module_address
 
@@ -129,7 +130,8 @@ def audit_text(wiring: ProviderWiring, diags: Sequence[Diagnostic]) -> str:
     orphans = [d for d in diags if wiring.module(d.module) is None]
     for d in orphans:
         lines.append(f"! {_diag_line(d)}")
-    return "\n".join(lines) + "\n"
+    # Each entry is one line; names in it (directories, files) may hold anything: lang/printable.py.
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _binding_json(b: Binding) -> dict[str, JsonValue]:

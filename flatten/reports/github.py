@@ -10,13 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from flatten.lang.diagnostics import Diagnostic
+from flatten.lang.printable import printable
+from flatten.lang.redact import redact_url
 from flatten.reports.base import SourceBase, location_text
 
 __all__ = ["escape_data", "escape_property", "render_github"]
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's escapes, then the other control characters as escapes (lang/printable.py): an
+    # annotation is also a line of the job's log, read on a terminal.
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -30,8 +34,8 @@ def _annotation(d: Diagnostic, base: SourceBase) -> str:
         props += [("file", path), ("line", str(d.range.start.line)), ("col", str(d.range.start.column))]
         if d.range.end.line >= d.range.start.line:
             props += [("endLine", str(d.range.end.line)), ("endColumn", str(d.range.end.column))]
-    props.append(("title", d.summary))
-    message = d.detail or d.summary
+    props.append(("title", redact_url(d.summary)))
+    message = redact_url(d.detail or d.summary)
     where = location_text(d) if path is None else (f"in {d.module}" if d.module else "")
     if where:
         # Not placed on a file of the checkout (or placed, but inside a module call): say where.

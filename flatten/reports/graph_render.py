@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from flatten.lang.model import JsonValue
+from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 from flatten.reports import GraphFormat
 from flatten.stages.emit import dumps
@@ -42,11 +43,16 @@ def _facts(node: ModuleNode, root: Path) -> dict[str, JsonValue]:
     }
 
 
+def _shown(node: ModuleNode, root: Path) -> dict[str, JsonValue]:
+    """The facts of ``node`` for a text format: names from outside made safe (lang/printable.py)."""
+    return {k: printable(v) if isinstance(v, str) else v for k, v in _facts(node, root).items()}
+
+
 def _text(graph: ModuleGraph, root: Path) -> str:
     lines: list[str] = []
 
     def visit(node: ModuleNode, prefix: str, last: bool, top: bool) -> None:
-        facts = _facts(node, root)
+        facts = _shown(node, root)
         meta = " ".join(f"[{k}]" for k in _META if k in facts)
         label = f"{facts['address']}  {facts['source']}" + (f"  {meta}" if meta else "")
         if top:
@@ -66,7 +72,7 @@ def _text(graph: ModuleGraph, root: Path) -> str:
 def _dot(graph: ModuleGraph, root: Path) -> str:
     lines = ["digraph modules {", "  rankdir=LR;", "  node [shape=box];"]
     for node in graph.walk():
-        facts = _facts(node, root)
+        facts = _shown(node, root)
         label = json.dumps(f"{facts['address']}\n{facts['source']}")  # dot reads \n as a line break
         lines.append(f"  {json.dumps(node.address or 'root')} [label={label}];")
     for parent, child in graph.edges():
@@ -81,7 +87,7 @@ def _mermaid(graph: ModuleGraph, root: Path) -> str:
     ids = {node.address: f"m{i}" for i, node in enumerate(graph.walk())}
     lines = ["graph TD"]
     for node in graph.walk():
-        facts = _facts(node, root)
+        facts = _shown(node, root)
         text = f"{facts['address']}<br/>{facts['source']}".replace('"', "#quot;")
         lines.append(f'  {ids[node.address]}["{text}"]')
     for parent, child in graph.edges():

@@ -70,6 +70,7 @@ from flatten.lang.model import (
     stored_body,
 )
 from flatten.lang.options import Dialect, Options
+from flatten.lang.redact import holds_userinfo
 from flatten.shell import cache_auth
 from flatten.stages.files import DirectoryListing
 
@@ -474,6 +475,8 @@ def write_sealed(
     whole = [t for kind, length in tags if length < 0 for t in [cache_auth.tagger(kind, key)]]
     if any(t is None for t in whole) or any(length >= 0 and length > len(head) for _, length in tags):
         return False
+    if holds_userinfo(head):  # a module source with a password: never at rest (storable())
+        return False
     taggers = [t for t in whole if t is not None]
     tmp: Path | None = None
     try:
@@ -739,7 +742,16 @@ def write(key: str, data: bytes) -> None:
     _write_file(_path(key), data)
 
 
+def storable(data: bytes) -> bool:
+    """Whether an entry may be written: it holds no URL userinfo (a module source's password or
+    token; lang/redact.py), since a cache is shared across branches and jobs (docs/reliability.md).
+    Such an entry is simply not cached: the file or module is read again by the next build."""
+    return not holds_userinfo(data)
+
+
 def _write_file(path: Path, data: bytes) -> None:
+    if not storable(data):
+        return
     tmp: Path | None = None
     try:
         parent = path.parent

@@ -110,6 +110,10 @@ class ParseCache:
 
     def write(self, key: str, data: bytes) -> None:
         """Write an encoded entry: a temporary file renamed into place (failures are ignored)."""
+        from flatten.shell.build_cache import storable
+
+        if not storable(data):
+            return
         tmp: Path | None = None
         try:
             path = self._path(key)

@@ -253,7 +253,9 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
         for name in names:
             path = os.path.join(current, name)
             with open(path, "rb") as f:
-                files[os.path.relpath(path, out)] = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
+                # In chunks: a copied file may be larger than memory should hold.
+                digest = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16))
+                files[os.path.relpath(path, out)] = digest.hexdigest()
     return files
 
 

@@ -50,6 +50,7 @@ from flatten.cli import (
 )
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.oserror import describe_os_error
+from flatten.lang.printable import printable
 from flatten.reports import ReportFormat
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ def _build_one(
         problem = _out_modules_problem(out, out_abs, root_abs, result.graph)
         if problem is not None:
             return RootOutcome(2, diags, error=problem)
-        files = result.files
+        files = result.tree.paths()  # copies are not read into memory
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         # An output that already holds exactly these bytes is left as it is: comparing reads a
         # few files, where swapping a tree in creates, renames and deletes directories (a rebuild
@@ -253,7 +254,7 @@ class _Progress:
 
     def done(self, index: int) -> None:
         self.count += 1
-        sys.stderr.write(f"\r\033[K[{self.count}/{len(self.labels)}] {self.labels[index]}")
+        sys.stderr.write(f"\r\033[K[{self.count}/{len(self.labels)}] {printable(self.labels[index])}")
         sys.stderr.flush()
 
     def clear(self) -> None:
@@ -295,12 +296,13 @@ def _report(
 
                 sys.stderr.write(render_github(outcome.diags, find_base(root)))
         if outcome.error is not None:
-            sys.stderr.write(f"Error: {label}: {outcome.error}\n")
+            sys.stderr.write(printable(f"Error: {label}: {outcome.error}", lines=True) + "\n")
         if outcome.wrote is not None and fmt is ReportFormat.TEXT:
-            sys.stderr.write(f"flatten: {label}: {outcome.wrote}\n")
+            sys.stderr.write(printable(f"flatten: {label}: {outcome.wrote}") + "\n")
     if failed:
         what = "not up to date" if check else "failed"
-        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots {what}: {', '.join(failed)}\n")
+        shown = printable(", ".join(failed))  # root paths (lang/printable.py)
+        sys.stderr.write(f"flatten: {len(failed)} of {len(labels)} roots {what}: {shown}\n")
     elif fmt is ReportFormat.TEXT:
         done = "up to date" if check else "built"
         sys.stderr.write(f"flatten: all {len(labels)} roots {done}\n")

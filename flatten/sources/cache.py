@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Protocol
 
 from flatten.lang.oserror import describe_os_error
+from flatten.lang.redact import Scrubber
 from flatten.sources.package import FetchError
 
 __all__ = ["CachedPackage", "PackageCache", "tree_digest"]
@@ -102,9 +103,10 @@ class PackageCache:
     ``auth`` tags and verifies entries; None is a machine without a key: every entry is a miss.
     """
 
-    def __init__(self, root: Path, auth: CacheAuth | None) -> None:
+    def __init__(self, root: Path, auth: CacheAuth | None, scrub: Scrubber | None = None) -> None:
         self.root = root / "v1"
         self._auth = auth
+        self._scrub = scrub or Scrubber()  # the build's secrets: never written into meta.json
 
     @staticmethod
     def key(identity: str) -> str:
@@ -181,6 +183,13 @@ class PackageCache:
                     commit, subdir = fill(work / "files")
                     digest = tree_digest(work / "files")
                     meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
+                    if self._scrub.holds_credential(json.dumps(meta, ensure_ascii=False)):
+                        # A server echoed a credential into the address (its //subdir, a query):
+                        # not stored, and not used (the directory it names holds the secret too).
+                        raise FetchError(
+                            "the package's address holds a credential (a URL password or the "
+                            "registry's token), which flatten never stores; fix the server's answer"
+                        )
                     meta["mac"] = _meta_mac(self._auth, self.key(identity), meta)
                     (work / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
                     entry = self._entry(identity)

@@ -90,8 +90,9 @@ class SourceEnv:
     timeout: float = 10.0
     retries: int = 1
     retry_wait: float = 1.0
-    # One package download (every request, redirect and indirection, or the git commands), start to
-    # end: FLATTEN_DOWNLOAD_TIMEOUT, default 600 s. A socket silent for `idle_timeout` fails sooner.
+    # Every download of one build together (every request, redirect and indirection, the git
+    # commands), from the first on: FLATTEN_DOWNLOAD_TIMEOUT, default 600 s (RemoteFetcher makes
+    # the one Deadline). A socket silent for `idle_timeout` fails sooner.
     download_timeout: float = 600.0
     idle_timeout: float = 60.0
     jobs: int = 8

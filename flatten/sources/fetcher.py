@@ -46,13 +46,14 @@ from flatten.sources.address import (
 from flatten.sources.cache import CacheAuth, PackageCache, tree_digest
 from flatten.sources.env import SourceEnv
 from flatten.sources.git import resolve_ref
-from flatten.sources.installed import InstalledModule, read_installed
-from flatten.sources.package import FetchedModule, FetchError, ModulePackage
+from flatten.sources.installed import Installed, InstalledModule, read_installed
+from flatten.sources.package import FetchedModule, FetchError, ModulePackage, SizeBudget
 from flatten.sources.progress import Progress
 
 if TYPE_CHECKING:
     from flatten.sources.getter import Getter, GetterAddress
     from flatten.sources.registry import RegistryClient
+    from flatten.sources.transport import Deadline
     from flatten.stages.graph import ModuleCall, ModuleNode
 
 __all__ = ["LockedModule", "RemoteFetcher", "installed_only", "read_lock"]
@@ -150,14 +151,19 @@ class RemoteFetcher:
         self._lock = dict(lock or {})
         self._progress = progress or Progress(sys.stderr if env.progress else None)
         self._made: tuple[RegistryClient, Getter] | None = None
-        self._cache = PackageCache(env.cache_dir, cache_auth)
-        self._installed = read_installed(self._root, env.data_dir) if env.use_installed else {}
+        self._budget: Deadline | None = None  # set with the clients: the build's download deadline
+        self._installed = (
+            read_installed(self._root, env.data_dir)
+            if env.use_installed
+            else Installed(self._root, self._root, {})
+        )
         self._results: dict[str, _Result] = {}
         self._mutex = threading.Lock()
         self._swept = False
         # Every message hides URL userinfo and the registry tokens (a server may echo one back),
         # and shows control characters a server sent as escapes.
         self._scrub = Scrubber(t.reveal() for t in env.tokens.values())
+        self._cache = PackageCache(env.cache_dir, cache_auth, self._scrub)
 
     def _clients(self) -> tuple[RegistryClient, Getter]:
         # The HTTP stack (urllib, http.client, ssl, archives) is imported only by a build that
@@ -166,9 +172,13 @@ class RemoteFetcher:
             if self._made is None:
                 from flatten.sources.getter import Getter
                 from flatten.sources.registry import RegistryClient
-                from flatten.sources.transport import HttpClient
+                from flatten.sources.transport import Deadline, HttpClient
 
                 env = self._env
+                # One deadline for every download of this build, whatever the transport: http,
+                # https, the registry's API, git (FLATTEN_DOWNLOAD_TIMEOUT, 600 s by default).
+                budget = Deadline.after(env.download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
+                self._budget = budget
                 http = HttpClient(
                     tokens=env.tokens,
                     insecure_hosts=env.insecure_hosts,
@@ -176,10 +186,19 @@ class RemoteFetcher:
                     retries=env.retries,
                     retry_wait=env.retry_wait,
                     idle_timeout=env.idle_timeout,
+                    budget=budget,
                 )
                 self._made = (
                     RegistryClient(http, insecure_hosts=env.insecure_hosts),
-                    Getter(http, git=env.git, limits=env.limits, download_timeout=env.download_timeout),
+                    Getter(
+                        http,
+                        git=env.git,
+                        limits=env.limits,
+                        download_timeout=env.download_timeout,
+                        deadline=budget,
+                        # One size budget for the build's packages, archives and git alike.
+                        budget=SizeBudget(env.limits.max_bytes),
+                    ),
                 )
             return self._made
 
@@ -287,7 +306,7 @@ class RemoteFetcher:
         ):
             return
         data = self._env.data_dir
-        how = "lies outside" if rec.escapes == "outside" else "leads through a symlink out of"
+        how = "is not a directory inside" if rec.escapes == "outside" else "leads through a symlink out of"
         raise _Problem(
             "Invalid module installation",
             f'The record for module "{call.name}" in {data}/modules/modules.json says it is installed in '
@@ -401,9 +420,12 @@ class RemoteFetcher:
                 raise FetchError(f"the directory {path} does not exist")
             return ModulePackage(src.package, path, digest=tree_digest(path), name=_readable_name(src, None))
         if addr.kind == "git":
-            commit = resolve_ref(
-                self._env.git, addr.url, addr.ref, timeout=min(120.0, self._env.download_timeout)
-            )
+            self._clients()  # the build's download deadline starts with its first download
+            budget = self._budget
+            assert budget is not None
+            if budget.remaining() <= 0:
+                raise budget.error(redact_url(addr.url))
+            commit = resolve_ref(self._env.git, addr.url, addr.ref, timeout=min(120.0, budget.remaining()))
             # Cache keys never hold a URL's userinfo (a password or token): the commit pins the content.
             identity = f"git {strip_userinfo(addr.url)} {commit or addr.ref}"
         elif addr.kind == "file":

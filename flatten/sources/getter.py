@@ -24,7 +24,7 @@ from flatten.sources.address import InvalidSourceAddress, parse_remote_source
 from flatten.sources.archive import archive_format, extract_archive
 from flatten.sources.env import ExtractLimits
 from flatten.sources.git import clone, redact_url
-from flatten.sources.package import FetchError
+from flatten.sources.package import FetchError, SizeBudget
 from flatten.sources.registry import resolve_relative
 from flatten.sources.transport import Deadline, HttpClient
 
@@ -160,11 +160,16 @@ class Getter:
         git: str = "git",
         limits: ExtractLimits | None = None,
         download_timeout: float = 600.0,
+        deadline: Deadline | None = None,
+        budget: SizeBudget | None = None,
     ) -> None:
         self._http = http
+        # The build's bytes on disk, all packages together (RemoteFetcher makes one).
+        self._budget = budget or SizeBudget((limits or ExtractLimits()).max_bytes)
         self._git = git
         self._limits = limits or ExtractLimits()
         self._download_timeout = download_timeout
+        self._deadline = deadline  # the whole build's downloads (RemoteFetcher makes one)
 
     def get(
         self, addr: GetterAddress, dest: Path, *, hops: int = 0, deadline: Deadline | None = None
@@ -172,14 +177,21 @@ class Getter:
         """Install the package at ``addr`` into the new directory ``dest``. Raises :class:`FetchError`.
 
         The whole of it (every request, redirect, indirection, or the git commands) must end by
-        ``deadline``, by default ``download_timeout`` seconds from now (FLATTEN_DOWNLOAD_TIMEOUT).
+        ``deadline``, by default the build's (or ``download_timeout`` seconds from now without one:
+        FLATTEN_DOWNLOAD_TIMEOUT).
         """
         if deadline is None:
-            deadline = Deadline.after(self._download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
+            deadline = self._deadline or Deadline.after(self._download_timeout, "FLATTEN_DOWNLOAD_TIMEOUT")
         if addr.kind == "git":
             return Fetched(
                 commit=clone(
-                    self._git, addr.url, dest, ref=addr.ref, depth=addr.depth, timeout=deadline.remaining()
+                    self._git,
+                    addr.url,
+                    dest,
+                    ref=addr.ref,
+                    depth=addr.depth,
+                    timeout=deadline.remaining(),
+                    budget=self._budget,
                 )
             )
         if addr.kind == "file":
@@ -187,14 +199,15 @@ class Getter:
             if addr.archive is None:
                 raise FetchError(f"{path} is not an archive; a local directory is used where it is")
             self._verify(path, addr)
-            extract_archive(path, addr.archive, dest, limits=self._limits)
+            extract_archive(path, addr.archive, dest, limits=self._limits, budget=self._budget)
             return Fetched()
         with tempfile.TemporaryDirectory(prefix="download-", dir=dest.parent) as tmp:
             file = Path(tmp) / "package"
             if addr.archive is not None:
-                self._http.download(addr.url, file, limit=self._limits.max_bytes, deadline=deadline)
+                limit = max(0, min(self._limits.max_bytes, self._budget.remaining()))
+                self._http.download(addr.url, file, limit=limit, deadline=deadline)
                 self._verify(file, addr)
-                extract_archive(file, addr.archive, dest, limits=self._limits)
+                extract_archive(file, addr.archive, dest, limits=self._limits, budget=self._budget)
                 return Fetched()
             return self._indirect(addr, dest, hops, deadline)
 

@@ -8,15 +8,18 @@ makes a shallow clone (a commit SHA is then fetched directly).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from flatten.lang.redact import redact_url, strip_controls
-from flatten.sources.package import FetchError
+from flatten.sources.package import FetchError, SizeBudget
 
 __all__ = ["clone", "redact_url", "resolve_ref"]
 
@@ -31,30 +34,81 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _tree_size(root: Path) -> int:
+    """The bytes of the files under ``root`` (0 when it is not there yet), without following links.
+
+    Iterative: a hostile repository may be thousands of directories deep (os.walk recurses).
+    """
+    total = 0
+    stack = [os.fspath(root)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    with contextlib.suppress(OSError):  # removed meanwhile (git's temporary files)
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+    return total
+
+
 def _run(
-    git: str, args: list[str], *, cwd: Path | None = None, timeout: float = 600, remote: str = ""
+    git: str,
+    args: list[str],
+    *,
+    cwd: Path | None = None,
+    timeout: float = 600,
+    remote: str = "",
+    watch: Callable[[], None] | None = None,
 ) -> str:
+    """Run git; ``watch`` is called every half second while it runs, and may stop it by raising."""
     try:
-        proc = subprocess.run(
+        # A session of its own: at the deadline the whole group goes (git-remote-https, ssh, the
+        # pack readers), not only git, whose children would hold the pipes open and the build with them.
+        child = subprocess.Popen(
             [git, *args],
             cwd=cwd,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             errors="replace",  # git relays what the server says, in any encoding
             env=_env(),
-            timeout=timeout,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise FetchError(
             f"the git command ({git}) was not found; install git to use git module sources"
         ) from None
+    end = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                stdout, stderr = child.communicate(timeout=max(0.001, min(0.5, end - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= end:
+                    raise
+                if watch is not None:
+                    watch()
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
         where = f" of {redact_url(remote)}" if remote else ""
         raise FetchError(
             f"git {args[0]}{where} did not finish in time (the limit FLATTEN_DOWNLOAD_TIMEOUT sets); "
             "the server is too slow or not responding"
         ) from None
+    except BaseException:  # an interrupt: no git left running
+        with contextlib.suppress(OSError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     if proc.returncode != 0:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         message = strip_controls(redact_url(" ".join(line.strip() for line in lines[-3:])))
@@ -84,19 +138,40 @@ def resolve_ref(git: str, url: str, ref: str, *, timeout: float = 120) -> str | 
     return None
 
 
-def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0, timeout: float = 600) -> str:
+def clone(
+    git: str,
+    url: str,
+    dest: Path,
+    *,
+    ref: str = "",
+    depth: int = 0,
+    timeout: float = 600,
+    budget: SizeBudget | None = None,
+) -> str:
     """Clone ``url`` into the new directory ``dest``, check out ``ref``, and return the commit SHA.
 
     Submodules are initialised as go-getter does; the ``.git`` directory is removed afterwards, so
-    ``dest`` holds only the checked-out files. Raises :class:`FetchError`.
+    ``dest`` holds only the checked-out files. What git writes (history and checkout) is measured
+    while it runs and taken from ``budget``, the build's bytes on disk: a repository holding a
+    1.5 GiB file of zeros (7 MB served) is stopped when it passes the budget, not after.
+    Raises :class:`FetchError`.
     """
+    budget = budget or SizeBudget(1 << 30)
+
+    def watch() -> None:
+        if _tree_size(dest) > budget.remaining():
+            raise FetchError(
+                f"the git repository {redact_url(url)} holds more than the {budget.limit} bytes "
+                "the packages of one build may use; refusing it"
+            )
+
     if ref.startswith("-"):
         raise FetchError(f"invalid git ref {ref!r}")
     end = time.monotonic() + timeout
 
     def run(args: list[str], cwd: Path | None = None) -> str:
         # Every command of the clone shares the one deadline of the package download.
-        return _run(git, args, cwd=cwd, timeout=max(0.001, end - time.monotonic()), remote=url)
+        return _run(git, args, cwd=cwd, timeout=max(0.001, end - time.monotonic()), remote=url, watch=watch)
 
     if depth > 0 and _SHA_RE.fullmatch(ref):
         dest.mkdir(parents=True)
@@ -122,4 +197,5 @@ def clone(git: str, url: str, dest: Path, *, ref: str = "", depth: int = 0, time
             shutil.rmtree(gitdir, ignore_errors=True)
         elif gitdir.exists() or gitdir.is_symlink():
             gitdir.unlink()
+    budget.take(_tree_size(dest), f"the git repository {redact_url(url)}")  # what stays in the cache
     return commit

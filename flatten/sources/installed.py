@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["InstalledModule", "read_installed"]
+__all__ = ["Installed", "InstalledModule", "read_installed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,41 +41,68 @@ class InstalledModule:
         return "" if rel == "." else Path(rel).as_posix()
 
 
-def read_installed(root: Path, data_dir: str) -> dict[str, InstalledModule]:
-    """Return the records of ``<root>/<data_dir>/modules/modules.json`` by key; {} when there is none."""
+@dataclass(frozen=True, slots=True)
+class Installed:
+    """The records of one ``modules.json``, checked only when a call asks for one.
+
+    A crafted file may hold hundreds of thousands of records; resolving each path up front cost
+    about 0.5 ms a record (``realpath`` and ``relative_to``), so only the records a build looks
+    up are turned into an :class:`InstalledModule`.
+    """
+
+    root: Path
+    modules_dir: Path
+    records: Mapping[str, tuple[str, str | None, str]]  # key -> (source, version, Dir)
+
+    def get(self, key: str) -> InstalledModule | None:
+        rec = self.records.get(key)
+        if rec is None:
+            return None
+        source, version, directory = rec
+        full = Path(os.path.normpath(self.root / directory))
+        modules_dir = Path(os.path.normpath(self.modules_dir))
+        package_root = self.modules_dir / key
+        if not _within(full, package_root):
+            package_root = full
+        escapes = None
+        # Strictly inside: a Dir naming the modules directory itself would vendor every
+        # installed package and modules.json.
+        if full == modules_dir or not _within(full, modules_dir):
+            escapes = "outside"
+        elif not _within(Path(os.path.realpath(full)), Path(os.path.realpath(modules_dir))):
+            escapes = "symlink"
+        return InstalledModule(key, source, version, full, package_root, escapes)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def read_installed(root: Path, data_dir: str) -> Installed:
+    """Return the records of ``<root>/<data_dir>/modules/modules.json``; none when there is none.
+
+    A record with a NUL byte in a field names no file (``os.path.realpath`` would raise) and is
+    not reused, as any record flatten cannot read; other characters are shown escaped wherever a
+    message quotes them (``flatten/lang/printable.py``).
+    """
     base = root / data_dir if not os.path.isabs(data_dir) else Path(data_dir)
     modules_dir = base / "modules"
+    records: dict[str, tuple[str, str | None, str]] = {}
     try:
         doc = json.loads((modules_dir / "modules.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep for json
-        return {}
-    records = doc.get("Modules") if isinstance(doc, dict) else None
-    out: dict[str, InstalledModule] = {}
-    for rec in records if isinstance(records, list) else []:
+        doc = None
+    found = doc.get("Modules") if isinstance(doc, dict) else None
+    for rec in found if isinstance(found, list) else []:
         if not isinstance(rec, dict):
             continue
         key, source, directory = rec.get("Key"), rec.get("Source"), rec.get("Dir")
         version = rec.get("Version")
         if not (isinstance(key, str) and key and isinstance(source, str) and isinstance(directory, str)):
             continue
-        full = Path(os.path.normpath(root / directory))
-        package_root = modules_dir / key
-        if not _within(full, package_root):
-            package_root = full
-        escapes = None
-        if not _within(full, Path(os.path.normpath(modules_dir))):
-            escapes = "outside"
-        elif not _within(Path(os.path.realpath(full)), Path(os.path.realpath(modules_dir))):
-            escapes = "symlink"
-        out[key] = InstalledModule(
-            key,
-            source,
-            version if isinstance(version, str) and version else None,
-            full,
-            package_root,
-            escapes,
-        )
-    return out
+        if "\x00" in key or "\x00" in directory:
+            continue
+        records[key] = (source, version if isinstance(version, str) and version else None, directory)
+    return Installed(root, modules_dir, records)
 
 
 def _within(path: Path, parent: Path) -> bool:

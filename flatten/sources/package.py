@@ -8,6 +8,7 @@ filesystem or the network.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -69,3 +70,33 @@ class FetchError(Exception):
     def __init__(self, message: str, *, summary: str = "Failed to download module") -> None:
         super().__init__(message)
         self.summary = summary
+
+
+class SizeBudget:
+    """How many bytes the packages of one build may still write to disk, across all of them.
+
+    Every archive member and every git checkout takes from the one budget of the build (made by
+    :class:`~flatten.sources.fetcher.RemoteFetcher`, ``ExtractLimits.max_bytes``, 1 GiB by default),
+    so four 1 GiB archives cannot fill 4 GiB before each is refused on its own. Shared by the
+    threads that prefetch packages, hence the lock.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def remaining(self) -> int:
+        with self._lock:
+            return self.limit - self._used
+
+    def take(self, size: int, what: str) -> None:
+        """Count ``size`` more bytes written for ``what``; raise :class:`FetchError` past the limit."""
+        with self._lock:
+            self._used += size
+            over = self._used > self.limit
+        if over:
+            raise FetchError(
+                f"the packages of this build expand to more than {self.limit} bytes (at {what}); "
+                "refusing to write more"
+            )

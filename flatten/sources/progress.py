@@ -10,6 +10,8 @@ import logging
 import threading
 from typing import TextIO
 
+from flatten.lang.printable import printable
+
 __all__ = ["Progress"]
 
 log = logging.getLogger("flatten.sources")
@@ -42,5 +44,6 @@ class Progress:
     def _draw(self, text: str) -> None:
         if self._stream is None:
             return
-        self._stream.write(f"\r\x1b[K[{self._done}/{self._started}] {text}"[:200])
+        # The label is a source address: escaped (lang/printable.py) before flatten's own codes.
+        self._stream.write(f"\r\x1b[K[{self._done}/{self._started}] {printable(text)}"[:200])
         self._stream.flush()

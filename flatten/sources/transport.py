@@ -12,8 +12,8 @@ Rules for the file:
 - **Deadlines.** Every request has a :class:`Deadline` for the whole exchange, headers and body
   (a watchdog shuts the socket down when it passes, so a server sending one byte every few
   seconds cannot hold a build), and a socket silent for ``idle_timeout`` fails sooner. Registry
-  API requests each get ``timeout`` seconds and are retried as Terraform's are; a package
-  download shares one deadline across all its requests.
+  API requests each get ``timeout`` seconds and are retried as Terraform's are; all the requests
+  of one build share its ``budget`` (FLATTEN_DOWNLOAD_TIMEOUT), the git commands too (getter.py).
 - **Complete bodies.** A body shorter than its ``Content-Length`` is an error, never a result.
 
 Every network failure becomes a :class:`FetchError`; an HTTP error status is returned to the
@@ -90,6 +90,10 @@ class Deadline:
     def remaining(self) -> float:
         return self.at - time.monotonic()
 
+    def earlier(self, other: Deadline | None) -> Deadline:
+        """The one of ``self`` and ``other`` that passes first (``self`` when ``other`` is None)."""
+        return other if other is not None and other.at < self.at else self
+
     def error(self, host: str) -> FetchError:
         return _Failure(
             f"no complete answer from {host} within {_seconds(self.seconds)} (the limit {self.setting} "
@@ -125,7 +129,13 @@ class _NoRaise(urllib.request.HTTPErrorProcessor):
 
 
 class _Watch:
-    """Shuts down the sockets of one exchange when its deadline fires (waking any blocked read)."""
+    """Shuts down the sockets of one exchange when its deadline fires (waking any blocked read).
+
+    It keeps a duplicate of each socket's descriptor: https wraps the socket in an ``SSLSocket``,
+    which takes over the descriptor and leaves the original object closed, so shutting that one
+    down did nothing and a TLS read (or handshake) stayed blocked. ``shutdown(2)`` acts on the
+    connection, not the descriptor, so shutting the duplicate down wakes the TLS read too.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -135,9 +145,10 @@ class _Watch:
     def connect(self, *args: Any, **kwargs: Any) -> socket.socket:
         sock = socket.create_connection(*args, **kwargs)
         with self._lock:
-            self._socks.append(sock)
             if self.expired:
                 _shut(sock)
+            else:
+                self._socks.append(sock.dup())
         return sock
 
     def fire(self) -> None:
@@ -145,6 +156,12 @@ class _Watch:
             self.expired = True
             for sock in self._socks:
                 _shut(sock)
+
+    def close(self) -> None:
+        with self._lock:
+            for sock in self._socks:
+                sock.close()
+            self._socks.clear()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -212,7 +229,8 @@ class HttpClient:
     """A small HTTP client: ``GET`` into memory or into a file, with per-host bearer tokens.
 
     ``timeout`` bounds each registry API request and ``retries``/``retry_wait`` repeat it
-    (:class:`~flatten.sources.env.SourceEnv`); ``idle_timeout`` bounds each wait on a socket.
+    (:class:`~flatten.sources.env.SourceEnv`); ``idle_timeout`` bounds each wait on a socket;
+    ``budget`` is the deadline of the whole build's downloads, which no request outlives.
     """
 
     def __init__(
@@ -224,8 +242,10 @@ class HttpClient:
         retries: int = 1,
         retry_wait: float = 1.0,
         idle_timeout: float = 60.0,
+        budget: Deadline | None = None,
     ) -> None:
         self._tokens = tokens
+        self._budget = budget
         self._insecure = insecure_hosts
         self._timeout = timeout
         self._retries = retries
@@ -271,6 +291,7 @@ class HttpClient:
         read: Callable[[http.client.HTTPResponse, str], _T],
     ) -> tuple[Response, _T | None]:
         """GET ``url``, following redirects; ``read`` consumes the final 2xx body (None otherwise)."""
+        deadline = deadline.earlier(self._budget)  # the build's downloads share one deadline too
         origin = url_host(url)
         try:
             credential = self._credential(url)
@@ -332,6 +353,7 @@ class HttpClient:
                 raise _Failure(f"request to {redact_url(current)} failed: {reason}", retryable=True) from None
             finally:
                 timer.cancel()
+                watch.close()
         raise _Failure(f"{redact_url(url)} redirected more than {MAX_REDIRECTS} times", retryable=False)
 
     # -- the two entry points ---------------------------------------------------------------------

@@ -278,7 +278,7 @@ def _link(source: Path, digest: str, target: Path) -> None:
     # Checked through the new name: what is checked is what the new tree holds, even if the
     # previous output was replaced meanwhile.
     with open(target, "rb") as f:
-        if hashlib.blake2b(f.read(), digest_size=16).hexdigest() != digest:
+        if hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16)).hexdigest() != digest:
             raise OutputError(f"{source} changed while it was taken into the new output")
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from support.fuzz_names import check_names, check_names_cli, modules_json_case, names_case
 from support.fuzzing import (
     FUZZ_TOKEN,
     RegistryCase,
@@ -312,3 +313,38 @@ def test_the_archive_checker_can_fail(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(archive, "_CONTROL", re.compile(r"(?!)"))
     with pytest.raises(AssertionError, match="control character"):
         check_archive("zip", data, tmp_path)
+
+
+# -- hostile names and modules.json (issue 30): nothing raw reaches a terminal or a CI log ------------
+
+NAMES = int(os.environ.get("FLATTEN_FUZZ_NAMES", "60"))
+
+
+@pytest.mark.parametrize("kind", ["names", "modules-json"])
+def test_hostile_names_never_reach_a_terminal_raw(kind: str, tmp_path: Path) -> None:
+    make = names_case if kind == "names" else modules_json_case
+    rnd = random.Random(30)
+    for i in range(NAMES):
+        spec = make(rnd)
+        root = write_spec(tmp_path / f"{kind}-{i}", spec)
+        check_names(root, Dialect.TERRAFORM if i % 2 else Dialect.OPENTOFU)
+
+
+def test_hostile_names_through_the_command_line(tmp_path: Path) -> None:
+    rnd = random.Random(31)
+    for i in range(2):
+        for make in (names_case, modules_json_case):
+            root = write_spec(tmp_path / f"{make.__name__}-{i}", make(rnd))
+            check_names_cli(root, tmp_path / f"out-{make.__name__}-{i}", Dialect.TERRAFORM)
+
+
+def test_the_names_checker_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the escaping switched off (lang/printable.py), the checker reports the raw name."""
+    from flatten.lang import diagnostics
+
+    monkeypatch.setattr(diagnostics, "printable", lambda text, lines=False: text)
+    root = write_spec(
+        tmp_path / "src", {"main.tf": b'module "m" {\n  source = "./d\\n::stop-commands::x"\n}\n'}
+    )
+    with pytest.raises(AssertionError, match=r"reads as a command|raw"):
+        check_names(root, Dialect.TERRAFORM)

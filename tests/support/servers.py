@@ -11,6 +11,7 @@ import io
 import json
 import shutil
 import socket
+import ssl
 import subprocess
 import tarfile
 import threading
@@ -53,7 +54,8 @@ class Request:
 class HTTPServer:
     """A threaded HTTP server on 127.0.0.1 serving ``routes`` (path → reply) and logging requests."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: tuple[Path, Path] | None = None) -> None:
+        """``tls``: (certificate, key) files; the server then speaks https (see :func:`self_signed`)."""
         self.routes: dict[str, Route] = {}
         self.log: list[Request] = []
         owner = self
@@ -94,9 +96,13 @@ class HTTPServer:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(tls[0]), str(tls[1]))
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.host = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.host}"
+        self.url = f"{'https' if tls else 'http'}://{self.host}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -108,6 +114,30 @@ class HTTPServer:
         return [r.path.partition("?")[0] for r in self.log]
 
 
+OPENSSL = shutil.which("openssl")
+needs_openssl = pytest.mark.skipif(OPENSSL is None, reason="the openssl command is not installed")
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """Make a self-signed certificate for 127.0.0.1 with the openssl command: (certificate, key).
+
+    A client trusts it with ``SSL_CERT_FILE=<certificate>`` (OpenSSL's default verify paths).
+    """
+    assert OPENSSL is not None
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            OPENSSL, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
 class Registry(HTTPServer):
     """A module registry speaking the real protocol; packages are served as tar.gz archives.
 
@@ -115,8 +145,10 @@ class Registry(HTTPServer):
     ``style``: "header" (204 + X-Terraform-Get) or "json" (200 + {"location": ...}).
     """
 
-    def __init__(self, *, token: str | None = None, style: str = "header") -> None:
-        super().__init__()
+    def __init__(
+        self, *, token: str | None = None, style: str = "header", tls: tuple[Path, Path] | None = None
+    ) -> None:
+        super().__init__(tls=tls)
         self.token = token
         self.style = style
         self.routes["/.well-known/terraform.json"] = Reply(
