@@ -69,6 +69,7 @@ class ProviderNames:
     def __init__(self, wiring: ProviderWiring, naming: Naming) -> None:
         self.wiring = wiring
         self.naming = naming
+        self._used_ids: frozenset[int] | None = None  # computed once, on first use
 
     def source(self, provider: Provider) -> str:
         if provider.hostname == self.naming.default_host:
@@ -91,15 +92,31 @@ class ProviderNames:
     def implied(self, path: tuple[str, ...], resource_type: str, module: Module) -> ConfigAddr | None:
         return self.resolve(path, ConfigRef(implied_local_name(resource_type)), module)
 
-    def slot_for(self, path: tuple[str, ...], target: ConfigAddr) -> Slot | None:
-        """Return the slot of the module at ``path`` that resolves to ``target``, or None."""
+    def slot_for(self, path: tuple[str, ...], target: ConfigAddr, *, proxy: bool = False) -> Slot | None:
+        """Return the slot of the module at ``path`` that resolves to ``target``, or None.
+
+        A binding the module holds itself (its own block, or one its caller passed by name) is
+        preferred to an inherited default with the same target: that is the name the module works
+        with. ``proxy`` asks for a name a ``providers`` map item may give: in a module other than
+        the root, Terraform builds a proxy only to a configuration the module configures or was
+        passed, never to an inherited default (``ProviderConfigTransformer.addProxyProviders`` in
+        internal/terraform/transform_provider.go fails with "missing provider
+        module.c.provider[...]"; Terraform 1.11 validates such a tree and then rejects it).
+        """
         slots = self._slots(path)
+        inherited = {How.INHERITED, How.IMPLICIT}
         found = sorted(
-            (slot for slot, b in slots.items() if b.target == target),
-            key=lambda s: (s[1] != target.alias, s[1]),
+            (
+                slot
+                for slot, b in slots.items()
+                if b.target == target and not (proxy and path and b.how in inherited)
+            ),
+            key=lambda s: (slots[s].how in inherited, s[1] != target.alias, s[1]),
         )
         if found:
             return found[0]
+        if proxy and path:
+            return None
         if not target.alias and not target.module and (target.provider, "") not in slots:
             return (target.provider, "")  # the root's implicit default, inherited
         return None
@@ -121,11 +138,17 @@ class ProviderNames:
         raise AssertionError("unreachable: candidates are unbounded")  # pragma: no cover
 
     def reference(
-        self, path: tuple[str, ...], module: Module, target: ConfigAddr, preferred: str
+        self,
+        path: tuple[str, ...],
+        module: Module,
+        target: ConfigAddr,
+        preferred: str,
+        *,
+        proxy: bool = False,
     ) -> tuple[str, Requirement | None] | None:
         """Return the ``provider`` reference for ``target`` in the module at ``path`` (None: unreachable)
-        and the requirement to declare there for it, if any."""
-        slot = self.slot_for(path, target)
+        and the requirement to declare there for it, if any (``proxy``: see ``slot_for``)."""
+        slot = self.slot_for(path, target, proxy=proxy)
         if slot is None:
             return None
         name, new = self.local_name(module, slot[0], preferred)
@@ -137,18 +160,31 @@ class ProviderNames:
         return binding.target if binding is not None else ConfigAddr((), provider)
 
     def passes(self, path: tuple[str, ...]) -> Iterator[tuple[Binding, ConfigAddr]]:
-        """Yield the bindings the module at ``path`` receives that some resource at or below it uses."""
+        """Yield the bindings the module at ``path`` receives that must be given to it again.
+
+        Every binding its caller passed by name: a ``configuration_aliases`` entry must be
+        passed even when nothing uses it (Terraform: "Missing required provider configuration").
+        And every inherited default that some resource at or below it uses.
+        """
         mw = self.wiring.module_at(path)
         if mw is None:
             return
-        used: list[Binding] = []
-        for res in self.wiring.resources():
-            if res.module[: len(path)] == path and res.binding is not None:
-                used.extend(res.binding.chain())
+        used = self._used()
         for b in mw.received:
             target = b.target
-            if b in used and target is not None:
+            if target is not None and (b.how is How.PASSED or id(b) in used):
                 yield b, target
+
+    def _used(self) -> frozenset[int]:
+        """The bindings (by identity: the wiring shares them) some resource's chain goes through."""
+        if self._used_ids is None:
+            self._used_ids = frozenset(
+                id(b)
+                for res in self.wiring.resources()
+                if res.binding is not None
+                for b in res.binding.chain()
+            )
+        return self._used_ids
 
 
 def _candidates(preferred: str, provider: Provider) -> Iterator[str]:

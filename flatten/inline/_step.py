@@ -295,10 +295,31 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     path_module = ctx.module_dir(child.node)
     used_path = False
 
+    # Provider requirements: the child's entries under the caller's names (versions merged).
+    host_mod = host.module
+    naming = ctx.names.naming
+    child_reqs = module_requirements(mod, naming)
+    func_names: dict[str, str] = {}  # the child's local name -> the caller's, for provider::<name>::
+    for req in child_reqs.values():
+        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
+        func_names[req.name] = name
+        if new or req.version:
+            entry = (Requirement(name, req.provider, req.version), ctx.names.source(req.provider))
+            host_mod = add_requirements(host_mod, [entry], at)
+    functions_used: set[str] = set()
+
     def child_replace(ref: Reference, text: str) -> str | None:
         nonlocal used_path
         root, first = ref.root, ref.name(1)
         attr1 = ref.steps[0][0] == "attr" if ref.steps else False
+        if root == "provider" and len(ref.steps) == 2:
+            # A provider-defined function names its provider by the module's local name: the
+            # caller's name for the same provider (Terraform resolves provider::<name>:: through
+            # required_providers, internal/lang/functions.go).
+            if first is None or first not in func_names:
+                return None
+            functions_used.add(first)
+            return f"provider::{func_names[first]}{ref.tail(text, 1)}"
         if root in ("var", "local") and first is not None:
             table = var_names if root == "var" else local_names
             return f"local.{table[first]}{ref.tail(text, 1)}" if first in table else None
@@ -317,7 +338,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         key = ("managed", root, str(first))
         return f"{root}.{res_names[key]}{ref.tail(text, 1)}" if key in res_names else None
 
-    scope = Scope(child_replace)
+    scope = Scope(child_replace, functions=True)
     call_depends = call.body.attribute("depends_on")
     depends = [d for d in _list(call_depends.value) if isinstance(d, str)] if call_depends else []
     inputs: dict[str, JsonValue] = {a.name: a.value for a in call.body.attributes if a.name not in _META}
@@ -366,16 +387,11 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         )
     if locals_items:
         new_blocks.append(Block("locals", (), Body(tuple(locals_items)), at))
-
-    # Provider requirements: the child's entries under the caller's names (versions merged).
-    host_mod = host.module
-    naming = ctx.names.naming
-    reqs: list[tuple[Requirement, str]] = []
-    for req in module_requirements(mod, naming).values():
-        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
-        if new or req.version:
-            reqs.append((Requirement(name, req.provider, req.version), ctx.names.source(req.provider)))
-            host_mod = add_requirements(host_mod, reqs[-1:], at)
+    # A provider function needs its provider declared by name in the caller's required_providers.
+    for name in sorted(functions_used):
+        req = child_reqs[name]
+        entry = (Requirement(func_names[name], req.provider, None), ctx.names.source(req.provider))
+        host_mod = add_requirements(host_mod, [entry], at)
 
     targets: dict[ResourceKey, ConfigAddr | None] = {}
     origins: dict[str, str] = {}
@@ -458,9 +474,26 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                 key, new = ctx.names.local_name(kw.module, binding.addr.provider, binding.key)
                 if new:
                     return f"module.{k} inside it cannot be given provider {binding.addr.provider} explicitly"
+                if (
+                    key not in module_requirements(kw.module, naming)
+                    and naming.default(key) != binding.addr.provider
+                ):
+                    # A providers map item names the child's provider by NewDefaultProvider, without
+                    # the builtin special case resources get (validateProviderConfigs in
+                    # internal/configs/provider_validation.go): a child without required_providers
+                    # would take "terraform" for hashicorp/terraform ("Provider type mismatch").
+                    # Declaring the provider it already uses changes nothing else in it.
+                    req = Requirement(key, binding.addr.provider, None)
+                    module = add_requirements(kw.module, [(req, ctx.names.source(req.provider))], at)
+                    kw = replace(kw, module=module)
             else:
                 continue
-            found = ctx.names.reference(host.node.path, host_mod, target, key.split(".")[0])
+            found = ctx.names.reference(host.node.path, host_mod, target, key.split(".")[0], proxy=True)
+            inherits = (
+                "." not in key and ctx.names.default_target(host.node.path, binding.addr.provider) == target
+            )
+            if found is None and inherits:
+                continue  # the default the call inherits from its new place is the same one
             if found is None:
                 return (
                     f"module.{k} inside it uses provider configuration {target}, which the caller "
