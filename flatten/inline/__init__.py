@@ -29,11 +29,11 @@ from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_add
 from flatten.stages.layout import copy_boundary, module_copies
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
-from ._addresses import move_address, split_address
+from ._addresses import Moves, move_address, split_address
 from ._count import MAX_INSTANCES, literal_count, split_call
 from ._providers import ProviderNames
 from ._rewrite import Scope, rewrite_block
-from ._step import Context, Work, inline_call
+from ._step import Context, Work, inline_call, settle
 
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
 
@@ -181,7 +181,7 @@ class _Walk:
             work.kept[call.name] = child
             if reason is not None:
                 self.kept.append(KeptCall(address, reason, call.block.range, node.address))
-        return work
+        return settle(self.ctx, work)
 
     def inline(self, work: Work, call: ModuleCall, child: Work) -> Work | str:
         count = call.block.body.attribute("count")
@@ -228,12 +228,12 @@ def _finish(work: Work, is_root: bool) -> Module:
         blocks.append(note)
     if is_root:
         # Import blocks (root only) name their target by its address: follow it to the new one.
-        rel = [(o, c) for c, o in pairs]
+        rel = Moves([(o, c) for c, o in pairs])
         out: list[Block] = []
         for b in blocks:
             to = b.body.attribute("to")
             if b.type == "import" and to is not None and isinstance(to.value, str):
-                new = move_address(to.value, rel)
+                new = rel.apply(to.value)
                 if new != to.value:
                     items = tuple(
                         replace(i, expr=Expr(new, to.expr.range)) if i is to else i for i in b.body.items
@@ -280,10 +280,10 @@ def _assemble(
     return ModuleGraph.from_nodes(nodes, kids), moves, copies, placed
 
 
-def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str | None:
+def _config_key(config: ConfigAddr | None, moves: Moves) -> str | None:
     if config is None:
         return None
-    module = move_address(config.module_address, moves) if config.module else ""
+    module = moves.apply(config.module_address) if config.module else ""
     text = str(ConfigAddr((), config.provider, config.alias))
     return f"{module}.{text}" if module else text
 
@@ -307,12 +307,13 @@ def _check(
             )
         )
     after = {r.address: r.config for r in again.resources() if r.decl.mode != "import"}
+    mover = Moves(moves)
     for res in wiring.resources():
         if res.decl.mode == "import":
             continue
-        new = move_address(res.address, moves)
+        new = mover.apply(res.address)
         before_key, after_key = (
-            _config_key(res.config, moves),
+            _config_key(res.config, mover),
             (str(after[new]) if after.get(new) is not None else None),
         )
         if new in after and before_key != after_key:

@@ -5,13 +5,14 @@ Rule for the whole file: every name the child brings gets the call name as a pre
 -> ``local.net__var__cidr``, output ``id`` -> ``local.net__out__id``, nested call ``b`` ->
 ``module.net__b``), with ``_2``, ``_3``… added when the caller already has that name. Every
 reference is rewritten by parsing (``flatten.syntax.references``): child references into the new
-names, caller references to ``module.net…`` into the output locals. Nothing is mutated: the
-step returns a new ``Work`` for the caller, or the reason the call has to stay a call.
+names, caller references to ``module.net…`` into the output locals (once for all the caller's
+calls, ``settle``). A step returns the caller's ``Work`` grown in place, or the reason the call
+has to stay a call, and then it has changed nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -44,7 +45,7 @@ from ._providers import (
 )
 from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
 
-__all__ = ["MODES", "Context", "Work", "inline_call"]
+__all__ = ["MODES", "Context", "HostRule", "Work", "inline_call", "settle"]
 
 MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "ephemeral"})
 _PREFIX = MappingProxyType({"managed": "", "data": "data.", "ephemeral": "ephemeral."})
@@ -95,28 +96,41 @@ class Work:
     kept: dict[str, Work] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     copies: dict[str, Path] = field(default_factory=dict)
+    pending: dict[str, HostRule] = field(default_factory=dict)  # rewrites ``settle`` still owes
+    taken: set[str] | None = None  # the names the module declares (``taken_names``), once known
+
+
+def taken_names(module: Module) -> set[str]:
+    """Return every name ``module`` declares, as ``local.x``, ``module.x``, ``aws_vpc.x``…"""
+    taken: set[str] = set()
+    for b in module.blocks:
+        if b.type == "locals":
+            taken |= {f"local.{a.name}" for a in b.body.attributes}
+        elif b.type in ("module", "check") and b.labels:
+            taken.add(f"{b.type}.{b.labels[0]}")
+            for d in b.body.blocks_of("data"):
+                taken.add(f"data.{'.'.join(d.labels)}")
+        elif b.type in MODES and len(b.labels) == 2:
+            taken.add(f"{b.type}.{b.labels[0]}.{b.labels[1]}")
+    return taken
 
 
 class _Names:
-    """Collision-free names in the caller, allocated in a fixed order (so the output is stable)."""
+    """Collision-free names in the caller, allocated in a fixed order (so the output is stable).
 
-    def __init__(self, module: Module) -> None:
-        self.taken: set[str] = set()
-        for b in module.blocks:
-            if b.type == "locals":
-                self.taken |= {f"local.{a.name}" for a in b.body.attributes}
-            elif b.type in ("module", "check") and b.labels:
-                self.taken.add(f"{b.type}.{b.labels[0]}")
-                for d in b.body.blocks_of("data"):
-                    self.taken.add(f"data.{'.'.join(d.labels)}")
-            elif b.type in MODES and len(b.labels) == 2:
-                self.taken.add(f"{b.type}.{b.labels[0]}.{b.labels[1]}")
+    ``taken`` is the caller's names (kept in its ``Work``, not recomputed for every call); the
+    names a step takes are added to it only when the step succeeds (``new``).
+    """
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+        self.new: set[str] = set()
 
     def take(self, namespace: str, base: str) -> str:
         name, n = base, 2
-        while f"{namespace}.{name}" in self.taken:
+        while f"{namespace}.{name}" in self.taken or f"{namespace}.{name}" in self.new:
             name, n = f"{base}_{n}", n + 1
-        self.taken.add(f"{namespace}.{name}")
+        self.new.add(f"{namespace}.{name}")
         return name
 
 
@@ -274,7 +288,9 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
             # A local cannot be ephemeral: the value would land in state and plan files.
             return f'its {b.type} "{b.labels[0]}" is ephemeral, and a local cannot keep a value ephemeral'
     at = call.range
-    names = _Names(host.module)
+    taken = host.taken if host.taken is not None else taken_names(host.module)
+    host.taken = taken
+    names = _Names(taken)
     variables = [b for b in mod.blocks_of("variable") if b.labels]
     outputs = [b for b in mod.blocks_of("output") if b.labels]
     local_attrs = [a for b in mod.blocks_of("locals") for a in b.body.attributes if a.name != "//"]
@@ -536,39 +552,70 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         for m, t, n in [(MODES[b.type], *b.labels)]
     ] + [f"module.{n}" for n in kept]
 
-    def host_replace(ref: Reference, text: str) -> str | None:
-        if ref.root != "module" or ref.name(1) != p:
-            return None
-        out = ref.name(2)
-        if out is not None and out in out_names:
-            return f"local.{out_names[out]}{ref.tail(text, 2)}"
-        return whole + ref.tail(text, 1) if len(ref.steps) == 1 else None
-
-    def host_expand(ref: Reference) -> list[str] | None:
-        if ref.root == "module" and ref.name(1) == p and len(ref.steps) == 1:
-            return addresses
-        return None
-
-    host_scope = Scope(host_replace, host_expand)
     blocks: list[Block] = []
     for b in host_mod.blocks:
         if b is call or (b.type == "module" and b.labels and b.labels[0] == p):
             blocks.extend(new_blocks)
             continue
-        schema = ctx.schema.blocks.get(b.type)
-        blocks.append(rewrite_block(b, schema, host_scope) if schema is not None else b)
+        blocks.append(b)
     module = add_required_version(replace(host_mod, blocks=tuple(blocks)), versions, at)
 
-    copies = {**host.copies, **child.copies}
+    # Nothing can fail from here on: the caller's tables grow in place (a step that refused left
+    # them untouched), which keeps inlining N calls linear instead of copying N tables N times.
+    host.copies.update(child.copies)
     if used_path and child.node.directory is not None:
-        copies.update(ctx.files(child.node, path_module))
-    remaining = {k: w for k, w in host.kept.items() if k != p}
-    return Work(
-        host.node,
-        module,
-        {**host.targets, **targets},
-        {**host.origins, **origins},
-        {**remaining, **kept},
-        {**host.notes, **notes},
-        copies,
-    )
+        host.copies.update(ctx.files(child.node, path_module))
+    host.kept.pop(p, None)
+    host.kept.update(kept)
+    host.targets.update(targets)
+    host.origins.update(origins)
+    host.notes.update(notes)
+    taken |= names.new
+    taken.discard(f"module.{p}")  # the call is gone
+    # The caller's references to module.p are rewritten once for all its calls (``settle``).
+    host.pending[p] = HostRule(MappingProxyType(out_names), whole, tuple(addresses))
+    host.module = module
+    return host
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """How the caller's references to one inlined call are rewritten (``settle``)."""
+
+    outputs: Mapping[str, str]  # output name -> its local
+    whole: str  # module.p as a whole: an object of the output locals
+    addresses: tuple[str, ...]  # depends_on = [module.p]: everything inlined from it
+
+
+def settle(ctx: Context, work: Work) -> Work:
+    """Return ``work`` with every reference to a call inlined into it rewritten, in one pass.
+
+    ``module.p.<output>`` becomes the output's local, ``module.p`` the object of them all, and
+    ``depends_on = [module.p]`` every address inlined from ``p``. One pass over the module for all
+    its calls, not one per call: inlining N calls stays linear in N.
+    """
+    if not work.pending:
+        return work
+    rules = dict(work.pending)
+
+    def host_replace(ref: Reference, text: str) -> str | None:
+        rule = rules.get(ref.name(1) or "") if ref.root == "module" else None
+        if rule is None:
+            return None
+        out = ref.name(2)
+        if out is not None and out in rule.outputs:
+            return f"local.{rule.outputs[out]}{ref.tail(text, 2)}"
+        return rule.whole + ref.tail(text, 1) if len(ref.steps) == 1 else None
+
+    def host_expand(ref: Reference) -> list[str] | None:
+        rule = rules.get(ref.name(1) or "") if ref.root == "module" else None
+        return list(rule.addresses) if rule is not None and len(ref.steps) == 1 else None
+
+    scope = Scope(host_replace, host_expand)
+    blocks: list[Block] = []
+    for b in work.module.blocks:
+        schema = ctx.schema.blocks.get(b.type)
+        blocks.append(rewrite_block(b, schema, scope) if schema is not None else b)
+    work.pending.clear()
+    work.module = replace(work.module, blocks=tuple(blocks))
+    return work
