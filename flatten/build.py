@@ -101,6 +101,7 @@ def build(
         beside_root=beside_root,
         variants=inlined.variants if inlined is not None else None,
         memo=memo,
+        inlined=inlined.manifest() if inlined is not None else None,
     )
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
 from flatten.providers.addresses import Naming, parse_config_ref
@@ -74,6 +74,43 @@ class InlineResult:
     def new_address(self, address: str) -> str:
         """Return where an original resource, data source or module address is after inlining."""
         return move_address(address, self.renames)
+
+    def manifest(self) -> list[JsonValue]:
+        """Return the manifest's ``inlined`` list: each inlined call and what replaced its address.
+
+        An inlined call has no address in the output, so ``-target``/``-exclude`` with its
+        address (or one inside it) matches nothing there. Each entry gives the call's original
+        ``module`` address, ``to``: every address that came from it (what ``-target=<module>``
+        becomes), and ``addresses``: each original address inside it and its new one.
+        """
+        calls = set(self.inlined)
+        inside: dict[str, dict[str, str]] = {call: {} for call in self.inlined}
+        for old, new in self.renames:
+            steps = split_address(old) or []
+            prefix = ""
+            for step, _key in steps[:-1]:
+                prefix = f"{prefix}.{step}" if prefix else step
+                if prefix in calls:
+                    inside[prefix][old] = new
+        out: list[JsonValue] = []
+        for call in self.inlined:
+            moved = inside[call]
+            # The outermost addresses only: a kept call's own resources move with it.
+            tops = sorted(new for old, new in moved.items() if not _under_any(old, moved))
+            addresses: dict[str, JsonValue] = dict(sorted(moved.items()))
+            out.append({"module": call, "to": list(tops), "addresses": addresses})
+        return out
+
+
+def _under_any(address: str, others: Mapping[str, str]) -> bool:
+    """Whether ``address`` is inside another address of ``others`` (a module call's)."""
+    steps = split_address(address) or []
+    prefix = ""
+    for step, key in steps[:-1]:
+        prefix = f"{prefix}.{step}{key}" if prefix else f"{step}{key}"
+        if prefix in others:
+            return True
+    return False
 
 
 def _module_dir(root: Path) -> Callable[[ModuleNode], str]:

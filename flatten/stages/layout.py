@@ -449,6 +449,7 @@ def layout_tree(
     beside_root: Mapping[str, Path] | None = None,
     variants: Mapping[str, int] | None = None,
     memo: Memo = NO_MEMO,
+    inlined: list[JsonValue] | None = None,
 ) -> OutputTree:
     """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
 
@@ -457,7 +458,8 @@ def layout_tree(
     the layout keeps them at that place relative to the root, and the module directories' copies
     win over them. ``variants`` (inline mode) maps a module address to the copy of its directory
     it is written as, when inlining made the calls of one directory differ. ``memo`` may hold
-    an unchanged module's output bytes (flatten/stages/memo.py).
+    an unchanged module's output bytes (flatten/stages/memo.py). ``inlined`` (inline mode) is
+    the manifest's list of inlined calls and their new addresses (``InlineResult.manifest``).
     """
     variants = variants or {}
     root = root.absolute()
@@ -565,6 +567,8 @@ def layout_tree(
     }
     if root_place:  # only then, so a tree with every module inside the root keeps its bytes
         manifest["root"] = root_place
+    if inlined:
+        manifest["inlined"] = inlined
     for rel, path in extra.items():
         copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.
