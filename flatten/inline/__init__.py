@@ -31,7 +31,7 @@ from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
 from ._addresses import Moves, move_address, split_address
 from ._count import MAX_INSTANCES, literal_count, split_call
-from ._providers import ProviderNames
+from ._providers import ProviderNames, instance_of
 from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work, inline_call, settle
 
@@ -145,10 +145,15 @@ def _files(dialect: Dialect, root: Path) -> Callable[[ModuleNode, str], dict[str
 
 def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
     targets: dict[tuple[str, str, str], ConfigAddr | None] = {}
-    mw = wiring.module_at(node.path)
+    instances: dict[tuple[str, str, str], str] = {}
+    mw = ctx.names.module_at(node.path)
     for res in mw.resources if mw is not None else ():
         if res.decl.mode in ("managed", "data", "ephemeral"):
-            targets[(res.decl.mode, res.decl.type, res.decl.name)] = res.config
+            key = (res.decl.mode, res.decl.type, res.decl.name)
+            targets[key] = res.config
+            instance = res.ref.key if res.ref.key is not None else instance_of(res.binding)
+            if instance is not None:
+                instances[key] = instance
     for check in node.module.blocks_of("check"):
         for data in check.body.blocks_of("data"):
             if len(data.labels) != 2:
@@ -163,7 +168,7 @@ def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
             except ValueError:
                 continue
             targets[("data", data.labels[0], data.labels[1])] = ctx.names.resolve(node.path, ref, node.module)
-    return Work(node, node.module, targets)
+    return Work(node, node.module, targets, instances=instances)
 
 
 def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: ModuleNode) -> str | None:
@@ -180,7 +185,7 @@ def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: M
     for lifecycle in body.blocks_of("lifecycle"):
         if lifecycle.body.attribute("enabled") is not None:
             return "it uses lifecycle.enabled"
-    mw = wiring.module_at(child.path)
+    mw = ctx.names.module_at(child.path)
     own = sorted(b.key for b in (mw.own if mw is not None else ()) if b.how is How.OWN)
     if own:
         return (
@@ -329,6 +334,7 @@ def _check(
     wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
 ) -> Diagnostics:
     diags = Diagnostics()
+    product = options.dialect.product  # "OpenTofu" in the opentofu dialect (lang/dialect.py)
     # The same validation the plain build runs (Terraform's validateProviderConfigs): a call that
     # stayed a call must still get every configuration its module needs, by a name it declares.
     # The original passed it (the build stops before inlining otherwise), so any error is new.
@@ -337,7 +343,7 @@ def _check(
         diags.append(
             Diagnostic.error(
                 "Inlining changed the provider wiring",
-                f"After inlining, Terraform would reject the output: {d.summary}: {d.detail} "
+                f"After inlining, {product} would reject the output: {d.summary}: {d.detail} "
                 "flatten does not emit it. Inline fewer calls (--module), or none; please report this.",
                 d.range,
                 module=d.module,

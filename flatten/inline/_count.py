@@ -96,5 +96,6 @@ def split_call(ctx: Context, host: Work, name: str, count: int) -> tuple[Work, l
         dict(host.notes),
         dict(host.copies),
         dict(host.pending),
+        instances=dict(host.instances),
     )
     return split, instances

@@ -8,6 +8,7 @@ local name for the provider. A configuration the new module cannot name makes th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -15,9 +16,39 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.providers import Binding, ConfigAddr, ConfigRef, How, ModuleWiring, Provider, ProviderWiring
 from flatten.providers.addresses import Naming, implied_local_name
 
-__all__ = ["ProviderNames", "Requirement", "add_required_version", "add_requirements", "module_requirements"]
+__all__ = [
+    "ProviderNames",
+    "Requirement",
+    "add_required_version",
+    "add_requirements",
+    "instance_of",
+    "module_requirements",
+]
 
 Slot = tuple[Provider, str]  # (FQN, alias)
+
+# An instance key that reads the same in any module: a quoted string without templates, or a
+# number. ``each.key``/``each.value`` also qualify in a moved call's own ``providers`` map,
+# whose ``for_each`` moves with it.
+_CONSTANT_KEY = re.compile(r'\A\s*(?:"(?:[^"\\$%]|\\.)*"|-?[0-9]+)\s*\Z')
+_EACH_KEY = re.compile(r"\A\s*each\.(?:key|value)\s*\Z")
+
+
+def instance_of(binding: Binding | None) -> str | None:
+    """Return the instance key (source text) of a ``for_each`` provider a binding chain selects.
+
+    OpenTofu's provider ``for_each``: the module that configures it refers to one instance as
+    ``name.alias[key]``, in a resource's ``provider`` or a ``providers`` map item; a module it
+    is passed to holds that one instance (internal/configs/provider.go, module_call.go in
+    opentofu/opentofu). The key sits on the passing item closest to the configuration.
+    """
+    found: str | None = None
+    b = binding
+    while b is not None:
+        if b.how is How.PASSED and b.parent_ref is not None and b.parent_ref.key is not None:
+            found = b.parent_ref.key
+        b = b.upstream
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +101,21 @@ class ProviderNames:
         self.wiring = wiring
         self.naming = naming
         self._used_ids: frozenset[int] | None = None  # computed once, on first use
+        self._modules: dict[tuple[str, ...], ModuleWiring] | None = None
 
     def source(self, provider: Provider) -> str:
         if provider.hostname == self.naming.default_host:
             return f"{provider.namespace}/{provider.type}"
         return str(provider)
 
+    def module_at(self, path: tuple[str, ...]) -> ModuleWiring | None:
+        """The wiring of the module at ``path`` (indexed once: one lookup per module stays linear)."""
+        if self._modules is None:
+            self._modules = {m.path: m for m in self.wiring.modules}
+        return self._modules.get(path)
+
     def _slots(self, path: tuple[str, ...]) -> dict[Slot, Binding]:
-        mw = self.wiring.module_at(path)
+        mw = self.module_at(path)
         return _effective(mw) if mw is not None else {}
 
     def resolve(self, path: tuple[str, ...], ref: ConfigRef, module: Module) -> ConfigAddr | None:
@@ -92,16 +130,20 @@ class ProviderNames:
     def implied(self, path: tuple[str, ...], resource_type: str, module: Module) -> ConfigAddr | None:
         return self.resolve(path, ConfigRef(implied_local_name(resource_type)), module)
 
-    def slot_for(self, path: tuple[str, ...], target: ConfigAddr, *, proxy: bool = False) -> Slot | None:
+    def slot_for(
+        self, path: tuple[str, ...], target: ConfigAddr, *, proxy: bool = False, instance: str | None = None
+    ) -> Slot | None:
         """Return the slot of the module at ``path`` that resolves to ``target``, or None.
 
         A binding the module holds itself (its own block, or one its caller passed by name) is
         preferred to an inherited default with the same target: that is the name the module works
-        with. ``proxy`` asks for a name a ``providers`` map item may give: in a module other than
-        the root, Terraform builds a proxy only to a configuration the module configures or was
-        passed, never to an inherited default (``ProviderConfigTransformer.addProxyProviders`` in
-        internal/terraform/transform_provider.go fails with "missing provider
-        module.c.provider[...]"; Terraform 1.11 validates such a tree and then rejects it).
+        with. With ``instance`` (a ``for_each`` provider's key) only the configuration itself or
+        a binding passed that same instance qualifies. ``proxy`` asks for a name a ``providers``
+        map item may give: in a module other than the root, Terraform builds a proxy only to a
+        configuration the module configures or was passed, never to an inherited default
+        (``ProviderConfigTransformer.addProxyProviders`` in internal/terraform/
+        transform_provider.go fails with "missing provider module.c.provider[...]"; Terraform
+        1.11 validates such a tree and then rejects it).
         """
         slots = self._slots(path)
         inherited = {How.INHERITED, How.IMPLICIT}
@@ -109,7 +151,9 @@ class ProviderNames:
             (
                 slot
                 for slot, b in slots.items()
-                if b.target == target and not (proxy and path and b.how in inherited)
+                if b.target == target
+                and not (proxy and path and b.how in inherited)
+                and (instance is None or b.how is How.OWN or instance_of(b) == instance)
             ),
             key=lambda s: (slots[s].how in inherited, s[1] != target.alias, s[1]),
         )
@@ -145,14 +189,21 @@ class ProviderNames:
         preferred: str,
         *,
         proxy: bool = False,
+        instance: str | None = None,
     ) -> tuple[str, Requirement | None] | None:
         """Return the ``provider`` reference for ``target`` in the module at ``path`` (None: unreachable)
-        and the requirement to declare there for it, if any (``proxy``: see ``slot_for``)."""
-        slot = self.slot_for(path, target, proxy=proxy)
+        and the requirement to declare there for it, if any (``proxy``, ``instance``: see
+        ``slot_for``). In the module that configures a ``for_each`` provider the reference
+        names the instance, ``name.alias[key]``, when its key reads the same there."""
+        slot = self.slot_for(path, target, proxy=proxy, instance=instance)
         if slot is None:
             return None
         name, new = self.local_name(module, slot[0], preferred)
         ref = f"{name}.{slot[1]}" if slot[1] else name
+        if instance is not None and self._slots(path)[slot].how is How.OWN:
+            if not (_CONSTANT_KEY.match(instance) or (proxy and _EACH_KEY.match(instance))):
+                return None
+            ref += f"[{instance.strip()}]"
         return ref, (Requirement(name, slot[0], None) if new else None)
 
     def default_target(self, path: tuple[str, ...], provider: Provider) -> ConfigAddr | None:
@@ -166,7 +217,7 @@ class ProviderNames:
         passed even when nothing uses it (Terraform: "Missing required provider configuration").
         And every inherited default that some resource at or below it uses.
         """
-        mw = self.wiring.module_at(path)
+        mw = self.module_at(path)
         if mw is None:
             return
         used = self._used()

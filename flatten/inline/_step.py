@@ -41,6 +41,7 @@ from ._providers import (
     Requirement,
     add_required_version,
     add_requirements,
+    instance_of,
     module_requirements,
 )
 from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
@@ -98,6 +99,7 @@ class Work:
     copies: dict[str, Path] = field(default_factory=dict)
     pending: dict[str, HostRule] = field(default_factory=dict)  # rewrites ``settle`` still owes
     taken: set[str] | None = None  # the names the module declares (``taken_names``), once known
+    instances: dict[ResourceKey, str] = field(default_factory=dict)  # for_each provider keys
 
 
 def taken_names(module: Module) -> set[str]:
@@ -410,6 +412,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         host_mod = add_requirements(host_mod, [entry], at)
 
     targets: dict[ResourceKey, ConfigAddr | None] = {}
+    instances: dict[ResourceKey, str] = {}
     origins: dict[str, str] = {}
 
     def provider_ref(key: ResourceKey) -> str | None:
@@ -417,7 +420,10 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         target = child.targets.get(key)
         if target is None:
             return None
-        found = ctx.names.reference(host.node.path, host_mod, target, key[1].split("_", 1)[0])
+        instance = child.instances.get(key)
+        found = ctx.names.reference(
+            host.node.path, host_mod, target, key[1].split("_", 1)[0], instance=instance
+        )
         if found is None:
             return None
         ref, req = found
@@ -442,6 +448,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         items = _set(items, "depends_on", merged or None, b.range)
         new_name = res_names[key]
         targets[(mode, t, new_name)] = child.targets.get(key)
+        if key in child.instances:
+            instances[(mode, t, new_name)] = child.instances[key]
         # Data and ephemeral resources are renamed too (recorded for reports, never moved: they
         # have no state to carry).
         here, there = f"{_PREFIX[mode]}{t}.{new_name}", f"{_PREFIX[mode]}{t}.{n}"
@@ -504,7 +512,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                     kw = replace(kw, module=module)
             else:
                 continue
-            found = ctx.names.reference(host.node.path, host_mod, target, key.split(".")[0], proxy=True)
+            found = ctx.names.reference(
+                host.node.path,
+                host_mod,
+                target,
+                key.split(".")[0],
+                proxy=True,
+                instance=instance_of(binding),
+            )
             inherits = (
                 "." not in key and ctx.names.default_target(host.node.path, binding.addr.provider) == target
             )
@@ -568,6 +583,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     host.kept.pop(p, None)
     host.kept.update(kept)
     host.targets.update(targets)
+    host.instances.update(instances)
     host.origins.update(origins)
     host.notes.update(notes)
     taken |= names.new
