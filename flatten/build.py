@@ -110,7 +110,8 @@ def build(
         beside_root=beside_root,
         variants=inlined.variants if inlined is not None else None,
         memo=memo,
-        inlined=frozenset(inlined.inlined) if inlined is not None else frozenset(),
+        inlined_calls=frozenset(inlined.inlined) if inlined is not None else frozenset(),
+        inlined=inlined.manifest() if inlined is not None else None,
     )
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read

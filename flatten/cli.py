@@ -733,6 +733,15 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         # and Terraform must run where it is.
         where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
         typer.echo(f"flatten: wrote {len(result.tree.paths())} files to {out}{where}", err=True)
+        if result.inlined is not None and result.inlined.inlined:
+            from flatten.stages.emit import MANIFEST_NAME
+
+            typer.echo(
+                f"flatten: {len(result.inlined.inlined)} module calls inlined: -target and -exclude "
+                "addresses of them, or inside them, match nothing in the output; "
+                f'{MANIFEST_NAME} "inlined" lists their new addresses',
+                err=True,
+            )
     prune_cache(env.cache_dir)
     return exit_code(diags)
 

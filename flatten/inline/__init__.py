@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Body, Expr, Module, Range
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
 from flatten.providers.addresses import Naming, parse_config_ref
@@ -29,11 +29,11 @@ from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_add
 from flatten.stages.layout import copy_boundary, module_copies
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
-from ._addresses import move_address, split_address
+from ._addresses import Moves, move_address, split_address
 from ._count import MAX_INSTANCES, literal_count, split_call
-from ._providers import ProviderNames
+from ._providers import ProviderNames, instance_of
 from ._rewrite import Scope, rewrite_block
-from ._step import Context, Work, inline_call
+from ._step import Context, Work, inline_call, settle
 
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
 
@@ -75,6 +75,43 @@ class InlineResult:
         """Return where an original resource, data source or module address is after inlining."""
         return move_address(address, self.renames)
 
+    def manifest(self) -> list[JsonValue]:
+        """Return the manifest's ``inlined`` list: each inlined call and what replaced its address.
+
+        An inlined call has no address in the output, so ``-target``/``-exclude`` with its
+        address (or one inside it) matches nothing there. Each entry gives the call's original
+        ``module`` address, ``to``: every address that came from it (what ``-target=<module>``
+        becomes), and ``addresses``: each original address inside it and its new one.
+        """
+        calls = set(self.inlined)
+        inside: dict[str, dict[str, str]] = {call: {} for call in self.inlined}
+        for old, new in self.renames:
+            steps = split_address(old) or []
+            prefix = ""
+            for step, _key in steps[:-1]:
+                prefix = f"{prefix}.{step}" if prefix else step
+                if prefix in calls:
+                    inside[prefix][old] = new
+        out: list[JsonValue] = []
+        for call in self.inlined:
+            moved = inside[call]
+            # The outermost addresses only: a kept call's own resources move with it.
+            tops = sorted(new for old, new in moved.items() if not _under_any(old, moved))
+            addresses: dict[str, JsonValue] = dict(sorted(moved.items()))
+            out.append({"module": call, "to": list(tops), "addresses": addresses})
+        return out
+
+
+def _under_any(address: str, others: Mapping[str, str]) -> bool:
+    """Whether ``address`` is inside another address of ``others`` (a module call's)."""
+    steps = split_address(address) or []
+    prefix = ""
+    for step, key in steps[:-1]:
+        prefix = f"{prefix}.{step}{key}" if prefix else f"{step}{key}"
+        if prefix in others:
+            return True
+    return False
+
 
 def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
     def module_dir(node: ModuleNode) -> str:
@@ -108,10 +145,15 @@ def _files(dialect: Dialect, root: Path) -> Callable[[ModuleNode, str], dict[str
 
 def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
     targets: dict[tuple[str, str, str], ConfigAddr | None] = {}
-    mw = wiring.module_at(node.path)
+    instances: dict[tuple[str, str, str], str] = {}
+    mw = ctx.names.module_at(node.path)
     for res in mw.resources if mw is not None else ():
         if res.decl.mode in ("managed", "data", "ephemeral"):
-            targets[(res.decl.mode, res.decl.type, res.decl.name)] = res.config
+            key = (res.decl.mode, res.decl.type, res.decl.name)
+            targets[key] = res.config
+            instance = res.ref.key if res.ref.key is not None else instance_of(res.binding)
+            if instance is not None:
+                instances[key] = instance
     for check in node.module.blocks_of("check"):
         for data in check.body.blocks_of("data"):
             if len(data.labels) != 2:
@@ -126,7 +168,7 @@ def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
             except ValueError:
                 continue
             targets[("data", data.labels[0], data.labels[1])] = ctx.names.resolve(node.path, ref, node.module)
-    return Work(node, node.module, targets)
+    return Work(node, node.module, targets, instances=instances)
 
 
 def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: ModuleNode) -> str | None:
@@ -143,7 +185,7 @@ def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: M
     for lifecycle in body.blocks_of("lifecycle"):
         if lifecycle.body.attribute("enabled") is not None:
             return "it uses lifecycle.enabled"
-    mw = wiring.module_at(child.path)
+    mw = ctx.names.module_at(child.path)
     own = sorted(b.key for b in (mw.own if mw is not None else ()) if b.how is How.OWN)
     if own:
         return (
@@ -181,7 +223,7 @@ class _Walk:
             work.kept[call.name] = child
             if reason is not None:
                 self.kept.append(KeptCall(address, reason, call.block.range, node.address))
-        return work
+        return settle(self.ctx, work)
 
     def inline(self, work: Work, call: ModuleCall, child: Work) -> Work | str:
         count = call.block.body.attribute("count")
@@ -228,12 +270,12 @@ def _finish(work: Work, is_root: bool) -> Module:
         blocks.append(note)
     if is_root:
         # Import blocks (root only) name their target by its address: follow it to the new one.
-        rel = [(o, c) for c, o in pairs]
+        rel = Moves([(o, c) for c, o in pairs])
         out: list[Block] = []
         for b in blocks:
             to = b.body.attribute("to")
             if b.type == "import" and to is not None and isinstance(to.value, str):
-                new = move_address(to.value, rel)
+                new = rel.apply(to.value)
                 if new != to.value:
                     items = tuple(
                         replace(i, expr=Expr(new, to.expr.range)) if i is to else i for i in b.body.items
@@ -280,10 +322,10 @@ def _assemble(
     return ModuleGraph.from_nodes(nodes, kids), moves, copies, placed
 
 
-def _config_key(config: ConfigAddr | None, moves: list[tuple[str, str]]) -> str | None:
+def _config_key(config: ConfigAddr | None, moves: Moves) -> str | None:
     if config is None:
         return None
-    module = move_address(config.module_address, moves) if config.module else ""
+    module = moves.apply(config.module_address) if config.module else ""
     text = str(ConfigAddr((), config.provider, config.alias))
     return f"{module}.{text}" if module else text
 
@@ -292,6 +334,7 @@ def _check(
     wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
 ) -> Diagnostics:
     diags = Diagnostics()
+    product = options.dialect.product  # "OpenTofu" in the opentofu dialect (lang/dialect.py)
     # The same validation the plain build runs (Terraform's validateProviderConfigs): a call that
     # stayed a call must still get every configuration its module needs, by a name it declares.
     # The original passed it (the build stops before inlining otherwise), so any error is new.
@@ -300,19 +343,20 @@ def _check(
         diags.append(
             Diagnostic.error(
                 "Inlining changed the provider wiring",
-                f"After inlining, Terraform would reject the output: {d.summary}: {d.detail} "
+                f"After inlining, {product} would reject the output: {d.summary}: {d.detail} "
                 "flatten does not emit it. Inline fewer calls (--module), or none; please report this.",
                 d.range,
                 module=d.module,
             )
         )
     after = {r.address: r.config for r in again.resources() if r.decl.mode != "import"}
+    mover = Moves(moves)
     for res in wiring.resources():
         if res.decl.mode == "import":
             continue
-        new = move_address(res.address, moves)
+        new = mover.apply(res.address)
         before_key, after_key = (
-            _config_key(res.config, moves),
+            _config_key(res.config, mover),
             (str(after[new]) if after.get(new) is not None else None),
         )
         if new in after and before_key != after_key:

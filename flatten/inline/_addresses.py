@@ -55,6 +55,38 @@ def _move(
     return out + list(address[len(frm) :])
 
 
+class Moves:
+    """``(from, to)`` pairs, parsed once and indexed by their first step, applied in order.
+
+    A move applies only to an address that starts with its ``from`` steps, so only the moves
+    whose first step is the address's can: looking up those keeps checking every resource of
+    a tree against every move linear, not quadratic.
+    """
+
+    def __init__(self, moves: Sequence[tuple[str, str]]) -> None:
+        self._by_first: dict[str, list[tuple[int, list[tuple[str, str]], list[tuple[str, str]]]]] = {}
+        for n, (frm, to) in enumerate(moves):
+            f, t = split_address(frm), split_address(to)
+            if f and t:
+                self._by_first.setdefault(f[0][0], []).append((n, f, t))
+
+    def apply(self, address: str) -> str:
+        parsed = split_address(address)
+        if not parsed:
+            return address
+        last = -1
+        while True:
+            for n, f, t in self._by_first.get(parsed[0][0], ()):
+                if n <= last:
+                    continue
+                moved = _move(parsed, f, t)
+                if moved is not None:
+                    last, parsed = n, moved
+                    break
+            else:
+                return _join(parsed)
+
+
 def move_address(address: str, moves: Sequence[tuple[str, str]]) -> str:
     """Return where ``address`` ends up after ``moves`` (``(from, to)`` pairs, applied in order).
 
@@ -63,14 +95,4 @@ def move_address(address: str, moves: Sequence[tuple[str, str]]) -> str:
     >>> move_address("module.k[1].module.c.t.n", [("module.k.module.c.t.n", "module.k.t.c__n")])
     'module.k[1].t.c__n'
     """
-    parsed = split_address(address)
-    if parsed is None:
-        return address
-    for frm, to in moves:
-        f, t = split_address(frm), split_address(to)
-        if f is None or t is None:
-            continue
-        moved = _move(parsed, f, t)
-        if moved is not None:
-            parsed = moved
-    return _join(parsed)
+    return Moves(moves).apply(address)

@@ -85,4 +85,17 @@ def split_call(ctx: Context, host: Work, name: str, count: int) -> tuple[Work, l
         scope = Scope(host_replace, host_expand)
         blocks.append(rewrite_block(b, block_schema, scope) if block_schema is not None else b)
     module = replace(host.module, blocks=tuple(blocks))
-    return replace(host, module=module), instances
+    # Fresh tables: the instances' steps grow them in place, and when one instance cannot be
+    # inlined the caller goes on with ``host`` as it was.
+    split = Work(
+        host.node,
+        module,
+        dict(host.targets),
+        dict(host.origins),
+        dict(host.kept),
+        dict(host.notes),
+        dict(host.copies),
+        dict(host.pending),
+        instances=dict(host.instances),
+    )
+    return split, instances

@@ -8,6 +8,7 @@ local name for the provider. A configuration the new module cannot name makes th
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -15,9 +16,39 @@ from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, 
 from flatten.providers import Binding, ConfigAddr, ConfigRef, How, ModuleWiring, Provider, ProviderWiring
 from flatten.providers.addresses import Naming, implied_local_name
 
-__all__ = ["ProviderNames", "Requirement", "add_required_version", "add_requirements", "module_requirements"]
+__all__ = [
+    "ProviderNames",
+    "Requirement",
+    "add_required_version",
+    "add_requirements",
+    "instance_of",
+    "module_requirements",
+]
 
 Slot = tuple[Provider, str]  # (FQN, alias)
+
+# An instance key that reads the same in any module: a quoted string without templates, or a
+# number. ``each.key``/``each.value`` also qualify in a moved call's own ``providers`` map,
+# whose ``for_each`` moves with it.
+_CONSTANT_KEY = re.compile(r'\A\s*(?:"(?:[^"\\$%]|\\.)*"|-?[0-9]+)\s*\Z')
+_EACH_KEY = re.compile(r"\A\s*each\.(?:key|value)\s*\Z")
+
+
+def instance_of(binding: Binding | None) -> str | None:
+    """Return the instance key (source text) of a ``for_each`` provider a binding chain selects.
+
+    OpenTofu's provider ``for_each``: the module that configures it refers to one instance as
+    ``name.alias[key]``, in a resource's ``provider`` or a ``providers`` map item; a module it
+    is passed to holds that one instance (internal/configs/provider.go, module_call.go in
+    opentofu/opentofu). The key sits on the passing item closest to the configuration.
+    """
+    found: str | None = None
+    b = binding
+    while b is not None:
+        if b.how is How.PASSED and b.parent_ref is not None and b.parent_ref.key is not None:
+            found = b.parent_ref.key
+        b = b.upstream
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +100,22 @@ class ProviderNames:
     def __init__(self, wiring: ProviderWiring, naming: Naming) -> None:
         self.wiring = wiring
         self.naming = naming
+        self._used_ids: frozenset[int] | None = None  # computed once, on first use
+        self._modules: dict[tuple[str, ...], ModuleWiring] | None = None
 
     def source(self, provider: Provider) -> str:
         if provider.hostname == self.naming.default_host:
             return f"{provider.namespace}/{provider.type}"
         return str(provider)
 
+    def module_at(self, path: tuple[str, ...]) -> ModuleWiring | None:
+        """The wiring of the module at ``path`` (indexed once: one lookup per module stays linear)."""
+        if self._modules is None:
+            self._modules = {m.path: m for m in self.wiring.modules}
+        return self._modules.get(path)
+
     def _slots(self, path: tuple[str, ...]) -> dict[Slot, Binding]:
-        mw = self.wiring.module_at(path)
+        mw = self.module_at(path)
         return _effective(mw) if mw is not None else {}
 
     def resolve(self, path: tuple[str, ...], ref: ConfigRef, module: Module) -> ConfigAddr | None:
@@ -91,15 +130,37 @@ class ProviderNames:
     def implied(self, path: tuple[str, ...], resource_type: str, module: Module) -> ConfigAddr | None:
         return self.resolve(path, ConfigRef(implied_local_name(resource_type)), module)
 
-    def slot_for(self, path: tuple[str, ...], target: ConfigAddr) -> Slot | None:
-        """Return the slot of the module at ``path`` that resolves to ``target``, or None."""
+    def slot_for(
+        self, path: tuple[str, ...], target: ConfigAddr, *, proxy: bool = False, instance: str | None = None
+    ) -> Slot | None:
+        """Return the slot of the module at ``path`` that resolves to ``target``, or None.
+
+        A binding the module holds itself (its own block, or one its caller passed by name) is
+        preferred to an inherited default with the same target: that is the name the module works
+        with. With ``instance`` (a ``for_each`` provider's key) only the configuration itself or
+        a binding passed that same instance qualifies. ``proxy`` asks for a name a ``providers``
+        map item may give: in a module other than the root, Terraform builds a proxy only to a
+        configuration the module configures or was passed, never to an inherited default
+        (``ProviderConfigTransformer.addProxyProviders`` in internal/terraform/
+        transform_provider.go fails with "missing provider module.c.provider[...]"; Terraform
+        1.11 validates such a tree and then rejects it).
+        """
         slots = self._slots(path)
+        inherited = {How.INHERITED, How.IMPLICIT}
         found = sorted(
-            (slot for slot, b in slots.items() if b.target == target),
-            key=lambda s: (s[1] != target.alias, s[1]),
+            (
+                slot
+                for slot, b in slots.items()
+                if b.target == target
+                and not (proxy and path and b.how in inherited)
+                and (instance is None or b.how is How.OWN or instance_of(b) == instance)
+            ),
+            key=lambda s: (slots[s].how in inherited, s[1] != target.alias, s[1]),
         )
         if found:
             return found[0]
+        if proxy and path:
+            return None
         if not target.alias and not target.module and (target.provider, "") not in slots:
             return (target.provider, "")  # the root's implicit default, inherited
         return None
@@ -121,15 +182,28 @@ class ProviderNames:
         raise AssertionError("unreachable: candidates are unbounded")  # pragma: no cover
 
     def reference(
-        self, path: tuple[str, ...], module: Module, target: ConfigAddr, preferred: str
+        self,
+        path: tuple[str, ...],
+        module: Module,
+        target: ConfigAddr,
+        preferred: str,
+        *,
+        proxy: bool = False,
+        instance: str | None = None,
     ) -> tuple[str, Requirement | None] | None:
         """Return the ``provider`` reference for ``target`` in the module at ``path`` (None: unreachable)
-        and the requirement to declare there for it, if any."""
-        slot = self.slot_for(path, target)
+        and the requirement to declare there for it, if any (``proxy``, ``instance``: see
+        ``slot_for``). In the module that configures a ``for_each`` provider the reference
+        names the instance, ``name.alias[key]``, when its key reads the same there."""
+        slot = self.slot_for(path, target, proxy=proxy, instance=instance)
         if slot is None:
             return None
         name, new = self.local_name(module, slot[0], preferred)
         ref = f"{name}.{slot[1]}" if slot[1] else name
+        if instance is not None and self._slots(path)[slot].how is How.OWN:
+            if not (_CONSTANT_KEY.match(instance) or (proxy and _EACH_KEY.match(instance))):
+                return None
+            ref += f"[{instance.strip()}]"
         return ref, (Requirement(name, slot[0], None) if new else None)
 
     def default_target(self, path: tuple[str, ...], provider: Provider) -> ConfigAddr | None:
@@ -137,18 +211,31 @@ class ProviderNames:
         return binding.target if binding is not None else ConfigAddr((), provider)
 
     def passes(self, path: tuple[str, ...]) -> Iterator[tuple[Binding, ConfigAddr]]:
-        """Yield the bindings the module at ``path`` receives that some resource at or below it uses."""
-        mw = self.wiring.module_at(path)
+        """Yield the bindings the module at ``path`` receives that must be given to it again.
+
+        Every binding its caller passed by name: a ``configuration_aliases`` entry must be
+        passed even when nothing uses it (Terraform: "Missing required provider configuration").
+        And every inherited default that some resource at or below it uses.
+        """
+        mw = self.module_at(path)
         if mw is None:
             return
-        used: list[Binding] = []
-        for res in self.wiring.resources():
-            if res.module[: len(path)] == path and res.binding is not None:
-                used.extend(res.binding.chain())
+        used = self._used()
         for b in mw.received:
             target = b.target
-            if b in used and target is not None:
+            if target is not None and (b.how is How.PASSED or id(b) in used):
                 yield b, target
+
+    def _used(self) -> frozenset[int]:
+        """The bindings (by identity: the wiring shares them) some resource's chain goes through."""
+        if self._used_ids is None:
+            self._used_ids = frozenset(
+                id(b)
+                for res in self.wiring.resources()
+                if res.binding is not None
+                for b in res.binding.chain()
+            )
+        return self._used_ids
 
 
 def _candidates(preferred: str, provider: Provider) -> Iterator[str]:

@@ -35,12 +35,15 @@ class Scope:
 
     replace: Callable[[Reference, str], str | None]
     expand: Callable[[Reference], list[str] | None] = field(default=lambda ref: None)
+    functions: bool = False  # also answer provider-defined function names (root ``provider``)
 
 
 def rewrite_value(value: JsonValue, scope: Scope, bound: frozenset[str] = frozenset()) -> JsonValue:
     """Return an expression-mode JSON value with its references rewritten (object keys too)."""
     if isinstance(value, str):
-        new = rewrite_template(value, lambda r: scope.replace(r, value), bound=bound)
+        new = rewrite_template(
+            value, lambda r: scope.replace(r, value), bound=bound, functions=scope.functions
+        )
         return simplify_template(new) if new != value else value
     if isinstance(value, list):
         return [rewrite_value(v, scope, bound) for v in value]
@@ -51,7 +54,7 @@ def rewrite_value(value: JsonValue, scope: Scope, bound: frozenset[str] = frozen
 
 def rewrite_source(text: str, scope: Scope, bound: frozenset[str] = frozenset()) -> str:
     """Return bare expression source (not a template) with its references rewritten."""
-    return rewrite_expression(text, lambda r: scope.replace(r, text), bound=bound)
+    return rewrite_expression(text, lambda r: scope.replace(r, text), bound=bound, functions=scope.functions)
 
 
 def rewrite_depends_on(items: JsonValue, scope: Scope) -> JsonValue:

@@ -5,13 +5,14 @@ Rule for the whole file: every name the child brings gets the call name as a pre
 -> ``local.net__var__cidr``, output ``id`` -> ``local.net__out__id``, nested call ``b`` ->
 ``module.net__b``), with ``_2``, ``_3``… added when the caller already has that name. Every
 reference is rewritten by parsing (``flatten.syntax.references``): child references into the new
-names, caller references to ``module.net…`` into the output locals. Nothing is mutated: the
-step returns a new ``Work`` for the caller, or the reason the call has to stay a call.
+names, caller references to ``module.net…`` into the output locals (once for all the caller's
+calls, ``settle``). A step returns the caller's ``Work`` grown in place, or the reason the call
+has to stay a call, and then it has changed nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
@@ -40,11 +41,12 @@ from ._providers import (
     Requirement,
     add_required_version,
     add_requirements,
+    instance_of,
     module_requirements,
 )
 from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
 
-__all__ = ["MODES", "Context", "Work", "inline_call"]
+__all__ = ["MODES", "Context", "HostRule", "Work", "inline_call", "settle"]
 
 MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "ephemeral"})
 _PREFIX = MappingProxyType({"managed": "", "data": "data.", "ephemeral": "ephemeral."})
@@ -95,28 +97,42 @@ class Work:
     kept: dict[str, Work] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     copies: dict[str, Path] = field(default_factory=dict)
+    pending: dict[str, HostRule] = field(default_factory=dict)  # rewrites ``settle`` still owes
+    taken: set[str] | None = None  # the names the module declares (``taken_names``), once known
+    instances: dict[ResourceKey, str] = field(default_factory=dict)  # for_each provider keys
+
+
+def taken_names(module: Module) -> set[str]:
+    """Return every name ``module`` declares, as ``local.x``, ``module.x``, ``aws_vpc.x``…"""
+    taken: set[str] = set()
+    for b in module.blocks:
+        if b.type == "locals":
+            taken |= {f"local.{a.name}" for a in b.body.attributes}
+        elif b.type in ("module", "check") and b.labels:
+            taken.add(f"{b.type}.{b.labels[0]}")
+            for d in b.body.blocks_of("data"):
+                taken.add(f"data.{'.'.join(d.labels)}")
+        elif b.type in MODES and len(b.labels) == 2:
+            taken.add(f"{b.type}.{b.labels[0]}.{b.labels[1]}")
+    return taken
 
 
 class _Names:
-    """Collision-free names in the caller, allocated in a fixed order (so the output is stable)."""
+    """Collision-free names in the caller, allocated in a fixed order (so the output is stable).
 
-    def __init__(self, module: Module) -> None:
-        self.taken: set[str] = set()
-        for b in module.blocks:
-            if b.type == "locals":
-                self.taken |= {f"local.{a.name}" for a in b.body.attributes}
-            elif b.type in ("module", "check") and b.labels:
-                self.taken.add(f"{b.type}.{b.labels[0]}")
-                for d in b.body.blocks_of("data"):
-                    self.taken.add(f"data.{'.'.join(d.labels)}")
-            elif b.type in MODES and len(b.labels) == 2:
-                self.taken.add(f"{b.type}.{b.labels[0]}.{b.labels[1]}")
+    ``taken`` is the caller's names (kept in its ``Work``, not recomputed for every call); the
+    names a step takes are added to it only when the step succeeds (``new``).
+    """
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = taken
+        self.new: set[str] = set()
 
     def take(self, namespace: str, base: str) -> str:
         name, n = base, 2
-        while f"{namespace}.{name}" in self.taken:
+        while f"{namespace}.{name}" in self.taken or f"{namespace}.{name}" in self.new:
             name, n = f"{base}_{n}", n + 1
-        self.taken.add(f"{namespace}.{name}")
+        self.new.add(f"{namespace}.{name}")
         return name
 
 
@@ -274,7 +290,9 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
             # A local cannot be ephemeral: the value would land in state and plan files.
             return f'its {b.type} "{b.labels[0]}" is ephemeral, and a local cannot keep a value ephemeral'
     at = call.range
-    names = _Names(host.module)
+    taken = host.taken if host.taken is not None else taken_names(host.module)
+    host.taken = taken
+    names = _Names(taken)
     variables = [b for b in mod.blocks_of("variable") if b.labels]
     outputs = [b for b in mod.blocks_of("output") if b.labels]
     local_attrs = [a for b in mod.blocks_of("locals") for a in b.body.attributes if a.name != "//"]
@@ -295,10 +313,31 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     path_module = ctx.module_dir(child.node)
     used_path = False
 
+    # Provider requirements: the child's entries under the caller's names (versions merged).
+    host_mod = host.module
+    naming = ctx.names.naming
+    child_reqs = module_requirements(mod, naming)
+    func_names: dict[str, str] = {}  # the child's local name -> the caller's, for provider::<name>::
+    for req in child_reqs.values():
+        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
+        func_names[req.name] = name
+        if new or req.version:
+            entry = (Requirement(name, req.provider, req.version), ctx.names.source(req.provider))
+            host_mod = add_requirements(host_mod, [entry], at)
+    functions_used: set[str] = set()
+
     def child_replace(ref: Reference, text: str) -> str | None:
         nonlocal used_path
         root, first = ref.root, ref.name(1)
         attr1 = ref.steps[0][0] == "attr" if ref.steps else False
+        if root == "provider" and len(ref.steps) == 2:
+            # A provider-defined function names its provider by the module's local name: the
+            # caller's name for the same provider (Terraform resolves provider::<name>:: through
+            # required_providers, internal/lang/functions.go).
+            if first is None or first not in func_names:
+                return None
+            functions_used.add(first)
+            return f"provider::{func_names[first]}{ref.tail(text, 1)}"
         if root in ("var", "local") and first is not None:
             table = var_names if root == "var" else local_names
             return f"local.{table[first]}{ref.tail(text, 1)}" if first in table else None
@@ -317,7 +356,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         key = ("managed", root, str(first))
         return f"{root}.{res_names[key]}{ref.tail(text, 1)}" if key in res_names else None
 
-    scope = Scope(child_replace)
+    scope = Scope(child_replace, functions=True)
     call_depends = call.body.attribute("depends_on")
     depends = [d for d in _list(call_depends.value) if isinstance(d, str)] if call_depends else []
     inputs: dict[str, JsonValue] = {a.name: a.value for a in call.body.attributes if a.name not in _META}
@@ -366,18 +405,14 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         )
     if locals_items:
         new_blocks.append(Block("locals", (), Body(tuple(locals_items)), at))
-
-    # Provider requirements: the child's entries under the caller's names (versions merged).
-    host_mod = host.module
-    naming = ctx.names.naming
-    reqs: list[tuple[Requirement, str]] = []
-    for req in module_requirements(mod, naming).values():
-        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
-        if new or req.version:
-            reqs.append((Requirement(name, req.provider, req.version), ctx.names.source(req.provider)))
-            host_mod = add_requirements(host_mod, reqs[-1:], at)
+    # A provider function needs its provider declared by name in the caller's required_providers.
+    for name in sorted(functions_used):
+        req = child_reqs[name]
+        entry = (Requirement(func_names[name], req.provider, None), ctx.names.source(req.provider))
+        host_mod = add_requirements(host_mod, [entry], at)
 
     targets: dict[ResourceKey, ConfigAddr | None] = {}
+    instances: dict[ResourceKey, str] = {}
     origins: dict[str, str] = {}
 
     def provider_ref(key: ResourceKey) -> str | None:
@@ -385,7 +420,10 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         target = child.targets.get(key)
         if target is None:
             return None
-        found = ctx.names.reference(host.node.path, host_mod, target, key[1].split("_", 1)[0])
+        instance = child.instances.get(key)
+        found = ctx.names.reference(
+            host.node.path, host_mod, target, key[1].split("_", 1)[0], instance=instance
+        )
         if found is None:
             return None
         ref, req = found
@@ -410,6 +448,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         items = _set(items, "depends_on", merged or None, b.range)
         new_name = res_names[key]
         targets[(mode, t, new_name)] = child.targets.get(key)
+        if key in child.instances:
+            instances[(mode, t, new_name)] = child.instances[key]
         # Data and ephemeral resources are renamed too (recorded for reports, never moved: they
         # have no state to carry).
         here, there = f"{_PREFIX[mode]}{t}.{new_name}", f"{_PREFIX[mode]}{t}.{n}"
@@ -458,9 +498,33 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                 key, new = ctx.names.local_name(kw.module, binding.addr.provider, binding.key)
                 if new:
                     return f"module.{k} inside it cannot be given provider {binding.addr.provider} explicitly"
+                if (
+                    key not in module_requirements(kw.module, naming)
+                    and naming.default(key) != binding.addr.provider
+                ):
+                    # A providers map item names the child's provider by NewDefaultProvider, without
+                    # the builtin special case resources get (validateProviderConfigs in
+                    # internal/configs/provider_validation.go): a child without required_providers
+                    # would take "terraform" for hashicorp/terraform ("Provider type mismatch").
+                    # Declaring the provider it already uses changes nothing else in it.
+                    req = Requirement(key, binding.addr.provider, None)
+                    module = add_requirements(kw.module, [(req, ctx.names.source(req.provider))], at)
+                    kw = replace(kw, module=module)
             else:
                 continue
-            found = ctx.names.reference(host.node.path, host_mod, target, key.split(".")[0])
+            found = ctx.names.reference(
+                host.node.path,
+                host_mod,
+                target,
+                key.split(".")[0],
+                proxy=True,
+                instance=instance_of(binding),
+            )
+            inherits = (
+                "." not in key and ctx.names.default_target(host.node.path, binding.addr.provider) == target
+            )
+            if found is None and inherits:
+                continue  # the default the call inherits from its new place is the same one
             if found is None:
                 return (
                     f"module.{k} inside it uses provider configuration {target}, which the caller "
@@ -503,39 +567,71 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         for m, t, n in [(MODES[b.type], *b.labels)]
     ] + [f"module.{n}" for n in kept]
 
-    def host_replace(ref: Reference, text: str) -> str | None:
-        if ref.root != "module" or ref.name(1) != p:
-            return None
-        out = ref.name(2)
-        if out is not None and out in out_names:
-            return f"local.{out_names[out]}{ref.tail(text, 2)}"
-        return whole + ref.tail(text, 1) if len(ref.steps) == 1 else None
-
-    def host_expand(ref: Reference) -> list[str] | None:
-        if ref.root == "module" and ref.name(1) == p and len(ref.steps) == 1:
-            return addresses
-        return None
-
-    host_scope = Scope(host_replace, host_expand)
     blocks: list[Block] = []
     for b in host_mod.blocks:
         if b is call or (b.type == "module" and b.labels and b.labels[0] == p):
             blocks.extend(new_blocks)
             continue
-        schema = ctx.schema.blocks.get(b.type)
-        blocks.append(rewrite_block(b, schema, host_scope) if schema is not None else b)
+        blocks.append(b)
     module = add_required_version(replace(host_mod, blocks=tuple(blocks)), versions, at)
 
-    copies = {**host.copies, **child.copies}
+    # Nothing can fail from here on: the caller's tables grow in place (a step that refused left
+    # them untouched), which keeps inlining N calls linear instead of copying N tables N times.
+    host.copies.update(child.copies)
     if used_path and child.node.directory is not None:
-        copies.update(ctx.files(child.node, path_module))
-    remaining = {k: w for k, w in host.kept.items() if k != p}
-    return Work(
-        host.node,
-        module,
-        {**host.targets, **targets},
-        {**host.origins, **origins},
-        {**remaining, **kept},
-        {**host.notes, **notes},
-        copies,
-    )
+        host.copies.update(ctx.files(child.node, path_module))
+    host.kept.pop(p, None)
+    host.kept.update(kept)
+    host.targets.update(targets)
+    host.instances.update(instances)
+    host.origins.update(origins)
+    host.notes.update(notes)
+    taken |= names.new
+    taken.discard(f"module.{p}")  # the call is gone
+    # The caller's references to module.p are rewritten once for all its calls (``settle``).
+    host.pending[p] = HostRule(MappingProxyType(out_names), whole, tuple(addresses))
+    host.module = module
+    return host
+
+
+@dataclass(frozen=True, slots=True)
+class HostRule:
+    """How the caller's references to one inlined call are rewritten (``settle``)."""
+
+    outputs: Mapping[str, str]  # output name -> its local
+    whole: str  # module.p as a whole: an object of the output locals
+    addresses: tuple[str, ...]  # depends_on = [module.p]: everything inlined from it
+
+
+def settle(ctx: Context, work: Work) -> Work:
+    """Return ``work`` with every reference to a call inlined into it rewritten, in one pass.
+
+    ``module.p.<output>`` becomes the output's local, ``module.p`` the object of them all, and
+    ``depends_on = [module.p]`` every address inlined from ``p``. One pass over the module for all
+    its calls, not one per call: inlining N calls stays linear in N.
+    """
+    if not work.pending:
+        return work
+    rules = dict(work.pending)
+
+    def host_replace(ref: Reference, text: str) -> str | None:
+        rule = rules.get(ref.name(1) or "") if ref.root == "module" else None
+        if rule is None:
+            return None
+        out = ref.name(2)
+        if out is not None and out in rule.outputs:
+            return f"local.{rule.outputs[out]}{ref.tail(text, 2)}"
+        return rule.whole + ref.tail(text, 1) if len(ref.steps) == 1 else None
+
+    def host_expand(ref: Reference) -> list[str] | None:
+        rule = rules.get(ref.name(1) or "") if ref.root == "module" else None
+        return list(rule.addresses) if rule is not None and len(ref.steps) == 1 else None
+
+    scope = Scope(host_replace, host_expand)
+    blocks: list[Block] = []
+    for b in work.module.blocks:
+        schema = ctx.schema.blocks.get(b.type)
+        blocks.append(rewrite_block(b, schema, scope) if schema is not None else b)
+    work.pending.clear()
+    work.module = replace(work.module, blocks=tuple(blocks))
+    return work

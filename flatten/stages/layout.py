@@ -665,7 +665,8 @@ def layout_tree(
     beside_root: Mapping[str, Path] | None = None,
     variants: Mapping[str, int] | None = None,
     memo: Memo = NO_MEMO,
-    inlined: frozenset[str] = frozenset(),
+    inlined_calls: frozenset[str] = frozenset(),
+    inlined: list[JsonValue] | None = None,
 ) -> OutputTree:
     """Return the output tree for ``graph``: a canonical JSON file per module directory, copies, manifest.
 
@@ -674,8 +675,9 @@ def layout_tree(
     the layout keeps them at that place relative to the root, and the module directories' copies
     win over them. ``variants`` (inline mode) maps a module address to the copy of its directory
     it is written as, when inlining made the calls of one directory differ. ``memo`` may hold
-    an unchanged module's output bytes (flatten/stages/memo.py). ``inlined``: the calls
-    ``--inline`` merged (a test file naming one is left out with a warning).
+    an unchanged module's output bytes (flatten/stages/memo.py). ``inlined_calls``: the calls
+    ``--inline`` merged (a test file naming one is left out with a warning). ``inlined`` (inline
+    mode) is the manifest's list of inlined calls and their new addresses (``InlineResult.manifest``).
     """
     variants = variants or {}
     root = root.absolute()
@@ -748,7 +750,7 @@ def layout_tree(
                     here=here,
                     outputs=outputs,
                     boundary=boundary,
-                    inlined=_relative_calls(inlined, node.address),
+                    inlined=_relative_calls(inlined_calls, node.address),
                     real_path=real_path,
                     options=options,
                     root=root,
@@ -827,6 +829,8 @@ def layout_tree(
             v.name: {"source": v.source, **({"sensitive": True} if v.secret else {"value": v.value})}
             for v in graph.early_values
         }
+    if inlined:
+        manifest["inlined"] = inlined
     for rel, path in extra.items():
         copies.setdefault(posixpath.normpath(posixpath.join(root_place, rel)), path)
     # Generated files win over a copied file of the same name.

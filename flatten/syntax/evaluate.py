@@ -22,9 +22,20 @@ from types import MappingProxyType
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, Pos, Range
 from flatten.lang.types import BOOL, STRING, ConversionError, convert
-from flatten.syntax._hcl_templates import Literal, TemplateError, quoted_parts
+from flatten.syntax._hcl_templates import Literal, Part, TemplateError, _apply_strip, quoted_parts
+from flatten.syntax._hcl_templates import Sequence as Sequence_
 
-__all__ = ["Failed", "Ident", "Scope", "Unsupported", "Value", "as_bool", "as_string", "locator"]
+__all__ = [
+    "Failed",
+    "Ident",
+    "Scope",
+    "Unsupported",
+    "Value",
+    "as_bool",
+    "as_string",
+    "constant_template",
+    "locator",
+]
 
 
 _NAME = re.compile(r"[^\W\d][\w-]*", re.UNICODE)
@@ -469,3 +480,155 @@ def _space(text: str, i: int, end: int) -> int:
     while i < end and text[i] in " \t\r\n":
         i += 1
     return i
+
+
+class _Constant(Scope):
+    """Evaluation with no context at all, as Terraform's ``expr.Value(nil)`` of a variable default.
+
+    Literals, parentheses, tuples and templates (with their directives) evaluate; a name is known
+    only while a ``%{ for }`` directive binds it; any other reference or a function call is not a
+    constant (``Unsupported``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(Module("."))
+        self.bound: dict[str, Value] = {}
+
+    def term(self, text: str, i: int, end: int, locate: Locate) -> tuple[Value, int]:
+        if i < end and text[i] == "[":
+            items: list[Value] = []
+            j = _space(text, i + 1, end)
+            while j < end and text[j] != "]":
+                item, j = self.term(text, j, end, locate)
+                items.append(item)
+                j = _space(text, j, end)
+                if j < end and text[j] == ",":
+                    j = _space(text, j + 1, end)
+            if j >= end:
+                raise Unsupported("an unterminated tuple")
+            return _combine([v.value for v in items], items), j + 1
+        return super().term(text, i, end, locate)
+
+    def function(self, name: str, text: str, i: int, end: int, locate: Locate, at: int) -> tuple[Value, int]:
+        raise Unsupported("a function call")
+
+    def reference(self, steps: list[str], rng: Range) -> Value:
+        if len(steps) == 1 and steps[0] in self.bound:
+            return self.bound[steps[0]]
+        raise Unsupported("a reference")
+
+
+_FOR = re.compile(r"for\s+([^\W\d][\w-]*)(?:\s*,\s*([^\W\d][\w-]*))?\s+in\s+(.*)\Z", re.DOTALL)
+
+
+def constant_template(parts: Sequence[Part]) -> str | None:
+    """Return the value of a template whose every interpolation and directive is constant, else None.
+
+    This is HCL's template evaluation (hclsyntax ``TemplateExpr``, ``TemplateIfExpr`` and
+    ``TemplateForExpr`` in hashicorp/hcl's ``hclsyntax/expression_template.go``) with no
+    variables and no functions, as Terraform evaluates a variable's ``default``
+    (``internal/configs/named_values.go``: ``attr.Expr.Value(nil)``): ``"%{ if true }yes%{ endif
+    }"`` is ``"yes"``. Strip markers (``~``) trim the neighbouring literal's whitespace first.
+    """
+    values = _apply_strip(list(parts))
+    evaluator = _Constant()
+    try:
+        out, k = _run(parts, values, 0, evaluator, ())
+    except (Unsupported, Failed):
+        return None
+    return out if k == len(parts) else None
+
+
+def _inner(seq: Sequence_) -> tuple[int, int]:
+    """The span of a sequence's expression or directive words inside ``seq.text``."""
+    start = 3 if seq.trim_before else 2
+    end = len(seq.text) - (2 if seq.trim_after else 1)
+    return start, end
+
+
+def _run(
+    parts: Sequence[Part], values: list[str], k: int, ev: _Constant, stop: tuple[str, ...]
+) -> tuple[str, int]:
+    """Evaluate ``parts[k:]`` up to a directive whose keyword is in ``stop``; return text and index."""
+    out: list[str] = []
+    locate: Locate = lambda _s, _e: Range.point("<template>")  # noqa: E731
+    while k < len(parts):
+        part = parts[k]
+        if isinstance(part, Literal):
+            out.append(values[k])
+            k += 1
+            continue
+        start, end = _inner(part)
+        if not part.is_directive:
+            text = as_string(ev.expression(part.text, start, end, locate).value)
+            if text is None:
+                raise Unsupported("an interpolation of a value that is not a string")
+            out.append(text)
+            k += 1
+            continue
+        words = part.text[start:end].strip()
+        keyword = words.split(None, 1)[0] if words else ""
+        if keyword in stop:
+            return "".join(out), k
+        if keyword == "if":
+            cond = as_bool(ev.expression(part.text, part.text.index("if", start) + 2, end, locate).value)
+            if cond is None:
+                raise Unsupported("a condition that is not a bool")
+            then, k = _run(parts, values, k + 1, ev, ("else", "endif"))
+            other = ""
+            if k < len(parts) and _keyword(parts[k]) == "else":
+                other, k = _run(parts, values, k + 1, ev, ("endif",))
+            if k >= len(parts) or _keyword(parts[k]) != "endif":
+                raise Unsupported("an unclosed if directive")
+            out.append(then if cond else other)
+            k += 1
+            continue
+        if keyword == "for":
+            m = _FOR.match(words)
+            if m is None:
+                raise Unsupported("a for directive")
+            key_name, value_name = (m.group(1), m.group(2)) if m.group(2) else (None, m.group(1))
+            collection = ev.expression(m.group(3), 0, len(m.group(3)), locate).value
+            items = (
+                list(enumerate(collection))
+                if isinstance(collection, list)
+                else sorted(collection.items())
+                if isinstance(collection, dict)
+                else None
+            )
+            if items is None:
+                raise Unsupported("a for directive over a value that is not a collection")
+            body_end = k + 1
+            saved = dict(ev.bound)
+            if not items:
+                _, body_end = _run(parts, values, k + 1, _Skip(), ("endfor",))
+            for key, item in items:
+                if key_name is not None:
+                    ev.bound[key_name] = Value(key)
+                ev.bound[value_name] = Value(item)
+                text, body_end = _run(parts, values, k + 1, ev, ("endfor",))
+                out.append(text)
+            ev.bound = saved
+            if body_end >= len(parts) or _keyword(parts[body_end]) != "endfor":
+                raise Unsupported("an unclosed for directive")
+            k = body_end + 1
+            continue
+        raise Unsupported(f"the directive {keyword!r}")
+    if stop:
+        raise Unsupported("an unclosed directive")
+    return "".join(out), k
+
+
+class _Skip(_Constant):
+    """Walks a body that never runs (a ``for`` over an empty collection) to find its end."""
+
+    def expression(self, text: str, start: int, end: int, locate: Locate) -> Value:
+        return Value("")
+
+
+def _keyword(part: Part) -> str:
+    if not isinstance(part, Sequence_) or not part.is_directive:
+        return ""
+    start, end = _inner(part)
+    words = part.text[start:end].split(None, 1)
+    return words[0] if words else ""

@@ -41,6 +41,7 @@ from flatten.syntax._hcl_templates import (
     parse_number,
     quoted_parts,
 )
+from flatten.syntax.evaluate import constant_template
 from flatten.syntax.references import json_traversal
 
 __all__ = ["Piece", "PieceSource", "convert_expression", "parse_attributes", "parse_native", "parse_piece"]
@@ -725,6 +726,10 @@ class _Converter:
                     return None
                 if all(isinstance(p, Literal) for p in parts):
                     return "".join(p.value for p in parts if isinstance(p, Literal))
+                # A template of constants is a constant: Terraform evaluates it (evaluate.py).
+                constant = constant_template(parts)
+                if constant is not None:
+                    return constant
             elif kind == "tuple":
                 return [self.literal(c, name) for c in _children(inner)]
             elif kind == "object":

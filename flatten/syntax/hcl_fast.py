@@ -61,6 +61,7 @@ from flatten.syntax._hcl_templates import (
     parse_number,
     quoted_parts,
 )
+from flatten.syntax.evaluate import constant_template
 from flatten.syntax.references import json_traversal
 
 __all__ = ["parse", "read_fast", "read_in_pieces"]
@@ -1003,7 +1004,10 @@ class _Reader:
         if kind in (_STR, _HEREDOC):
             parts = self.string_parts(node)
             if any(not isinstance(p, Literal) for p in parts):
-                raise _Unsure
+                constant = constant_template(parts)  # a template of constants (evaluate.py)
+                if constant is None:
+                    raise _Unsure
+                return self.share(constant, constant)
             value = "".join(p.value for p in parts if isinstance(p, Literal))
             return self.share(value, value)
         if kind == _TUPLE:

@@ -88,9 +88,10 @@ class Reference:
 class _Scanner:
     """Collect references with their offsets; ``scopes`` holds the names bound at this point."""
 
-    def __init__(self, text: str, bound: Iterable[str] = ()) -> None:
+    def __init__(self, text: str, bound: Iterable[str] = (), functions: bool = False) -> None:
         self.text = text
         self.refs: list[Reference] = []
+        self.functions = functions  # also collect provider-defined function names (see identifier)
         self.scopes: list[frozenset[str]] = [frozenset(bound)]
 
     def bound(self, name: str) -> bool:
@@ -313,11 +314,19 @@ class _Scanner:
         while k < limit and text[k] in " \t":
             k += 1
         if text.startswith("::", k):  # provider-defined function: provider::ns::name(...)
+            parts: list[str] = []
+            fn_ends = [j]
             while text.startswith("::", k):
                 nm = _IDENT.match(text, k + 2, limit)
                 if nm is None:
                     raise ExpressionError("bad function name", k)
                 k = nm.end()
+                parts.append(nm.group(0))
+                fn_ends.append(k)
+            if self.functions and name == "provider" and len(parts) == 2:
+                # Root "provider" with steps (local name, function): no reference has that root.
+                fn: tuple[Step, ...] = tuple(("attr", p) for p in parts)
+                self.refs.append(Reference(name, fn, m.start(), k, tuple(fn_ends)))
             return k
         nxt = text[k] if k < limit else ""
         if nxt == "(":
@@ -364,16 +373,18 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
 
 
-def template_references(text: str, *, bound: Iterable[str] = ()) -> list[Reference]:
+def template_references(text: str, *, bound: Iterable[str] = (), functions: bool = False) -> list[Reference]:
     """Return the references in a Terraform JSON template string, in source order.
 
     ``bound`` names are in scope already (a ``dynamic`` block's iterator) and are not references.
+    ``functions`` adds each provider-defined function call ``provider::ns::f`` as a reference
+    with root ``provider`` and steps ``ns``, ``f`` (``tail(text, 1)`` is ``::f``).
     Raises ``ExpressionError`` when the text cannot be read.
 
     >>> [r.root for r in template_references('${var.a} "var.b" ${"${local.c}"}')]
     ['var', 'local']
     """
-    scanner = _Scanner(text, bound)
+    scanner = _Scanner(text, bound, functions)
     try:
         scanner.template(0, len(text), quoted=False)
     except (IndexError, RecursionError) as exc:
@@ -381,9 +392,11 @@ def template_references(text: str, *, bound: Iterable[str] = ()) -> list[Referen
     return sorted(scanner.refs, key=lambda r: r.start)
 
 
-def expression_references(text: str, *, bound: Iterable[str] = ()) -> list[Reference]:
+def expression_references(
+    text: str, *, bound: Iterable[str] = (), functions: bool = False
+) -> list[Reference]:
     """Return the references in bare HCL expression source (a traversal or ``replace_triggered_by`` item)."""
-    scanner = _Scanner(text, bound)
+    scanner = _Scanner(text, bound, functions)
     try:
         scanner.expression(0, len(text), "")
     except (IndexError, RecursionError) as exc:
@@ -406,21 +419,29 @@ def _apply(text: str, refs: list[Reference], replace: Callable[[Reference], str 
 
 
 def rewrite_template(
-    text: str, replace: Callable[[Reference], str | None], *, bound: Iterable[str] = ()
+    text: str,
+    replace: Callable[[Reference], str | None],
+    *,
+    bound: Iterable[str] = (),
+    functions: bool = False,
 ) -> str:
     """Return ``text`` (a JSON template) with each reference ``replace`` answers replaced by its answer.
 
     ``replace`` returns the new source for the reference's whole span, or None to keep it.
     Raises ``ExpressionError`` when the text cannot be read.
     """
-    return _apply(text, template_references(text, bound=bound), replace)
+    return _apply(text, template_references(text, bound=bound, functions=functions), replace)
 
 
 def rewrite_expression(
-    text: str, replace: Callable[[Reference], str | None], *, bound: Iterable[str] = ()
+    text: str,
+    replace: Callable[[Reference], str | None],
+    *,
+    bound: Iterable[str] = (),
+    functions: bool = False,
 ) -> str:
     """Return bare expression source with references replaced, as ``rewrite_template`` does."""
-    return _apply(text, expression_references(text, bound=bound), replace)
+    return _apply(text, expression_references(text, bound=bound, functions=functions), replace)
 
 
 _LEGACY_INDEX = re.compile(r"\.[0-9]")

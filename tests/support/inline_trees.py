@@ -6,6 +6,14 @@ directories called from several places with different arguments, typed variables
 collections, objects with ``optional()`` defaults, nested too, tuples, ``any``), ``nullable =
 false`` variables given ``null``, sensitive variables, validations, and outputs that feed other
 calls. ``tree(seed)`` returns ``{relative path: file text}``; the same seed gives the same tree.
+
+``tree(seed, providers=True)`` adds provider wiring on top of the same tree (its own random
+stream, so the rest is unchanged): the root configures ``terraform.src`` besides the default;
+modules declare ``required_providers`` (or not), some expect ``configuration_aliases``
+(``terraform.src`` used by a resource, ``terraform.log`` used by nothing), some call the
+provider-defined function ``provider::terraform::encode_expr``; calls pass configurations in
+``providers`` maps (aliases, and the default as ``terraform.src``), and some repeated calls use
+``for_each`` instead of ``count``.
 """
 
 from __future__ import annotations
@@ -57,13 +65,61 @@ class _Module:
     inputs: list[tuple[str, str, list[str]]] = field(default_factory=list)
     # values a call in this module may pass on, with their types: variables, earlier outputs
     values: list[tuple[str, str]] = field(default_factory=list)
+    declares: bool = False  # required_providers declares terraform (builtin)
+    aliased: bool = False  # expects terraform.src (configuration_aliases), used by a resource
+    unused_alias: bool = False  # also expects terraform.log, used by nothing
 
 
 class _Gen:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, providers: bool = False) -> None:
         self.rng = random.Random(seed)
         self.files: dict[str, str] = {}
         self.count = 0
+        self.providers = providers
+        self.prng = random.Random(f"providers {seed}")  # provider choices only
+
+    def wiring(self, m: _Module, caller_has_src: bool) -> None:
+        """Decide ``m``'s provider declarations and write them (``providers=True`` only)."""
+        prng = self.prng
+        m.declares = prng.random() < 0.6
+        m.aliased = m.declares and caller_has_src and prng.random() < 0.5
+        m.unused_alias = m.aliased and prng.random() < 0.3
+        if not m.declares:
+            return
+        aliases = [a for a, on in (("terraform.src", m.aliased), ("terraform.log", m.unused_alias)) if on]
+        extra = f", configuration_aliases = [{', '.join(aliases)}]" if aliases else ""
+        m.lines += [
+            "terraform {",
+            "  required_providers {",
+            f'    terraform = {{ source = "terraform.io/builtin/terraform"{extra} }}',
+            "  }",
+            "}",
+        ]
+        if m.aliased:
+            m.lines += [
+                'resource "terraform_data" "via_src" {',
+                "  provider = terraform.src",
+                '  input = "s"',
+                "}",
+            ]
+        if prng.random() < 0.3:
+            m.lines += ['output "fn" {', "  value = provider::terraform::encode_expr({ a = 1 })", "}"]
+            m.outputs.append("fn")
+
+    def passes(self, caller: _Module, child: _Module) -> list[str]:
+        """The ``providers`` map items a call from ``caller`` to ``child`` gives."""
+        root = caller.directory == "."
+        if not (root or caller.aliased):
+            return []  # a module can pass on only what it configures or was passed by name
+        src = self.prng.choice(["terraform.src", "terraform"]) if root else "terraform.src"
+        items = []
+        if child.aliased:
+            items.append(f"terraform.src = {src}")
+        if child.unused_alias:
+            items.append(f"terraform.log = {src}")
+        if child.declares and self.prng.random() < 0.3:
+            items.append("terraform = terraform.src")
+        return items
 
     def variable(self, m: _Module, name: str) -> bool:
         """Declare a random variable in ``m``; return whether it is sensitive."""
@@ -96,9 +152,11 @@ class _Gen:
         m.values.append((f"var.{name}", type_))
         return sensitive
 
-    def module(self, directory: str, depth: int) -> _Module:
+    def module(self, directory: str, depth: int, caller_has_src: bool = False) -> _Module:
         rng = self.rng
         m = _Module(directory)
+        if self.providers:
+            self.wiring(m, caller_has_src)
         for i in range(rng.randint(1, 3)):
             sensitive = self.variable(m, f"v{i}")
             m.lines += [
@@ -132,13 +190,20 @@ class _Gen:
             self.count += 1
             n = self.count
             directory = f"modules/m{n}"
-            child = self.module(directory, depth)
+            child = self.module(directory, depth, m.directory == "." or m.aliased)
             src = f"./{directory}" if m.directory == "." else f"../m{n}"
             for use in ["a", "b"] if rng.random() < 0.35 else ["a"]:
                 counted = rng.random() < 0.15
                 lines = [f'module "c{n}{use}" {{', f'  source = "{src}"']
-                if counted:
+                keyed = counted and self.providers and self.prng.random() < 0.5
+                if keyed:
+                    lines.append('  for_each = toset(["x"])')
+                elif counted:
                     lines.append("  count  = 1")
+                if self.providers:
+                    items = self.passes(m, child)
+                    if items:
+                        lines.append("  providers = { " + ", ".join(items) + " }")
                 for name, type_, choices in child.inputs:
                     arg = rng.choice(choices)
                     # Sometimes a reference of the same type instead of a literal: a variable of
@@ -150,7 +215,7 @@ class _Gen:
                         lines.append(f"  {name} = {arg}")
                 lines.append("}")
                 m.lines += lines
-                idx = "[0]" if counted else ""
+                idx = '["x"]' if keyed else "[0]" if counted else ""
                 types = {f"o{i}": t for i, (_, t, _) in enumerate(child.inputs)}
                 m.values += [(f"module.c{n}{use}{idx}.{o}", types[o]) for o in child.outputs if o in types]
                 for o in child.outputs:
@@ -162,10 +227,21 @@ class _Gen:
                     ]
 
 
-def tree(seed: int) -> dict[str, str]:
-    """Return a random tree of ``terraform_data`` modules for ``seed``."""
-    gen = _Gen(seed)
+def tree(seed: int, *, providers: bool = False) -> dict[str, str]:
+    """Return a random tree of ``terraform_data`` modules for ``seed`` (``providers``: see above)."""
+    gen = _Gen(seed, providers)
     root = _Module(".")
+    if providers:
+        root.lines += [
+            "terraform {",
+            "  required_providers {",
+            '    terraform = { source = "terraform.io/builtin/terraform" }',
+            "  }",
+            "}",
+            'provider "terraform" {',
+            '  alias = "src"',
+            "}",
+        ]
     gen.calls(root, gen.rng.randint(1, 3))
     gen.files["main.tf"] = "\n".join(root.lines) + "\n"
     return gen.files
