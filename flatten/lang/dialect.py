@@ -69,8 +69,28 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "stop_after_root_errors": Differs(False, True),  # children are not loaded
         "provider_instance_keys": Differs(False, True),  # for_each providers, keyed references
         "ephemeral_implied_providers": Differs(False, True),  # implied local names of ephemerals
-        "unsupported_module_inputs": Differs(True, False),  # check_module_inputs' extra checks
-        "provider_graph_checks": Differs(True, False),  # Terraform's provider transformers
+        # Checks `validate` makes once it builds its graph (docs/providers.md, "Errors at graph
+        # build"; docs/dialects.md, "Provider and graph checks"): both engines run the same
+        # transformers, so only these details differ.
+        # "Unsupported argument" in a module call: OpenTofu's validate reports it too, but its
+        # conformance contract pins tree-escaping-block-module as valid (config loading only).
+        "unsupported_module_inputs": Differs(True, False),
+        "provider_graph_checks": Differs(True, True),  # transform_provider.go in both engines
+        # OpenTofu's ProviderTransformer finds a root module's configuration_aliases as provider
+        # nodes (context_validate_test.go, TestContext2Validate_providerAliasInRoot: no error).
+        "root_configuration_aliases": Differs(False, True),
+        # "missing provider" for a `providers` item naming no provider node of the caller
+        # (addProxyProviders in both engines' transform_provider.go): the OpenTofu conformance
+        # contract (point 5) pins provider-pass-inherited and override-module as valid, so the
+        # OpenTofu dialect leaves it to `tofu validate`.
+        "missing_provider_proxies": Differs(True, False),
+        # The validate walk's reference checks (stages/references_check.py) for var, local,
+        # resource and data references outside a module call's depends_on. OpenTofu's
+        # evaluate_valid.go/evaluate.go report them exactly as Terraform's do, but the OpenTofu
+        # conformance contract pins trees with such references as valid (accept-outputs-tf,
+        # files-tofu-only, provider-with-depends-on), so the OpenTofu dialect checks module
+        # references, module call arguments and input types only.
+        "object_reference_checks": Differs(True, False),
         "validate_after_child_errors": Differs(True, False),  # BuildConfig validates anyway (root errors too)
         # Module sources and versions (spec §5–§6): the go-getter each engine vendors.
         "getter_source_dir_subdir": Differs(False, True),  # SourceDirSubdir splits "//"

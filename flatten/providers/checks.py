@@ -14,7 +14,8 @@ providers`` alike (docs/providers.md, "Which checks run"):
 * no load errors: provider validation; when that finds no error, the checks Terraform makes
   while building its graph, each stage only when the one before found no error: required module
   inputs (``flatten.stages.inputs``, both dialects), then missing provider configurations
-  (``runtime.py``, Terraform dialect only).
+  (``runtime.py``, both dialects, differences in the dialect table), then what the validate walk
+  finds without a provider schema (``flatten.stages.references_check``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
+from flatten.stages.references_check import check_references
 
 from .runtime import check_provider_graph
 from .wiring import ProviderWiring, wire_providers
@@ -47,8 +49,11 @@ def check_wiring(
         return wiring, diags
     inputs = check_module_inputs(graph, unsupported=options.dialect.allows("unsupported_module_inputs"))
     diags.extend(inputs)
-    # Only Terraform's provider transformers are reproduced: the OpenTofu conformance corpus
-    # accepts passing on an inherited default (provider-pass-inherited), so OpenTofu's differ.
+    # Both engines' provider transformers; the dialect table says where OpenTofu's differ.
     if not inputs.has_errors and options.dialect.allows("provider_graph_checks"):
-        diags.extend(check_provider_graph(wiring))
+        graph_diags = check_provider_graph(wiring, options.dialect)
+        diags.extend(graph_diags)
+        # The validate walk runs once the graph is built (stages/references_check.py).
+        if not graph_diags.has_errors:
+            diags.extend(check_references(graph, options.dialect))
     return wiring, diags

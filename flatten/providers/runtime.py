@@ -13,11 +13,19 @@ error, because the builder stops at the first failing transformer (docs/provider
 2. "Provider configuration not present": a resource whose ``provider`` names an aliased
    configuration that exists nowhere (not configured, not passed, not in
    ``configuration_aliases``). No range.
+
+OpenTofu's ``ProviderTransformer`` (opentofu/opentofu internal/tofu/transform_provider.go,
+``ProviderTransformer.Transform``) fails the same way with the same wording; the dialect table
+(``lang/dialect.py``) says where it differs: a root module's ``configuration_aliases`` are
+provider nodes (``root_configuration_aliases``; context_validate_test.go,
+``TestContext2Validate_providerAliasInRoot``), and stage 1 is left to ``tofu validate``
+(``missing_provider_proxies``; the conformance contract pins those trees as valid).
 """
 
 from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.dialect import Dialect
 from flatten.stages.graph import module_address
 
 from .addresses import ConfigAddr
@@ -63,10 +71,26 @@ def _missing_proxies(wiring: ProviderWiring) -> Diagnostics:
     return out
 
 
-def _not_present(wiring: ProviderWiring) -> Diagnostics:
+def _root_aliases(wiring: ProviderWiring) -> frozenset[tuple[str, str]]:
+    """The root module's ``configuration_aliases`` as (provider, alias) pairs."""
+    decl = wiring.decls.get(())
+    if decl is None:
+        return frozenset()
+    return frozenset(
+        (str(req.provider), alias.alias or "")
+        for req in decl.requirements
+        if req.provider is not None
+        for alias in req.aliases
+    )
+
+
+def _not_present(wiring: ProviderWiring, dialect: Dialect) -> Diagnostics:
     out = Diagnostics()
+    declared = _root_aliases(wiring) if dialect.allows("root_configuration_aliases") else frozenset()
     for res in wiring.resources():
         if res.binding is not None or res.decl.mode not in _RESOURCE_MODES:
+            continue
+        if not res.module and (str(res.provider), res.ref.alias or "") in declared:
             continue
         config = ConfigAddr(res.module, res.provider, res.ref.alias)
         out.append(
@@ -84,13 +108,14 @@ def _not_present(wiring: ProviderWiring) -> Diagnostics:
     return out
 
 
-def check_provider_graph(wiring: ProviderWiring) -> Diagnostics:
+def check_provider_graph(wiring: ProviderWiring, dialect: Dialect = Dialect.TERRAFORM) -> Diagnostics:
     """Return the graph-build provider errors of a configuration that passed validation.
 
     Terraform reports the first stage that fails (and of "missing provider" only the first one
     it meets, in Go's map order); flatten reports every error of that stage.
     """
-    missing = _missing_proxies(wiring)
-    if missing.has_errors:
-        return missing
-    return _not_present(wiring)
+    if dialect.allows("missing_provider_proxies"):
+        missing = _missing_proxies(wiring)
+        if missing.has_errors:
+            return missing
+    return _not_present(wiring, dialect)

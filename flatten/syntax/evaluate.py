@@ -274,6 +274,14 @@ class Scope:
             if j >= end or text[j] != ")":
                 raise Unsupported(f"the expression {text[i:end].strip()!r}")
             return value, j + 1
+        if c == "[":
+            return self.collection(text, i + 1, end, locate, "]")
+        if c == "{":
+            return self.collection(text, i + 1, end, locate, "}")
+        if c == "-" and _NUM.match(text, i + 1, end):
+            value, j = self.term(text, i + 1, end, locate)
+            assert isinstance(value.value, (int, Decimal))
+            return Value(-value.value), j
         number = _NUM.match(text, i, end)
         if number:
             digits = number.group()
@@ -297,6 +305,39 @@ class Scope:
         if j < end and text[j] == "[":
             raise Unsupported(f"an index in the reference {text[i:end].strip()!r}")
         return self.reference(steps, locate(i, j)), j
+
+    def collection(self, text: str, i: int, end: int, locate: Locate, close: str) -> tuple[Value, int]:
+        """A tuple (``[a, b]``) or an object (``{k = v}``, ``{"k": v}``) of values this evaluator reads."""
+        items: list[Value] = []
+        entries: dict[str, Value] = {}
+        i = _space(text, i, end)
+        while i < end and text[i] != close:
+            if close == "]":
+                value, i = self.term(text, i, end, locate)
+                items.append(value)
+            else:
+                name = _NAME.match(text, i, end)
+                if name is not None:
+                    key, i = name.group(), name.end()
+                else:
+                    key_value, i = self.term(text, i, end, locate)
+                    key_text = as_string(key_value.value)
+                    if key_text is None:
+                        raise Unsupported("an object key that is not a string")
+                    key = key_text
+                i = _space(text, i, end)
+                if i >= end or text[i] not in "=:":
+                    raise Unsupported(f"the expression {text[i:end].strip()!r}")
+                value, i = self.term(text, _space(text, i + 1, end), end, locate)
+                entries[key] = value
+            i = _space(text, i, end)
+            if i < end and text[i] in ",\n":
+                i = _space(text, i + 1, end)
+        if i >= end:
+            raise Unsupported(f"an unterminated {'tuple' if close == ']' else 'object'}")
+        if close == "]":
+            return _combine([v.value for v in items], items), i + 1
+        return _combine({k: v.value for k, v in entries.items()}, list(entries.values())), i + 1
 
     def quoted(self, text: str, start: int, end: int, locate: Locate) -> Value:
         try:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFECTS", "Case", "Outcome", "generate", "run_case", "write_case"]
+__all__ = ["DEFECTS", "MISTAKES", "Case", "Outcome", "generate", "run_case", "validate_case", "write_case"]
 
 BUILTIN = "terraform.io/builtin/terraform"
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "fox", "golf", "hotel"]
@@ -706,12 +706,127 @@ DEFECTS: dict[str, Callable[[random.Random, list[Mod]], bool]] = {
 }
 
 
-def generate(seed: int) -> Case:
-    """Return the tree for ``seed``: valid for about two seeds in three, else with one defect."""
+# --- mistakes: what `validate` finds without a provider schema (flatten/stages/references_check.py)
+
+
+def _reference_target(rng: random.Random, mods: list[Mod]) -> tuple[Mod, Blk]:
+    """Where a mistaken reference goes: an output, or a resource's input."""
+    m = rng.choice(mods)
+    if rng.random() < 0.5:
+        found = [(mm, b) for mm, b in _blocks(mods, "resource") if mm is m]
+        if found:
+            return found[0]
+    out = Blk("output", ["mistake"], {})
+    m.files[_first_file(m)].append(out)
+    return m, out
+
+
+def _m_undeclared_module(rng: random.Random, mods: list[Mod]) -> bool:
+    _m, blk = _reference_target(rng, mods)
+    blk.attrs["input" if blk.type == "resource" else "value"] = E(
+        rng.choice(["module.nope", "module.nope.x"])
+    )
+    return True
+
+
+def _m_undeclared_resource(rng: random.Random, mods: list[Mod]) -> bool:
+    _m, blk = _reference_target(rng, mods)
+    ref = rng.choice(
+        ["terraform_data.nope.output", "data.terraform_remote_state.nope.outputs", "terraform_data.nope"]
+    )
+    blk.attrs["input" if blk.type == "resource" else "value"] = E(ref)
+    return True
+
+
+def _m_call_count(rng: random.Random, mods: list[Mod]) -> bool:
+    calls = [c for _m, c in _blocks(mods, "module") if "for_each" not in c.attrs]
+    if not calls:
+        return False
+    rng.choice(calls).attrs["count"] = E(rng.choice(['"abc"', "-1", "1.5", "null", "true", '["a"]']))
+    return True
+
+
+def _m_call_for_each(rng: random.Random, mods: list[Mod]) -> bool:
+    calls = [c for _m, c in _blocks(mods, "module") if "count" not in c.attrs]
+    if not calls:
+        return False
+    call = rng.choice(calls)
+    call.attrs.pop("count", None)
+    call.attrs["for_each"] = E(rng.choice(['"abc"', "1", "null", '["a", "b"]', "true"]))
+    return True
+
+
+def _m_call_depends_on(rng: random.Random, mods: list[Mod]) -> bool:
+    found = [(m, c) for m, c in _blocks(mods, "module")]
+    if not found:
+        return False
+    m, call = rng.choice(found)
+    resources = [r for mm, r in _blocks(mods, "resource") if mm is m]
+    items = ["terraform_data.nope"]
+    if resources:
+        items.append(f"{resources[0].labels[0]}.{resources[0].labels[1]}.output")
+    call.attrs["depends_on"] = Raw("[" + rng.choice(items) + "]")
+    return True
+
+
+def _m_counted_output(rng: random.Random, mods: list[Mod]) -> bool:
+    found = [(m, c) for m in mods for _f, c, _callee in m.calls if "count" in c.attrs]
+    if not found:
+        return False
+    m, call = rng.choice(found)
+    ref = rng.choice([f"module.{call.labels[0]}.x", f"module.{call.labels[0]}[0].nope"])
+    m.files[_first_file(m)].append(Blk("output", ["mistake"], {"value": E(ref)}))
+    return True
+
+
+def _m_valid_references(rng: random.Random, mods: list[Mod]) -> bool:
+    """References Terraform accepts that a careless checker would flag (no mistake at all)."""
+    m = rng.choice(mods)
+    m.files[_first_file(m)].append(
+        Blk(
+            "resource",
+            ["terraform_data", "fine"],
+            {
+                "count": L(1),
+                "input": E('[count.index, path.module, terraform.workspace, [for x in ["a"] : x]]'),
+            },
+        )
+    )
+    return True
+
+
+MISTAKES: dict[str, Callable[[random.Random, list[Mod]], bool]] = {
+    "undeclared-module": _m_undeclared_module,
+    "undeclared-resource": _m_undeclared_resource,
+    "call-count": _m_call_count,
+    "call-for_each": _m_call_for_each,
+    "call-depends_on": _m_call_depends_on,
+    "counted-output": _m_counted_output,
+    "valid-references": _m_valid_references,
+    "undeclared-variable": _d_undeclared_variable,
+    "undeclared-local": _d_undeclared_local,
+    "wrong-input-type": _d_wrong_input_type,
+    "undefined-module-output": _d_undefined_module_output,
+}
+
+
+def generate(seed: int, *, mistakes: bool = False) -> Case:
+    """Return the tree for ``seed``: valid for about two seeds in three, else with one defect.
+
+    With ``mistakes``, every tree has one of ``MISTAKES`` (what ``validate`` finds without a
+    provider schema), compared by ``validate_case``.
+    """
     gen = _Gen(seed)
     mods = gen.tree()
     defect: str | None = None
-    if gen.rng.random() < 0.35:
+    if mistakes:
+        names = sorted(MISTAKES)
+        gen.rng.shuffle(names)
+        for name in names:
+            if MISTAKES[name](gen.rng, mods):
+                defect = name
+                break
+    elif gen.rng.random() < 0.35:
         names = sorted(DEFECTS)
         gen.rng.shuffle(names)
         for name in names:
@@ -906,6 +1021,44 @@ def _delta(ours: frozenset[str], theirs: frozenset[str], ours_name: str, theirs_
     if theirs - ours:
         parts.append(f"{theirs_name} only: {_summaries(theirs - ours)}")
     return "; ".join(parts)
+
+
+def validate_case(case: Case, work: Path, tf: Runner) -> Outcome:
+    """``terraform init`` + ``validate`` against flatten's build of ``case``: the same error summaries.
+
+    ``agree-valid``/``agree-invalid`` when both give the same set; ``disagree`` otherwise (klass
+    says which summaries only one side gave).
+    """
+    original = work / "original"
+    pristine = work / "pristine"
+    write_case(case, original)
+    write_case(case, pristine)
+
+    def verdict(outcome: str, klass: str = "", detail: str = "") -> Outcome:
+        return Outcome(case.seed, case.defect, outcome, klass, detail, 1)
+
+    try:
+        rejected, _ = _flatten(pristine, work / "flat")
+    except Exception:
+        return verdict("disagree", "flatten-exception", traceback.format_exc(limit=-3))
+    ours = frozenset() if rejected is None else rejected
+    if ours & REFUSALS:
+        return verdict("refused", _summaries(ours & REFUSALS))
+    init = tf.run("init", "-no-color", "-input=false", "-backend=false", cwd=original)
+    if init.returncode != 0:
+        theirs = _text_errors(init.stderr + init.stdout) or frozenset({"<init failed>"})
+    else:
+        run = tf.run("validate", "-json", "-no-color", cwd=original)
+        try:
+            doc = json.loads(run.stdout)
+        except ValueError:
+            return verdict("disagree", "validate output unreadable", run.stderr[-500:])
+        theirs = frozenset(
+            _summary(d["summary"]) for d in doc.get("diagnostics", []) if d.get("severity") == "error"
+        )
+    if ours == theirs:
+        return verdict("agree-invalid" if ours else "agree-valid", "", _summaries(ours))
+    return verdict("disagree", _delta(ours, theirs, "flatten", "terraform"), _summaries(theirs))
 
 
 def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], None] | None = None) -> Outcome:

@@ -1,0 +1,711 @@
+"""What ``validate`` finds without a provider schema: references, module call arguments, input types.
+
+Rule for the whole file: these are the errors Terraform's and OpenTofu's ``validate`` walk reports
+on a configuration that loaded and whose graph built (docs/providers.md, "What validate finds
+without a provider schema"). Both engines share the code behind each rule (the OpenTofu file is
+the same path under ``internal/tofu``), so one rule serves both dialects:
+
+* ``evaluate_valid.go``, ``staticValidateReference``: a reference to an undeclared module call
+  ("Reference to undeclared module"), managed or data resource ("Reference to undeclared
+  resource"). When an expression has such an error its evaluation is skipped, so its other
+  references are not checked (the caller evaluates only after static validation passes).
+* ``evaluate.go``, ``GetInputVariable``/``GetLocalValue``/``GetModule``: an undeclared variable
+  or local value, and an output a called module does not declare ("Unsupported attribute", HCL's
+  wording for the object of the call's outputs; a call with ``count`` is a list of them).
+* ``eval_count.go``/``eval_for_each.go`` on a module call's ``count``/``for_each`` whose value is
+  a constant (``lang/eval.go``'s "Incorrect value type" when it does not convert to a number).
+* ``node_resource_validate.go``, ``validateDependsOn`` (module calls use it too): a ``depends_on``
+  item that is an attribute of an object, else a reference to nothing; checking stops at the
+  first error.
+* ``eval_variable.go``, ``prepareFinalInputVariableValue``: a module input whose value is a
+  constant, or a variable of a declared type, that cannot convert to the input's declared type.
+
+A reference is found by the one reference scanner (``syntax/references.py``) and a constant by the
+one static evaluator (``syntax/evaluate.py``). Nothing Terraform accepts is flagged: ``count``,
+``each``, ``self``, ``path``, ``terraform``, ``tofu``, ``ephemeral``, ``action``, ``list`` and
+``run`` references are never checked, ``dynamic`` iterator names are bound in their block, data
+sources declared in ``check`` blocks count as declared, and ``moved``, ``import`` and ``removed``
+blocks (addresses, not expressions to evaluate) are not read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.dialect import Dialect
+from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
+from flatten.lang.types import (
+    AnyType,
+    ConversionError,
+    ListType,
+    MapType,
+    ObjectType,
+    Primitive,
+    SetType,
+    TupleType,
+    Type,
+    TypeExprError,
+    convert,
+    parse_type,
+    type_string,
+)
+from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
+from flatten.syntax.references import ExpressionError, Reference, template_references
+
+__all__ = ["check_references"]
+
+# Roots that are not checked here: bound by the evaluation context, or objects whose
+# declarations this stage does not track (ephemeral resources, actions, list resources, run blocks).
+_UNCHECKED_ROOTS = frozenset(
+    {"count", "each", "self", "path", "terraform", "tofu", "ephemeral", "action", "list", "run", "resource"}
+)
+# Blocks that hold addresses rather than expressions, or nothing validate evaluates.
+_SKIPPED_BLOCKS = frozenset({"moved", "import", "removed", "terraform", "language", "action", "list"})
+# Arguments of a resource-like block that are not expressions evaluated for references.
+_RESOURCE_META = frozenset({"provider", "depends_on", "count", "for_each"})
+_CALL_META = frozenset({"source", "version", "providers", "count", "for_each", "depends_on", "enabled"})
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """What one module declares, as the checks look names up."""
+
+    variables: dict[str, Block]
+    locals: frozenset[str]
+    calls: dict[str, Block]
+    managed: frozenset[tuple[str, str]]
+    data: frozenset[tuple[str, str]]
+    outputs: dict[str, frozenset[str] | None]  # call name -> its module's outputs (None: unknown)
+
+
+def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
+    module = node.module
+    data = {(b.labels[0], b.labels[1]) for b in module.blocks_of("data") if len(b.labels) >= 2}
+    for check in module.blocks_of("check"):
+        data.update((b.labels[0], b.labels[1]) for b in check.body.blocks_of("data") if len(b.labels) >= 2)
+    children = {child.path[-1]: child.module for child in graph.children(node.address)}
+    calls = {b.labels[0]: b for b in module.blocks_of("module") if b.labels}
+    outputs: dict[str, frozenset[str] | None] = {}
+    for name in calls:
+        child = children.get(name)
+        outputs[name] = (
+            frozenset(b.labels[0] for b in child.blocks_of("output") if b.labels)
+            if child is not None
+            else None
+        )
+    return _Declared(
+        variables={b.labels[0]: b for b in module.blocks_of("variable") if b.labels},
+        locals=frozenset(a.name for b in module.blocks_of("locals") for a in b.body.attributes),
+        calls=calls,
+        managed=frozenset(
+            (b.labels[0], b.labels[1]) for b in module.blocks_of("resource") if len(b.labels) >= 2
+        ),
+        data=frozenset(data),
+        outputs=outputs,
+    )
+
+
+def _did_you_mean(given: str, names: Iterator[str] | list[str]) -> str | None:
+    """didyoumean.NameSuggestion: the first of the sorted names within Levenshtein distance 2."""
+    best, best_distance = None, 3
+    for name in sorted(names):
+        distance = _levenshtein(given, name)
+        if distance < best_distance:
+            best, best_distance = name, distance
+    return best
+
+
+def _levenshtein(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[len(b)]
+
+
+def _where(module: str) -> str:
+    return module or "the root module"
+
+
+class _Checker:
+    """The checks of one module; ``module`` is its address ("" for the root)."""
+
+    def __init__(self, node: ModuleNode, graph: ModuleGraph, *, objects: bool = True) -> None:
+        self.node = node
+        # Whether var, local, resource and data references are checked outside a module call's
+        # depends_on (the dialect's "object_reference_checks").
+        self.objects = objects
+        self.address = node.address
+        self.declared = _declared(node, graph)
+        self.diags = Diagnostics()
+        # Where each reference of the current evaluation is in the source (by the reference's id).
+        self._locate: dict[int, Callable[[int, int], Range]] = {}
+
+    def error(self, summary: str, detail: str, rng: Range) -> None:
+        self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
+
+    # -- one expression: static validation, then (if that passed) evaluation -----------------
+    def references(
+        self, value: JsonValue, rng: Range, bound: frozenset[str]
+    ) -> list[tuple[Reference, Range, int]]:
+        """Every reference in ``value`` with the range of the value holding it; unreadable text
+        gives none (its syntax error is reported where it is parsed)."""
+        found: list[tuple[Reference, Range, int]] = []
+        stack: list[tuple[JsonValue, bool]] = [(value, True)]
+        while stack:
+            item, is_top = stack.pop()
+            if isinstance(item, str):
+                try:
+                    refs = template_references(item, bound=bound)
+                except ExpressionError:
+                    continue
+                for ref in refs:
+                    found.append((ref, rng, 1 if is_top else 0))
+                    if is_top:
+                        self._locate[id(ref)] = locator(value, rng)
+            elif isinstance(item, list):
+                stack.extend((v, False) for v in reversed(item))
+            elif isinstance(item, dict):
+                for key, val in item.items():
+                    stack.append((val, False))
+                    stack.append((key, False))
+        return found
+
+    def span(self, ref: Reference, rng: Range, located: int, upto: int) -> Range:
+        """The range of ``ref`` from its root through step ``upto`` (the whole value when unsure)."""
+        locate = self._locate.get(id(ref)) if located else None
+        if locate is None:
+            return rng
+        return locate(ref.start, ref.ends[min(upto, len(ref.ends) - 1)])
+
+    def step_span(self, ref: Reference, rng: Range, located: int, k: int) -> Range:
+        """The range of step ``k`` alone (HCL's traversal step range)."""
+        locate = self._locate.get(id(ref)) if located else None
+        if locate is None or k >= len(ref.ends):
+            return rng
+        return locate(ref.ends[k - 1], ref.ends[k])
+
+    def static(self, ref: Reference, rng: Range, located: int) -> bool:
+        """``staticValidateReference``: report an undeclared module call or resource; False if so."""
+        d = self.declared
+        root = ref.root
+        if root == "module":
+            name = ref.name(1)
+            if name is None or name in d.calls:
+                return True
+            hint = _did_you_mean(name, list(d.calls))
+            suffix = f' Did you mean "{hint}"?' if hint else ""
+            # ParseRef: module.NAME, module.NAME[KEY], then an output name (all in the range).
+            indexed = len(ref.steps) > 1 and ref.steps[1][0] == "index"
+            upto = 1 + indexed + (ref.name(2 + indexed) is not None)
+            self.error(
+                "Reference to undeclared module",
+                f'No module call named "{name}" is declared in {_where(self.address)}.{suffix}',
+                self.span(ref, rng, located, upto),
+            )
+            return False
+        if root in _UNCHECKED_ROOTS or root in ("var", "local"):
+            return True
+        if root == "data":
+            type_, name = ref.name(1), ref.name(2)
+            if type_ is None or name is None or ref.steps[0][0] != "attr" or ref.steps[1][0] != "attr":
+                return True
+            if (type_, name) in d.data:
+                return True
+            upto = 3 if len(ref.steps) > 2 and ref.steps[2][0] == "index" else 2
+            self.error(
+                "Reference to undeclared resource",
+                f'A data resource "{type_}" "{name}" has not been declared in {_where(self.address)}.',
+                self.span(ref, rng, located, upto),
+            )
+            return False
+        name = ref.name(1)
+        if name is None or ref.steps[0][0] != "attr":
+            return True
+        if (root, name) in d.managed:
+            return True
+        hint = ""
+        if (root, name) in d.data:
+            hint = f"\n\nDid you mean the data resource data.{root}.{name}?"
+        upto = 2 if len(ref.steps) > 1 and ref.steps[1][0] == "index" else 1
+        self.error(
+            "Reference to undeclared resource",
+            f'A managed resource "{root}" "{name}" has not been declared in {_where(self.address)}.{hint}',
+            self.span(ref, rng, located, upto),
+        )
+        return False
+
+    def evaluated(self, ref: Reference, rng: Range, located: int) -> None:
+        """The evaluator's errors: undeclared variables and locals, outputs a call lacks."""
+        d = self.declared
+        if ref.root == "var":
+            name = ref.name(1)
+            if name is None or name in d.variables:
+                return
+            hint = _did_you_mean(name, list(d.variables))
+            suffix = (
+                f' Did you mean "{hint}"?'
+                if hint
+                else f' This variable can be declared with a variable "{name}" {{}} block.'
+            )
+            self.error(
+                "Reference to undeclared input variable",
+                f'An input variable with the name "{name}" has not been declared.{suffix}',
+                self.span(ref, rng, located, 1),
+            )
+        elif ref.root == "local":
+            name = ref.name(1)
+            if name is None or name in d.locals:
+                return
+            hint = _did_you_mean(name, list(d.locals))
+            suffix = f' Did you mean "{hint}"?' if hint else ""
+            self.error(
+                "Reference to undeclared local value",
+                f'A local value with the name "{name}" has not been declared.{suffix}',
+                self.span(ref, rng, located, 1),
+            )
+        elif ref.root == "module":
+            self.module_output(ref, rng, located)
+
+    def module_output(self, ref: Reference, rng: Range, located: int) -> None:
+        name = ref.name(1)
+        call = self.declared.calls.get(name or "")
+        outputs = self.declared.outputs.get(name or "")
+        if name is None or call is None or outputs is None or len(ref.steps) < 2:
+            return
+        body = call.body
+        if body.attribute("for_each") is not None or body.attribute("enabled") is not None:
+            return  # a map of objects, or an object that may be null: not checked
+        count = body.attribute("count")
+        counted = count is not None
+        if count is not None:
+            # A list of objects only once its count is known and valid; otherwise the count's
+            # own error (or an unknown value) is all Terraform reports.
+            value = _constant(self.node.module, count, self.address)
+            if isinstance(value, Unsupported) or _count_detail(value) is not None:
+                return
+        k = 2
+        if ref.steps[1][0] == "index":
+            if not counted:
+                return  # "Invalid index" territory: left to the engine
+            k = 3
+        elif counted:
+            self.error(
+                "Unsupported attribute",
+                "Can't access attributes on a list of objects. Did you mean to access an attribute for a "
+                "specific element of the list, or across all elements of the list?",
+                self.step_span(ref, rng, located, 2),
+            )
+            return
+        output = ref.name(k)
+        if output is None or ref.steps[k - 1][0] != "attr" or output in outputs:
+            return
+        self.error(
+            "Unsupported attribute",
+            f'This object does not have an attribute named "{output}".',
+            self.step_span(ref, rng, located, k),
+        )
+
+    def unit(self, values: list[tuple[JsonValue, Range]], bound: frozenset[str] = frozenset()) -> None:
+        """One evaluation (an expression, or a block body evaluated at once)."""
+        self._locate = {}
+        refs = [r for value, rng in values for r in self.references(value, rng, bound)]
+        if not self.objects:
+            refs = [r for r in refs if r[0].root == "module"]
+        ok = True
+        for ref, rng, located in refs:
+            ok = self.static(ref, rng, located) and ok
+        if ok:
+            for ref, rng, located in refs:
+                self.evaluated(ref, rng, located)
+
+    # -- what each block type evaluates ------------------------------------------------------
+    def run(self) -> Diagnostics:
+        for block in self.node.module.blocks:
+            if block.type in _SKIPPED_BLOCKS:
+                continue
+            if block.type == "locals" or block.type == "output":
+                for attr in block.body.attributes:
+                    if attr.name not in ("depends_on", "description", "sensitive", "ephemeral", "type"):
+                        self.unit([(attr.value, attr.expr.range)])
+                self.nested(block.body, frozenset())
+            elif block.type == "variable":
+                for nested in block.body.blocks_of("validation"):
+                    self.body_unit(nested.body, frozenset())
+            elif block.type == "module":
+                self.module_call(block)
+            elif block.type in ("resource", "data", "ephemeral", "provider"):
+                self.resource_like(block)
+            elif block.type == "check":
+                for nested in block.body.blocks:
+                    if nested.type == "data":
+                        self.resource_like(nested)
+                    else:
+                        self.body_unit(nested.body, frozenset())
+        return self.diags
+
+    def nested(self, body: Body, bound: frozenset[str]) -> None:
+        for nested in body.blocks:
+            self.body_unit(nested.body, bound)
+
+    def body_unit(self, body: Body, bound: frozenset[str]) -> None:
+        values: list[tuple[JsonValue, Range]] = []
+        for attr, names in _attributes(body, bound):
+            values.append((attr.value, attr.expr.range))
+            bound = bound | names
+        self.unit(values, bound)
+
+    def resource_like(self, block: Block) -> None:
+        body = block.body
+        for name in ("count", "for_each"):
+            attr = body.attribute(name)
+            if attr is not None:
+                self.unit([(attr.value, attr.expr.range)])
+        depends = body.attribute("depends_on")
+        if depends is not None and self.objects:
+            self.depends_on(depends)
+        values: list[tuple[JsonValue, Range]] = []
+        bound = _iterators(body)
+        for attr, _names in _attributes(body, bound, skip=_RESOURCE_META):
+            values.append((attr.value, attr.expr.range))
+        self.unit(values, bound)
+
+    def module_call(self, block: Block) -> None:
+        body = block.body
+        for name in ("count", "for_each"):
+            attr = body.attribute(name)
+            if attr is not None:
+                self.unit([(attr.value, attr.expr.range)])
+        depends = body.attribute("depends_on")
+        if depends is not None:
+            self.depends_on(depends)
+        for attr in body.attributes:
+            if attr.name in ("source", "version", "providers", "count", "for_each", "depends_on", "enabled"):
+                continue
+            self.unit([(attr.value, attr.expr.range)])
+
+    def depends_on(self, attr: Attribute) -> None:
+        """``validateDependsOn``: each item whole, then evaluated, until the first error."""
+        items = attr.value if isinstance(attr.value, list) else [attr.value]
+        before = len(self.diags.errors)
+        for item in items:
+            if not isinstance(item, str):
+                continue
+            try:
+                refs = template_references("${" + item + "}")
+            except ExpressionError:
+                continue
+            if len(refs) != 1:
+                continue
+            ref = refs[0]
+            subject = _subject_steps(ref)
+            if subject is None:
+                continue
+            # A depends_on item is stored without its position: the whole list's range is given.
+            rng = attr.expr.range
+            if len(ref.steps) > subject:
+                self.error(
+                    "Invalid depends_on reference",
+                    "References in depends_on must be to a whole object (resource, etc), not to an "
+                    "attribute of an object.",
+                    rng,
+                )
+            if len(self.diags.errors) == before and self.static(ref, rng, 0):
+                self.evaluated(ref, rng, 0)
+
+
+def _subject_steps(ref: Reference) -> int | None:
+    """How many steps after the root name the referenced object (ParseRef); None: not checked."""
+    root = ref.root
+    if root == "data":
+        n = 2
+    elif root in _UNCHECKED_ROOTS:
+        return None
+    else:
+        n = 1
+    if len(ref.steps) > n and ref.steps[n][0] == "index":
+        n += 1
+    return n
+
+
+def _iterators(body: Body) -> frozenset[str]:
+    """Names ``dynamic`` blocks bind (their labels and ``iterator`` arguments), native or JSON."""
+    names: set[str] = set()
+    for block in body.blocks:
+        if block.type == "dynamic" and block.labels:
+            names.add(block.labels[0])
+            it = block.body.attribute("iterator")
+            if it is not None and isinstance(it.value, str):
+                names.add(it.value.removeprefix("${").removesuffix("}"))
+        names |= _iterators(block.body)
+    for attr in body.attributes:
+        if attr.name == "dynamic" and isinstance(attr.value, dict):
+            names.update(attr.value)
+            _json_iterators(attr.value, names)
+    return frozenset(names)
+
+
+def _json_iterators(value: JsonValue, names: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "iterator" and isinstance(item, str):
+                names.add(item)
+            if key == "dynamic" and isinstance(item, dict):
+                names.update(item)
+            _json_iterators(item, names)
+    elif isinstance(value, list):
+        for item in value:
+            _json_iterators(item, names)
+
+
+def _attributes(
+    body: Body, bound: frozenset[str], skip: frozenset[str] = frozenset()
+) -> Iterator[tuple[Attribute, frozenset[str]]]:
+    """Every expression attribute of ``body`` and its nested blocks (``lifecycle.ignore_changes``
+    and ``iterator`` are not expressions)."""
+    for attr in body.attributes:
+        if attr.name not in skip:
+            yield attr, frozenset()
+    for block in body.blocks:
+        if block.type == "lifecycle":
+            for attr in block.body.attributes:
+                if attr.name == "replace_triggered_by" or attr.name in ("ignore_changes", "enabled"):
+                    continue
+                yield attr, frozenset()
+            for nested in block.body.blocks:
+                yield from _attributes(nested.body, bound)
+            continue
+        for attr in block.body.attributes:
+            if block.type == "dynamic" and attr.name == "iterator":
+                continue
+            yield attr, frozenset()
+        for nested in block.body.blocks:
+            yield from _attributes(nested.body, bound)
+
+
+# -- module call arguments with constant values -------------------------------------------------
+
+
+def _constant(node_module: Module, attr: Attribute, address: str) -> JsonValue | Unsupported:
+    """The value of ``attr`` when it refers to nothing and the static evaluator reads it."""
+    try:
+        refs = [r for s in _strings(attr.value) for r in template_references(s)]
+    except ExpressionError:
+        return Unsupported("unreadable")
+    if refs:
+        return Unsupported("references")
+    scope = Scope(node_module, address)
+    try:
+        return scope.evaluate(attr, Ident(address, attr.name, attr.expr.range)).value
+    except (Unsupported, Failed) as exc:
+        return Unsupported(str(exc))
+
+
+def _strings(value: JsonValue) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+
+
+def _count_detail(value: JsonValue) -> tuple[str, str] | None:
+    """``evaluateCountExpressionValue``'s error for a known count (summary, detail), or None."""
+    if value is None:
+        return "Invalid count argument", 'The given "count" argument value is null. An integer is required.'
+    if isinstance(value, (bool, list, dict)):
+        return "Incorrect value type", "Invalid expression value: number required."
+    if isinstance(value, str):
+        try:
+            number = convert(value, Primitive("number"))
+        except ConversionError:
+            return "Incorrect value type", "Invalid expression value: a number is required."
+        value = number
+    assert isinstance(value, (int, Decimal))
+    if value != int(value) or not _INT64[0] <= int(value) <= _INT64[1]:
+        return (
+            "Invalid count argument",
+            'The given "count" argument value is unsuitable: value must be a whole number, between '
+            f"{_INT64[0]} and {_INT64[1]}.",
+        )
+    if value < 0:
+        return (
+            "Invalid count argument",
+            'The given "count" argument value is unsuitable: must be greater than or equal to zero.',
+        )
+    return None
+
+
+def _for_each_detail(value: JsonValue) -> str | None:
+    """``evaluateForEachExpression``'s error for a known for_each (its detail), or None."""
+    if value is None:
+        return (
+            'The given "for_each" argument value is unsuitable: the given "for_each" argument value is '
+            "null. A map, or set of strings is allowed."
+        )
+    if isinstance(value, dict):
+        return None
+    kind = (
+        "bool"
+        if isinstance(value, bool)
+        else "number"
+        if isinstance(value, (int, Decimal))
+        else "string"
+        if isinstance(value, str)
+        else "tuple"
+    )
+    if kind == "tuple" and isinstance(value, list) and not value:
+        return None  # an empty tuple is an empty set of strings
+    return (
+        'The given "for_each" argument value is unsuitable: the "for_each" argument must be a map, or set '
+        f"of strings, and you have provided a value of type {kind}."
+    )
+
+
+def _mismatch(source: Type, target: Type) -> str | None:
+    """cty's error converting an unknown value of ``source`` to ``target`` when the kinds alone
+    decide it (nested mismatches are left to the engine: None)."""
+    if isinstance(source, AnyType) or isinstance(target, AnyType):
+        return None
+    if isinstance(target, Primitive):
+        if isinstance(source, Primitive):
+            if {source.name, target.name} == {"bool", "number"}:
+                return f"{target.name} required"
+            return None
+        return f"{target.name} required"
+    what = {ListType: "list", SetType: "set", MapType: "map"}
+    if isinstance(target, (ListType, SetType)):
+        ok = isinstance(source, (ListType, SetType, TupleType))
+    elif isinstance(target, MapType):
+        ok = isinstance(source, (MapType, ObjectType))
+    else:
+        return None
+    if ok:
+        return None
+    return f"{what[type(target)]} of {type_string(target.element)} required"
+
+
+class _InputTypes:
+    """Module inputs against the called module's declared variable types."""
+
+    def __init__(self, graph: ModuleGraph) -> None:
+        self.graph = graph
+
+    def check(self, node: ModuleNode) -> Diagnostics:
+        diags = Diagnostics()
+        call, parent = node.call, self.graph.parent(node.address)
+        if call is None or parent is None:
+            return diags
+        variables = {b.labels[0]: b for b in node.module.blocks_of("variable") if b.labels}
+        caller_vars = {b.labels[0]: b for b in parent.module.blocks_of("variable") if b.labels}
+        for attr in call.block.body.attributes:
+            decl = variables.get(attr.name)
+            if decl is None or attr.name in (
+                "source",
+                "version",
+                "providers",
+                "count",
+                "for_each",
+                "depends_on",
+            ):
+                continue
+            target = _declared_type(decl)
+            if target is None:
+                continue
+            message = self.mismatch(parent, caller_vars, attr, target)
+            if message is None:
+                continue
+            rng = decl.range
+            if rng.start.line != rng.end.line:
+                declared_at = (
+                    f"{rng.filename}:{rng.start.line},{rng.start.column}-{rng.end.line},{rng.end.column}"
+                )
+            else:
+                declared_at = f"{rng.filename}:{rng.start.line},{rng.start.column}-{rng.end.column}"
+            diags.append(
+                Diagnostic.error(
+                    "Invalid value for input variable",
+                    f"The given value is not suitable for {node.address}.var.{attr.name} declared at "
+                    f"{declared_at}: {message}.",
+                    attr.expr.range,
+                    parent.address,
+                )
+            )
+        return diags
+
+    def mismatch(
+        self, parent: ModuleNode, caller_vars: dict[str, Block], attr: Attribute, target: Type
+    ) -> str | None:
+        # A variable of the caller is, during validate, an unknown value of its declared type:
+        # only the type decides (evaluate.go, GetInputVariable).
+        value = attr.value
+        if isinstance(value, str) and value.startswith("${var.") and value.endswith("}"):
+            decl = caller_vars.get(value[6:-1].strip())
+            source = _declared_type(decl) if decl is not None else None
+            return _mismatch(source, target) if source is not None else None
+        constant = _constant(parent.module, attr, parent.address)
+        if isinstance(constant, Unsupported):
+            return None
+        try:
+            convert(constant, target)
+        except ConversionError as exc:
+            return str(exc)
+        return None
+
+
+def _declared_type(decl: Block) -> Type | None:
+    attr = decl.body.attribute("type")
+    if attr is None or not isinstance(attr.value, str):
+        return None
+    try:
+        return parse_type(attr.value)
+    except TypeExprError:
+        return None
+
+
+def _call_arguments(node: ModuleNode, graph: ModuleGraph) -> Diagnostics:
+    """A call's ``count`` and ``for_each`` when their values are constants."""
+    diags = Diagnostics()
+    call, parent = node.call, graph.parent(node.address)
+    if call is None or parent is None:
+        return diags
+    body = call.block.body
+    count = body.attribute("count")
+    if count is not None:
+        value = _constant(parent.module, count, parent.address)
+        if not isinstance(value, Unsupported):
+            found = _count_detail(value)
+            if found is not None:
+                diags.append(Diagnostic.error(found[0], found[1], count.expr.range, parent.address))
+    for_each = body.attribute("for_each")
+    if for_each is not None:
+        value = _constant(parent.module, for_each, parent.address)
+        if not isinstance(value, Unsupported):
+            detail = _for_each_detail(value)
+            if detail is not None:
+                diags.append(
+                    Diagnostic.error("Invalid for_each argument", detail, for_each.expr.range, parent.address)
+                )
+    return diags
+
+
+def check_references(graph: ModuleGraph, dialect: Dialect = Dialect.TERRAFORM) -> Diagnostics:
+    """Return the errors ``validate`` reports without a provider schema, module by module in tree order."""
+    diags = Diagnostics()
+    inputs = _InputTypes(graph)
+    objects = dialect.allows("object_reference_checks")
+    for node in graph.walk():
+        diags.extend(_Checker(node, graph, objects=objects).run())
+        diags.extend(_call_arguments(node, graph))
+        diags.extend(inputs.check(node))
+    return diags
