@@ -978,7 +978,7 @@ def cache(ctx: typer.Context) -> None:
 
     found = usage(_source_env(os.environ).cache_dir)
     limit = max_size(os.environ)
-    typer.echo(f"{found.root}")
+    typer.echo(f"{found.root}" + ("" if found.root.is_dir() else " (not created yet)"))
     typer.echo(f"  {format_size(found.total)} in {found.count} entries")
     for area, (count, size) in found.areas.items():
         typer.echo(f"  {area + ':':<13}{format_size(size):>10}  {count} entries")

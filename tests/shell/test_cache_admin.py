@@ -47,6 +47,7 @@ def _age(path: Path, days: float) -> None:
 
 def test_cache_shows_where_and_how_much_then_clean_empties_it(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
+    assert flatten("cache", cache=cache).stdout.startswith(f"{cache} (not created yet)\n  0 B in 0 entries\n")
     root = _tree(tmp_path)
     assert flatten("build", root, "--out", tmp_path / "out", cache=cache).returncode == 0
     shown = flatten("cache", cache=cache)
