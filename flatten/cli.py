@@ -705,7 +705,7 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
         from flatten.stages.stale import stale_diagnostics, stale_files
 
-        stale = stale_files(out_abs, result.files, root_place=result.tree.root)
+        stale = stale_files(out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root)
         command = check_command(request.roots, out)
         diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
     if fmt is not ReportFormat.TEXT:

@@ -194,7 +194,7 @@ def _build_one(
             return RootOutcome(1, diags)
         if request.check:
             # Each stale file an error diagnostic, as a single root's check (flatten/stages/stale.py).
-            stale = stale_files(out_abs, result.files, root_place=result.tree.root)
+            stale = stale_files(out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root)
             diags.extend(
                 stale_diagnostics(
                     stale,
@@ -213,7 +213,9 @@ def _build_one(
         # An output that already holds exactly these bytes is left as it is: comparing reads a
         # few files, where swapping a tree in creates, renames and deletes directories (a rebuild
         # of 100 unchanged roots, which keeps no build record to replay, spent most of its time so).
-        if out_abs.is_dir() and not stale_files(out_abs, files, root_place=result.tree.root):
+        if out_abs.is_dir() and not stale_files(
+            out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
+        ):
             return RootOutcome(
                 exit_code(diags), diags, wrote=f"{len(files)} files in {out} up to date{where}"
             )
