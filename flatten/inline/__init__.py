@@ -26,7 +26,7 @@ from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_p
 from flatten.providers.addresses import Naming, parse_config_ref
 from flatten.stages.emit import dumps, module_json
 from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
-from flatten.stages.layout import copy_boundary, module_copies
+from flatten.stages.layout import UserRules, copy_boundary, module_copies
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
 from ._addresses import Moves, move_address, split_address
@@ -128,16 +128,25 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
     return module_dir
 
 
-def _files(dialect: Dialect, root: Path) -> Callable[[ModuleNode, str], dict[str, Path]]:
+def _files(options: Options, root: Path) -> Callable[[ModuleNode, str], dict[str, Path]]:
     # The same walk the output layout uses, so an inlined module carries exactly the files (and
-    # refuses exactly the escaping or looping symlinks) it would carry as a vendored module.
+    # refuses exactly the escaping or looping symlinks, and leaves out what .terraformignore and
+    # --exclude keep out) it would carry as a vendored module.
+    rules = UserRules(root.resolve(), options.exclude)
+
     def files(node: ModuleNode, dest: str) -> dict[str, Path]:
         if node.directory is None:
             return {}
         boundary = copy_boundary(node, root)
         # An inlined module is never laid out, so its refused symlinks are left out without a warning.
         return module_copies(
-            node.directory, dest, dialect=dialect, is_root=False, boundary=boundary, skipped=[]
+            node.directory,
+            dest,
+            dialect=options.dialect,
+            is_root=False,
+            boundary=boundary,
+            skipped=[],
+            left_out=rules.at(node.directory.resolve()),
         )
 
     return files
@@ -469,7 +478,7 @@ def inline_graph(
         top_schema(options.dialect),
         ProviderNames(wiring, naming),
         _module_dir(root_dir),
-        _files(options.dialect, root_dir),
+        _files(options, root_dir),
     )
     walk = _Walk(ctx, graph, wiring, only)
     root = walk.process(graph.root)

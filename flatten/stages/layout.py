@@ -55,7 +55,9 @@ if TYPE_CHECKING:
     from flatten.stages.graph import ModuleGraph, ModuleNode
 
 __all__ = [
+    "LeftOut",
     "OutputTree",
+    "UserRules",
     "copy_boundary",
     "layout_tree",
     "module_copies",
@@ -466,7 +468,7 @@ def _read_ignore(directory: Path) -> str | None:
         return None  # none, or unreadable: go-slug falls back to its default rules as well
 
 
-class _UserRules:
+class UserRules:
     """What the user keeps out of each module directory: its own ``.terraformignore``, the root's
     (for a module inside the root, matched on the path relative to the root, as Terraform packs
     the root for a remote run) and the ``--exclude`` patterns (relative to each module directory)."""
@@ -692,7 +694,7 @@ def layout_tree(
     manifest_modules: list[JsonValue] = []
     diags = Diagnostics()
     real_root = real_path(root)
-    user_rules = _UserRules(real_root, options.exclude)
+    user_rules = UserRules(real_root, options.exclude)
     root_left_out = user_rules.at(real_root)
     for node in graph.walk():
         if node.directory is None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.oracle import terraform
-from support.testtrees import terraform_test, test_tree, write_workspace
+from support.testtrees import generate_root, terraform_test, write_workspace
 
 SEEDS = range(24)
 
@@ -24,7 +24,7 @@ def test_runs_agree_on_generated_roots(tmp_path: Path) -> None:
     failed = passed = 0
     disagreements: list[str] = []
     for seed in SEEDS:
-        tree = test_tree(seed)
+        tree = generate_root(seed)
         source = write_workspace(tree, tmp_path / str(seed) / "src")
         out = tmp_path / str(seed) / "out"
         built = subprocess.run(

@@ -284,3 +284,20 @@ def test_a_changed_path_module_read_changes_the_modules_outside_view(tmp_path: P
         module, _ = load_module(root, root=root, options=Options())
         views.append(outside_view(module, options=Options()))
     assert views[0] != views[1]
+
+
+def test_inlined_modules_files_honour_the_users_rules(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path / "root",
+        {
+            "main.tf": _ROOT,
+            "modules/child/main.tf": 'output "v" {\n  value = file("${path.module}/v.txt")\n}\n',
+            "modules/child/v.txt": "x",
+            "modules/child/notes.txt": "private",
+            "modules/child/.terraformignore": "*.log\n",
+            "modules/child/crash.log": "x",
+        },
+    )
+    files, _ = _build(root, inline=True, exclude=("notes.txt",))
+    assert files["modules/child/v.txt"] == b"x"
+    assert "modules/child/notes.txt" not in files and "modules/child/crash.log" not in files
