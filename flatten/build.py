@@ -74,7 +74,6 @@ def build(
     root = Path(root).absolute()
     options = options if options is not None else Options()
     graph, diags = build_graph(root, options=options, fetcher=fetcher, memo=memo)
-    diags.extend(_empty_root(graph, options))
     # Which checks run after loading errors, and in what order: flatten/providers/checks.py.
     wiring, wiring_diags = check_wiring(graph, diags, options=options)
     diags.extend(wiring_diags)
@@ -118,26 +117,3 @@ def build(
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags
 
-
-def _empty_root(graph: ModuleGraph, options: Options) -> Diagnostics:
-    """Warn when the root module has no configuration file (primary or override) at all.
-
-    Terraform would load it as an empty configuration without a word from ``validate``; ``init``
-    says "Terraform initialized in an empty directory!" with the sentences below
-    (internal/command/views/init.go, outputInitEmpty; OpenTofu's with its own name), and
-    ``plan`` refuses it ("No configuration files", internal/backend/local/backend_plan.go).
-    The build still writes the empty configuration: a warning, not an error.
-    """
-    diags = Diagnostics()
-    root = graph.root
-    if root.module.files or root.directory is None:
-        return diags
-    product = options.dialect.product
-    diags.warning(
-        "No configuration files",
-        f"The directory has no {product} configuration files. You may begin working with "
-        f"{product} immediately by creating {product} configuration files.\n\n"
-        f"The output is an empty configuration: a plan with it would mark everything in the state "
-        f"for destruction. Check that ROOT is the directory that holds your configuration files.",
-    )
-    return diags

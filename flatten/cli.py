@@ -468,6 +468,37 @@ def _root_dir(root: Path) -> Path:
     return root_abs
 
 
+def _empty_root(root: Path, options: Options) -> "Diagnostics":
+    """Return a warning when ROOT holds no configuration file (primary or override) at all.
+
+    Terraform loads such a directory as an empty configuration: ``validate`` (and its ``-json``,
+    which the machine formats follow) says nothing, ``init`` says "Terraform initialized in an
+    empty directory!" with the sentences below (internal/command/views/init.go, outputInitEmpty;
+    OpenTofu's with its own name) and ``plan`` refuses it ("No configuration files",
+    internal/backend/local/backend_plan.go). So the text output warns, as ``init`` does, and the
+    build goes on; the empty test is Terraform's ``IsEmptyDir`` (the directory's listing).
+    """
+    from flatten.lang.diagnostics import Diagnostics
+    from flatten.stages.files import list_config_files
+
+    diags = Diagnostics()
+    try:
+        listing = list_config_files(root, dialect=options.dialect)
+    except OSError:  # the build reports an unreadable root
+        return diags
+    if listing.primary or listing.override:
+        return diags
+    product = options.dialect.product
+    diags.warning(
+        "No configuration files",
+        f"The directory has no {product} configuration files. You may begin working with "
+        f"{product} immediately by creating {product} configuration files.\n\n"
+        "The output is an empty configuration: a plan with it would mark everything in the state "
+        "for destruction. Check that ROOT is the directory that holds your configuration files.",
+    )
+    return diags
+
+
 def _check_out(out: Path, out_abs: Path, root: Path, root_abs: Path, cache: Path) -> None:
     """Refuse an --out whose replacement would delete or write into the sources or the cache.
 
@@ -710,9 +741,12 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
-    elif diags:
-        sys.stderr.write(render_text(diags, root=root_abs, style=text_style(request.no_color, environ)))
-        _annotate(diags, root=root_abs, environ=environ)
+    else:
+        shown = _empty_root(root_abs, options) + diags
+        if shown:
+            sys.stderr.write(render_text(shown, root=root_abs, style=text_style(request.no_color, environ)))
+        if diags:
+            _annotate(diags, root=root_abs, environ=environ)
     if diags.has_errors or request.check:
         return exit_code(diags)
     _check_out_modules(out, out_abs, root_abs, result.graph)
