@@ -26,6 +26,7 @@ from support.difftree import (
     render_json,
     render_native,
     run_case,
+    validate_case,
 )
 from support.oracle import terraform
 
@@ -37,6 +38,24 @@ from support.oracle import terraform
 # 963 (a type mismatch beside an invalid default of the root), 484 (an override to any of a
 # default with typed nulls, now refused).
 SEEDS = [1, 4, 6, 11, 13, 15, 17, 28, 33, 34, 46, 58, 306, 484, 963]
+
+
+# Mistakes that `validate` finds without a provider schema (issue 29, item 6), one seed per kind
+# of MISTAKES: call-count, call-depends_on, call-for_each, counted-output, undeclared-local,
+# undeclared-module, undeclared-resource, undeclared-variable, undefined-module-output,
+# valid-references (two: nothing may be flagged), wrong-input-type. scripts/difftest --mistakes
+# is the long run (300 seeds: docs/providers.md).
+MISTAKE_SEEDS = [18, 3, 15, 65, 17, 0, 2, 1, 4, 5, 7, 8]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", MISTAKE_SEEDS)
+def test_terraform_validate_agrees_on_mistakes(seed: int, tmp_path: Path) -> None:
+    tf = terraform()
+    outcome = validate_case(generate(seed, mistakes=True), tmp_path, tf)
+    assert outcome.outcome in ("agree-valid", "agree-invalid"), f"{outcome.klass}: {outcome.detail}"
+    if outcome.defect != "valid-references":
+        assert outcome.outcome == "agree-invalid"
 
 
 # A valid tree whose root has resource r0 (one instance, default provider), output o0 and
