@@ -169,12 +169,16 @@ def modules_json_case(rnd: random.Random) -> TreeSpec:
             + (f'  version = "{version}"\n' if version else "")
             + "}\n"
         )
-        spec[f".terraform/modules/{name}/main.tf"] = _module_body(rnd)
+        # Mostly a valid package, so that what a record makes flatten vendor is seen in the output.
+        valid = rnd.random() < 0.7
+        spec[f".terraform/modules/{name}/main.tf"] = (
+            b'output "o" {\n  value = 1\n}\n' if valid else _module_body(rnd)
+        )
         for _ in range(rnd.randint(1, 2)):
             record: dict[str, object] = {
-                "Key": name if rnd.random() < 0.8 else hostile_text(rnd),
-                "Source": source if rnd.random() < 0.8 else hostile_text(rnd),
-                "Dir": _dir_value(rnd, name),
+                "Key": name if rnd.random() < 0.9 else hostile_text(rnd),
+                "Source": source if rnd.random() < 0.9 else hostile_text(rnd),
+                "Dir": f".terraform/modules/{name}" if rnd.random() < 0.4 else _dir_value(rnd, name),
             }
             if rnd.random() < 0.5:
                 record["Version"] = rnd.choice([version or "1.0.0", "", "9.9.9", 5, hostile_text(rnd)])
