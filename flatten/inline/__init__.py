@@ -205,8 +205,16 @@ def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: M
 
 
 class _Walk:
-    def __init__(self, ctx: Context, graph: ModuleGraph, wiring: ProviderWiring, only: str | None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        graph: ModuleGraph,
+        wiring: ProviderWiring,
+        only: str | None,
+        exclude: frozenset[str] = frozenset(),
+    ) -> None:
         self.ctx, self.graph, self.wiring, self.only = ctx, graph, wiring, only
+        self.exclude = exclude  # calls the check after inlining found would change the wiring
         self.inlined: list[str] = []
         self.kept: list[KeptCall] = []
         self.found_only = only is None
@@ -222,6 +230,11 @@ class _Walk:
             selected = self.only is None or address == self.only
             self.found_only = self.found_only or address == self.only
             reason = _ineligible(self.ctx, self.wiring, call, child_node) if selected else None
+            if selected and reason is None and address in self.exclude:
+                reason = (
+                    "inlining it would change which provider configuration a resource uses, or what a "
+                    "call that stays a call is given (the check after inlining)"
+                )
             if selected and reason is None:
                 result = self.inline(work, call, child)
                 if isinstance(result, Work):
@@ -339,16 +352,32 @@ def _config_key(config: ConfigAddr | None, moves: Moves) -> str | None:
     return f"{module}.{text}" if module else text
 
 
+def _inside(address: str, call: str) -> bool:
+    """Whether an original address is the call ``call`` or inside it (any instance)."""
+    steps = split_address(address) or []
+    prefix = ""
+    for step, _key in steps:
+        prefix = f"{prefix}.{step}" if prefix else step
+        if prefix == call:
+            return True
+    return False
+
+
 def _check(
     wiring: ProviderWiring, graph: ModuleGraph, moves: list[tuple[str, str]], options: Options
-) -> Diagnostics:
+) -> tuple[Diagnostics, set[str]]:
+    """Return the check's errors and the original addresses they are about (module or resource)."""
     diags = Diagnostics()
+    culprits: set[str] = set()
+    back = Moves([(to, frm) for frm, to in reversed(moves)])
     product = options.dialect.product  # "OpenTofu" in the opentofu dialect (lang/dialect.py)
     # The same validation the plain build runs (Terraform's validateProviderConfigs): a call that
     # stayed a call must still get every configuration its module needs, by a name it declares.
     # The original passed it (the build stops before inlining otherwise), so any error is new.
     again, checked = wire_providers(graph, options=options)
     for d in checked.errors:
+        if d.module:
+            culprits.add(back.apply(d.module))
         diags.append(
             Diagnostic.error(
                 "Inlining changed the provider wiring",
@@ -369,13 +398,14 @@ def _check(
             (str(after[new]) if after.get(new) is not None else None),
         )
         if new in after and before_key != after_key:
+            culprits.add(res.address)
             diags.error(
                 "Inlining changed the provider wiring",
                 f"After inlining, {new} (originally {res.address}) would use {after_key} instead of "
                 f"{before_key}. flatten does not emit a configuration that changes which provider "
                 "configuration a resource uses; please report this.",
             )
-    return diags
+    return diags, culprits
 
 
 def _variants(placed: list[tuple[Work, ModuleNode]]) -> dict[str, int]:
@@ -480,16 +510,29 @@ def inline_graph(
         _module_dir(root_dir),
         _files(options, root_dir),
     )
-    walk = _Walk(ctx, graph, wiring, only)
-    root = walk.process(graph.root)
-    diags = Diagnostics()
-    if not walk.found_only:
-        diags.error(
-            "No such module call",
-            f"--module {only} names no module call in the configuration. Give the address of one call, "
-            "for example module.net or module.a.module.b.",
-        )
-        return InlineResult(graph), diags
+    exclude: frozenset[str] = frozenset()
+    while True:
+        walk = _Walk(ctx, graph, wiring, only, exclude)
+        root = walk.process(graph.root)
+        diags = Diagnostics()
+        if not walk.found_only:
+            diags.error(
+                "No such module call",
+                f"--module {only} names no module call in the configuration. Give the address of one "
+                "call, for example module.net or module.a.module.b.",
+            )
+            return InlineResult(graph), diags
+        new_graph, moves, copies, placed = _assemble(root)
+        variants = _variants(placed)
+        new_graph, pin_diags = _pin_path_module(new_graph, variants, ctx)
+        checked, culprits = _check(wiring, new_graph, moves, options)
+        # A call whose inlining changed the wiring stays a call (a warning), and the rest is
+        # inlined again without it: one such call never fails the whole build.
+        related = (a for a in walk.inlined if any(_inside(c, a) or _inside(a, c) for c in culprits))
+        more = frozenset(related) - exclude
+        if not checked.has_errors or not more:
+            break
+        exclude |= more
     for kept in walk.kept:
         make = Diagnostic.error if only is not None else Diagnostic.warning
         diags.append(
@@ -500,11 +543,8 @@ def inline_graph(
                 module=kept.module,
             )
         )
-    new_graph, moves, copies, placed = _assemble(root)
-    variants = _variants(placed)
-    new_graph, pin_diags = _pin_path_module(new_graph, variants, ctx)
     diags.extend(pin_diags)
-    diags.extend(_check(wiring, new_graph, moves, options))
+    diags.extend(checked)
     if diags.has_errors:
         return InlineResult(graph, kept=tuple(walk.kept)), diags
     return (

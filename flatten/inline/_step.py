@@ -32,6 +32,7 @@ from flatten.syntax.references import (
     json_to_hcl,
     literal_to_expression,
     single_interpolation,
+    template_references,
 )
 
 from ._checks import failing_local
@@ -254,6 +255,24 @@ def _variable_value(block: Block, argument: object) -> tuple[JsonValue, str] | s
     return (f"${{{src}}}" if wrapped else value), note
 
 
+def _refers_beyond(validation: Block, name: str) -> bool:
+    """Whether a variable validation refers to anything but ``var.<name>`` (a cross-variable rule).
+
+    Terraform checks such a rule during plan only, where ``validate`` checks one that reads just
+    its own variable (the rules are evaluated by ``evalVariableValidations`` in
+    internal/terraform/eval_variable.go; the timing measured with Terraform 1.11, issue 31).
+    """
+    cond = validation.body.attribute("condition")
+    msg = validation.body.attribute("error_message")
+    for attr in (cond, msg):
+        if attr is None or not isinstance(attr.value, str):
+            continue
+        for ref in template_references(attr.value):
+            if not (ref.root == "var" and ref.name(1) == name):
+                return True
+    return False
+
+
 def _moved(block: Block, prefix: str) -> Block:
     items = tuple(
         replace(i, expr=Expr(f"{prefix}{i.value}", i.expr.range))
@@ -379,7 +398,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         # Each validation: a local that fails the plan with an error, as the validation does.
         for val in v.body.blocks_of("validation"):
             rule = replace(val, body=rewrite_body(val.body, variable_schema.blocks["validation"], scope))
-            failing = failing_local(rule, f'Invalid value for variable "{x}" of module.{p}')
+            what = f'Invalid value for variable "{x}" of module.{p}'
+            failing = failing_local(rule, what, at_plan=_refers_beyond(val, x))
             if failing is not None:
                 name = names.take("local", f"{p}__var__{x}__validation")
                 locals_items.append(Attribute(name, Expr(failing, val.range), val.range))
@@ -394,7 +414,7 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         for c in o.body.blocks_of("precondition"):
             rule = replace(c, body=rewrite_body(c.body, output_schema.blocks["precondition"], scope))
             what = f'Module output value precondition failed: output "{x}" of module.{p}'
-            failing = failing_local(rule, what)
+            failing = failing_local(rule, what, at_plan=True)  # validate never checks it
             if failing is not None:
                 name = names.take("local", f"{p}__out__{x}__precondition")
                 locals_items.append(Attribute(name, Expr(failing, c.range), c.range))

@@ -104,6 +104,6 @@ def test_wiring_check_names_opentofu(tmp_path: Path) -> None:
     options = Options(dialect=Dialect.OPENTOFU)
     graph, _ = build_graph(tmp_path, options=options)
     wiring, _ = wire_providers(graph, options=options, validate=False)
-    diags = _check(wiring, graph, [], options)
+    diags, _ = _check(wiring, graph, [], options)
     assert diags.errors, "the check found nothing"
     assert all("OpenTofu would reject" in d.detail and "Terraform" not in d.detail for d in diags.errors)

@@ -164,7 +164,7 @@ def test_provider_validation_runs_on_the_inlined_graph(tmp_path: Path) -> None:
         )
     graph, _ = build_graph(tmp_path, options=Options())
     wiring, _ = wire_providers(graph, options=Options(), validate=False)
-    diags = _check(wiring, graph, [], Options())
+    diags, _ = _check(wiring, graph, [], Options())
     assert [d.summary for d in diags.errors] == ["Inlining changed the provider wiring"]
     assert "terraform.log" in diags.errors[0].detail
 
