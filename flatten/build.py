@@ -116,4 +116,3 @@ def build(
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags
     return BuildResult(tree=tree, graph=graph, wiring=wiring, inlined=inlined), diags
-

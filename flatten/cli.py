@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from flatten.shell.progress import BuildProgress
     from flatten.sources.env import SourceEnv
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
-    from flatten.stages.layout import OutputTree
     from flatten.stages.memo import Memo
 
 app = typer.Typer(
@@ -710,7 +709,6 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         )
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import render_text
-    from flatten.lang.printable import printable
     from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import OutputError, write_tree
 
@@ -736,7 +734,9 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
         from flatten.stages.stale import stale_diagnostics, stale_files
 
-        stale = stale_files(out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root)
+        stale = stale_files(
+            out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
+        )
         command = check_command(request.roots, out)
         diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
     if fmt is not ReportFormat.TEXT:

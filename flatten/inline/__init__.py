@@ -21,7 +21,7 @@ from pathlib import Path
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
-from flatten.lang.options import Dialect, Options
+from flatten.lang.options import Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
 from flatten.providers.addresses import Naming, parse_config_ref
 from flatten.stages.emit import dumps, module_json

@@ -219,10 +219,10 @@ def _snippet(root: Path | None, r: Range, color: bool) -> str | None:
         end = r.end.column - 1 if r.end.line == r.start.line else len(line)
         end = min(max(end, start), len(line))
         if end > start:
-            return (
-                f"{r.start.line:>4}: {printable(redact_url(line[:start]))}{_UNDERLINE}{printable(redact_url(line[start:end]))}"
-                f"{_RESET}{printable(redact_url(line[end:]))}"
+            before, subject, after = (
+                printable(redact_url(part)) for part in (line[:start], line[start:end], line[end:])
             )
+            return f"{r.start.line:>4}: {before}{_UNDERLINE}{subject}{_RESET}{after}"
     return f"{r.start.line:>4}: {printable(redact_url(line))}"
 
 

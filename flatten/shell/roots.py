@@ -194,7 +194,9 @@ def _build_one(
             return RootOutcome(1, diags)
         if request.check:
             # Each stale file an error diagnostic, as a single root's check (flatten/stages/stale.py).
-            stale = stale_files(out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root)
+            stale = stale_files(
+                out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
+            )
             diags.extend(
                 stale_diagnostics(
                     stale,

@@ -160,6 +160,8 @@ def test_every_command_of_the_loop_pages_runs(name: str, tmp_path: Path) -> None
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode == 0, f"docs/{name}: {command}\n{proc.stdout}\n{proc.stderr}"
+
+
 def test_reference_pages_render_angle_brackets_as_text() -> None:
     """`OUT/<ROOT>` in help text is prose: rendered, it must read `OUT/<ROOT>`, not lose `<ROOT>`
     as an unknown HTML tag (issue 28)."""

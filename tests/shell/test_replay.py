@@ -225,7 +225,8 @@ def test_a_record_keys_on_var_file_contents_and_tf_var_environment(
     root = write_tree(
         tmp_path / "src",
         {
-            "main.tf": 'variable "env" {\n  default = "dev"\n}\nmodule "c" {\n  source = "./m/${var.env}"\n}\n',
+            "main.tf": 'variable "env" {\n  default = "dev"\n}\n'
+            'module "c" {\n  source = "./m/${var.env}"\n}\n',
             "m/dev/main.tf": "",
             "m/prod/main.tf": "",
             "m/qa/main.tf": "",
