@@ -1,6 +1,5 @@
-# `terraform test` in the output runs these as it does here: flatten carries test files along and
-# points each run's module source at where the module is in the output.
-mock_provider "aws" {}
+# `terraform test` in the output runs these as it does here: flatten carries test files along
+# (docs/files.md). Planning needs AWS credentials, as for the configuration itself.
 
 run "one_network_per_environment" {
   command = plan
@@ -11,16 +10,11 @@ run "one_network_per_environment" {
   }
 }
 
-run "the_network_module_alone" {
+run "two_sandboxes" {
   command = plan
 
-  module {
-    source = "./modules/network"
-  }
-
-  variables {
-    name = "unit"
-    cidr = "10.99.0.0/16"
-    azs  = 1
+  assert {
+    condition     = length(module.sandbox) == 2
+    error_message = "Expected two sandboxes."
   }
 }
