@@ -26,6 +26,10 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg-cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(base / "xdg-state"))
     monkeypatch.delenv("FLATTEN_CACHE_KEY", raising=False)
+    # Text diagnostics wrap their details at the terminal's width, 80 when piped (as terraform's
+    # do): tests that read a detail's words are not about where lines break, so give them room.
+    # tests/cli/test_terminal.py and test_help.py set or clear COLUMNS to test the wrapping itself.
+    monkeypatch.setenv("COLUMNS", "1000")
     # The caches remember their directory once found: forget it, as a new process would.
     monkeypatch.setattr(parse_cache, "_CACHE", {})
     monkeypatch.setattr(build_cache, "_STATE", {})
