@@ -84,5 +84,7 @@ def test_a_large_file_beside_a_module_is_never_read_whole(tmp_path: Path) -> Non
             )
             _, status, usage = os.wait4(child.pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0, (tmp_path / "stderr").read_text()
-        assert usage.ru_maxrss < 160 * 1024, (args, usage.ru_maxrss)  # KiB: under 160 MiB
+        # KiB: under 200 MiB, where reading the file whole takes 256 MiB on top of the ~40 MiB
+        # the process needs (160 MiB was seen exceeded on a loaded machine: a prefetching child).
+        assert usage.ru_maxrss < 200 * 1024, (args, usage.ru_maxrss)
     assert (tmp_path / "out" / "big.bin").stat().st_size == 256 << 20

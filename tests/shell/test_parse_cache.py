@@ -581,15 +581,15 @@ def test_a_plain_build_forks_its_prefetch_early_only_while_the_cache_holds_no_bu
     root = _tree(tmp_path / "src", modules=2)
     started: list[tuple[Path, Options]] = []
     monkeypatch.setattr(
-        prefetching, "prefetch_early", lambda root, *, options: started.append((root, options))
+        prefetching, "prefetch_early", lambda root, *, options, progress=None: started.append((root, options))
     )
     argv = ["build", str(root), "--out", str(tmp_path / "out")]
-    process._prefetch_early(argv)
+    process._prefetch_early(argv, None)
     assert started == [(root.resolve(), Options())]
-    process._prefetch_early(["build", str(root), "--out", str(tmp_path / "out"), "--provenance"])
+    process._prefetch_early(["build", str(root), "--out", str(tmp_path / "out"), "--provenance"], None)
     monkeypatch.setenv("FLATTEN_MODULE_CACHE", "off")
     _reset(monkeypatch)  # as a new process with that environment starts
-    process._prefetch_early(argv)
+    process._prefetch_early(argv, None)
     monkeypatch.delenv("FLATTEN_MODULE_CACHE")
     _reset(monkeypatch)
     assert len(started) == 1
@@ -599,7 +599,7 @@ def test_a_plain_build_forks_its_prefetch_early_only_while_the_cache_holds_no_bu
     _cli(argv, calls)
     cache = parse_cache.default_cache()
     assert cache is not None and calls == [1] and any((cache.directory.parent / "builds").iterdir())
-    process._prefetch_early(argv)
+    process._prefetch_early(argv, None)
     assert len(started) == 1
 
 

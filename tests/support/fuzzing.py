@@ -509,8 +509,18 @@ def break_file(data: bytes, rnd: random.Random) -> bytes:
     return damage(data, rnd)
 
 
-def valid_tree(rnd: random.Random) -> TreeSpec:
-    """A random module tree that loads cleanly: each directory calls only directories below it."""
+def _constant(rnd: random.Random) -> str:
+    """An expression that names nothing: what ``terraform validate`` accepts anywhere."""
+    return rnd.choice(['"plain"', "1", "true", "null", '["a", 2]', '{ k = "v" }', '"${1 + 1}"', "1e3"])
+
+
+def valid_tree(rnd: random.Random, *, references: bool = True) -> TreeSpec:
+    """A random module tree that loads cleanly: each directory calls only directories below it.
+
+    Its expressions name variables, resources and iterators nobody declares (the loader does not
+    mind; ``terraform validate``, and so ``flatten build``, does): ``references=False`` keeps to
+    constants, for a tree that builds."""
+    expr = _expr if references else _constant
     dirs = [""]
     for _ in range(rnd.randint(0, 5)):
         parent = rnd.choice(dirs)
@@ -522,9 +532,9 @@ def valid_tree(rnd: random.Random) -> TreeSpec:
         blocks = [
             f'variable "v{i}" {{\n  default = {rnd.choice(LITERALS)}\n}}\n' for i in range(rnd.randint(0, 2))
         ]
-        blocks += [f"locals {{\n  l{i} = {_expr(rnd)}\n}}\n" for i in range(rnd.randint(0, 2))]
+        blocks += [f"locals {{\n  l{i} = {expr(rnd)}\n}}\n" for i in range(rnd.randint(0, 2))]
         blocks += [
-            f'resource "terraform_data" "r{i}" {{\n  input = {_expr(rnd)}\n}}\n'
+            f'resource "terraform_data" "r{i}" {{\n  input = {expr(rnd)}\n}}\n'
             for i in range(rnd.randint(0, 2))
         ]
         for i, target in enumerate(rnd.sample(below, min(len(below), rnd.randint(0, 2)))):
