@@ -79,7 +79,7 @@ def plain_build(argv: Sequence[str]) -> tuple[str, str] | None:
     return None if not out else (root or ".", out)
 
 
-def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None) -> None:
+def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None = None) -> None:
     """Fork the prefetch now, while typer and flatten.cli are imported, for a plain cold build.
 
     Cold: the cache holds no build record, so nothing can be replayed or rebuilt in part, and the
@@ -111,7 +111,8 @@ def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None) -> None
         from flatten.shell.prefetch import prefetch_early
 
         # A plain command line has no --quiet: the child may draw the progress line.
-        prefetch_early(Path(plain[0]).resolve(), options=Options(), progress=progress)
+        extra = {"progress": progress} if progress is not None else {}
+        prefetch_early(Path(plain[0]).resolve(), options=Options(), **extra)
     except Exception:  # the build prefetches as usual
         return
 
