@@ -888,6 +888,11 @@ class _Reader:
     def parts(self, start: int, end: int) -> list[Part]:
         text = self.text
         content = text[start + 1 : end - 1]
+        if "\n" in content:
+            # A quoted template spans lines only inside an interpolation or directive, where
+            # python-hcl2 refuses some of what this reader would take (an object's items split by
+            # a newline: "Missing newline after argument"); it decides.
+            raise _Unsure
         if "\\" not in content and "{" not in content:
             return [Literal(content, content, start + 1)] if content else []
         try:
