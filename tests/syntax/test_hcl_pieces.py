@@ -22,11 +22,14 @@ from flatten.syntax.hcl import parse_native
 
 
 def _files() -> list[Path]:
+    # Ordered by root, then by the path inside it: the random draws below pick from this list, so
+    # its order must not depend on where the checkout (or ../shared) lives.
     found = []
     for root in (SHARED / "conformance" / "cases", SAMPLES, DATA):
         if root.is_dir():
-            found.extend(p for p in root.rglob("*") if p.suffix in (".tf", ".tofu") and p.is_file())
-    return sorted(found)
+            here = [p for p in root.rglob("*") if p.suffix in (".tf", ".tofu") and p.is_file()]
+            found.extend(sorted(here, key=lambda p: p.relative_to(root).as_posix()))
+    return found
 
 
 def _texts() -> list[str]:
