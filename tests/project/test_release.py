@@ -98,7 +98,10 @@ def test_release_refuses_and_changes_nothing(clone: Path) -> None:
     assert dirty.returncode == 2 and "uncommitted changes" in dirty.stderr
     _git(clone, "checkout", "--", "README.md")
     changelog = clone / "CHANGELOG.md"
-    changelog.write_text(changelog.read_text().replace("\n- A fix.\n", "\n", 1))
+    # Empty the whole [Unreleased] section: the checkout's own may hold entries too.
+    text = changelog.read_text()
+    start = text.index("## [Unreleased]\n") + len("## [Unreleased]\n")
+    changelog.write_text(text[:start] + "\n" + text[text.index("## [", start) :])
     _git(clone, "commit", "-q", "-am", "nothing to release")
     head = _git(clone, "rev-parse", "HEAD")
     empty = _release(clone, _next(flatten.__version__))
