@@ -567,6 +567,15 @@ class Body(_Frozen):
         """
         return self.items
 
+    def peek(self) -> Body:
+        """Return this body as one whose reading keeps nothing decoded here (see ``peek_items``).
+
+        This body itself; a body read from the module cache returns a plain copy of its decoded
+        items, which the caller drops when done. For a stage that walks every top-level block once
+        (the reference checks), so that the walk does not leave the whole module decoded.
+        """
+        return self
+
     @property
     def attributes(self) -> tuple[Attribute, ...]:
         return tuple(i for i in self.items if isinstance(i, Attribute))
@@ -585,6 +594,10 @@ class Body(_Frozen):
 
     def blocks_of(self, type_: str) -> Iterator[Block]:
         return (i for i in self.items if isinstance(i, Block) and i.type == type_)
+
+    def has_attribute(self, name: str) -> bool:
+        """Whether the body sets ``name``; a body from the module cache answers without decoding."""
+        return self.attribute(name) is not None
 
 
 @dataclass(frozen=True, slots=True)

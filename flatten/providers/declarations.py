@@ -238,9 +238,14 @@ def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
             # The range is built from its packed key on each read: once here, and only for the
             # blocks kept. ``attribute`` rather than one pass over the items: a body from the
             # module cache answers it without decoding when the argument is absent.
+            # One that has either is read through a copy: kept decoded, every such body of a
+            # module would stay beside the rest of the build (docs/reliability.md, "Memory").
             rng = block.range
-            provider = block.body.attribute("provider")
-            for_each = block.body.attribute("for_each")
+            body = block.body
+            if body.has_attribute("provider") or body.has_attribute("for_each"):
+                body = body.peek()
+            provider = body.attribute("provider")
+            for_each = body.attribute("for_each")
             out.append(
                 ResourceDecl(
                     _MODES[block.type],

@@ -172,10 +172,22 @@ class LazyBody(Body):
             assert self._data is not None
             return pickle.loads(self._data)  # type: ignore[no-any-return]
 
+    def peek(self) -> Body:
+        try:
+            _BODY_ITEMS.__get__(self, Body)
+        except AttributeError:
+            return make_body(self.peek_items(), self.range)
+        return self
+
     def attribute(self, name: str) -> Attribute | None:
         if self._attributes is not None and name not in self._attributes:
             return None
         return Body.attribute(self, name)
+
+    def has_attribute(self, name: str) -> bool:
+        if self._attributes is not None:
+            return name in self._attributes
+        return Body.has_attribute(self, name)
 
     def blocks_of(self, type_: str) -> Iterator[Block]:
         if self._types is not None and type_ not in self._types:
@@ -749,8 +761,9 @@ def storable(data: bytes) -> bool:
     return not holds_userinfo(data)
 
 
-def _write_file(path: Path, data: bytes) -> None:
-    if not storable(data):
+def _write_file(path: Path, data: bytes | tuple[bytes, ...]) -> None:
+    parts = (data,) if isinstance(data, bytes) else data
+    if not all(storable(part) for part in parts):
         return
     tmp: Path | None = None
     try:
@@ -761,7 +774,9 @@ def _write_file(path: Path, data: bytes) -> None:
             parent.mkdir(parents=True, exist_ok=True)
             _MADE.add(parent)
         tmp = parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_bytes(data)
+        with tmp.open("wb") as f:
+            for part in parts:
+                f.write(part)
         os.replace(tmp, path)
     except Exception:
         _MADE.discard(path.parent)  # removed meanwhile (a cache cleared): made again next time
@@ -772,13 +787,17 @@ def _write_file(path: Path, data: bytes) -> None:
 _MADE: set[Path] = set()  # entry directories this process made or found
 
 
+# What the background writer takes: an entry's bytes, its parts in order, or a module to encode.
+Entry = bytes | tuple[bytes, ...] | ModuleEntry
+
+
 class _Writer:
     """Encodes and writes entries on a background thread (file creation is slow; it releases the GIL)."""
 
     def __init__(self) -> None:
         import queue
 
-        self.queue: queue.SimpleQueue[tuple[Path, str, bytes | ModuleEntry] | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[tuple[Path, str, Entry] | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="flatten-module-cache", daemon=True)
         self.thread.start()
 
@@ -789,7 +808,7 @@ class _Writer:
                 return
             path, key, value = item
             try:
-                _write_file(path, value if isinstance(value, bytes) else encode(key, value)[1])
+                _write_file(path, encode(key, value)[1] if isinstance(value, ModuleEntry) else value)
             except Exception:
                 continue
 
@@ -807,7 +826,7 @@ def finish() -> None:
         _WRITER.pop().close()
 
 
-def _queue(path: Path, key: str, value: bytes | ModuleEntry) -> None:
+def _queue(path: Path, key: str, value: Entry) -> None:
     if not _WRITER:
         _WRITER.append(_Writer())
     _WRITER[0].queue.put((path, key, value))
@@ -993,5 +1012,7 @@ def emitted(
     if stored is not None:
         return stored
     data = compute()
-    _queue(path, digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
+    # Queued as its parts: one sealed copy would hold the module's output bytes twice more until
+    # the writer is done with it (docs/reliability.md, "Memory").
+    _queue(path, digest, (_EMIT_MAGIC, cache_auth.tag("emit", digest, data), data))
     return data

@@ -10,13 +10,14 @@ so building the output again reproduces it byte for byte.
 
 from __future__ import annotations
 
+import io
 import json
 import json.encoder
 from collections.abc import Callable, Mapping
 from decimal import Context, Decimal
 from operator import attrgetter
 from types import MappingProxyType
-from typing import cast
+from typing import Protocol, cast
 
 from flatten.lang.attributes_as_blocks import attribute_blocks
 from flatten.lang.blocks import Emit, emit_form
@@ -95,7 +96,25 @@ _JOIN_EVERY = 16384
 _BIG = 64  # items of an object or array, beyond which the pieces are also counted between items
 
 
-def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: list[str] | None = None) -> None:
+class _Sink(Protocol):
+    """Where joined pieces go: a list of text (``dumps``), or bytes as they come (``module_bytes``)."""
+
+    def append(self, text: str, /) -> None: ...
+
+
+class _Encoded:
+    """Joined pieces encoded as they arrive into one buffer, handed over without a copy
+    (``BytesIO.getvalue`` with no export): the module's text is never held beside its bytes, nor
+    its bytes twice (joining a list of encoded pieces did; docs/reliability.md, "Memory")."""
+
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+
+    def append(self, text: str, /) -> None:
+        self.buffer.write(text.encode("utf-8"))
+
+
+def _write(value: JsonValue, out: list[str], indent: int, sort: bool, done: _Sink | None = None) -> None:
     # Strings, objects and arrays first, by exact type: most of a module's values (a bool is an
     # int, so numbers come after true and false). Hot: every value of every module, so the leaves
     # of an object or array (strings, true, false, null, ints) are written in its loop, without a
@@ -309,8 +328,9 @@ def _nested_json(
     return items
 
 
-def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
-    """Top-level labelled blocks as nested objects keyed by label; repeats become lists."""
+def _label_tree(blocks: list[Block]) -> dict[str, object]:
+    """Blocks nested by their labels: a dict per label but the last, whose value is the block (a
+    list of blocks when several share all their labels)."""
     tree: dict[str, object] = {}
     for block in blocks:
         node = tree
@@ -318,9 +338,30 @@ def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
             child = node.setdefault(label, {})
             assert isinstance(child, dict)
             node = child
-        leaf = node.setdefault(block.labels[-1], [])
-        assert isinstance(leaf, list)
-        leaf.append(block)
+        # A leaf is the block itself until a second one shares its labels: a list for each of
+        # 60,000 variables was half of emitting them (tests/reliability/test_memory.py).
+        last = block.labels[-1]
+        leaf = node.get(last)
+        if leaf is None:
+            node[last] = block
+        elif isinstance(leaf, list):
+            leaf.append(block)
+        else:
+            node[last] = [leaf, block]
+    return tree
+
+
+def _leaf(child: object) -> list[Block]:
+    """The blocks at a leaf of ``_label_tree``."""
+    if isinstance(child, Block):
+        return [child]
+    assert isinstance(child, list)
+    return child
+
+
+def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
+    """Top-level labelled blocks as nested objects keyed by label; repeats become lists."""
+    tree = _label_tree(blocks)
 
     def render(node: dict[str, object]) -> dict[str, JsonValue]:
         out: dict[str, JsonValue] = {}
@@ -329,7 +370,7 @@ def _labelled(blocks: list[Block], *, provenance: bool) -> dict[str, JsonValue]:
             if isinstance(child, dict):
                 out[key] = render(child)
                 continue
-            assert isinstance(child, list)
+            child = _leaf(child)
             bodies: list[JsonValue] = [
                 body_json(
                     b.body,
@@ -415,7 +456,7 @@ class _Object:
         self.value = value
 
 
-def _write_lazy(value: JsonValue | _Object, out: list[str], indent: int, done: list[str]) -> None:
+def _write_lazy(value: JsonValue | _Object, out: list[str], indent: int, done: _Sink) -> None:
     """``_write(value, out, indent, True, done)``, for an ``_Object`` too: the same text."""
     if not isinstance(value, _Object):
         _write(value, out, indent, True, done)
@@ -439,23 +480,14 @@ def _write_lazy(value: JsonValue | _Object, out: list[str], indent: int, done: l
 
 def _labelled_lazy(blocks: list[Block], *, provenance: bool) -> _Object:
     """``_labelled``, with each block's object made when it is written."""
-    tree: dict[str, object] = {}
-    for block in blocks:
-        node = tree
-        for label in block.labels[:-1]:
-            child = node.setdefault(label, {})
-            assert isinstance(child, dict)
-            node = child
-        leaf = node.setdefault(block.labels[-1], [])
-        assert isinstance(leaf, list)
-        leaf.append(block)
+    tree = _label_tree(blocks)
 
     def render(node: dict[str, object]) -> _Object:
         def value(key: str) -> JsonValue | _Object:
             child = node[key]
             if isinstance(child, dict):
                 return render(child)
-            assert isinstance(child, list)
+            child = _leaf(child)
             bodies: list[JsonValue] = [
                 body_json(
                     b.body,
@@ -492,14 +524,8 @@ def module_bytes(module: Module, *, provenance: bool = False) -> bytes:
         return body_json(blocks[0].body, origins=blocks[0].origins, provenance=provenance)
 
     out: list[str] = []
-    done: list[str] = []
+    done = _Encoded()
     _write_lazy(_Object(_sorted_keys(dict.fromkeys(sorted(grouped))), value), out, 0, done)
     out.append("\n")
     done.append("".join(out))
-    del out
-    # Each joined piece encoded on its own and dropped: the text is never held whole beside its bytes.
-    done.reverse()
-    chunks = []
-    while done:
-        chunks.append(done.pop().encode("utf-8"))
-    return b"".join(chunks)
+    return done.buffer.getvalue()

@@ -98,7 +98,7 @@ def check_module_inputs(graph: ModuleGraph, *, unsupported: bool = True) -> Diag
                 _unsupported(block.body, declared_inputs(node.module), parent.address, escaped=False)
             )
         for variable in node.module.blocks_of("variable"):
-            if not variable.labels or variable.body.attribute("default") is not None:
+            if not variable.labels or variable.body.has_attribute("default"):
                 continue
             name = variable.labels[0]
             if name in given:

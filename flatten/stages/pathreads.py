@@ -36,7 +36,8 @@ def _strings(value: JsonValue) -> Iterator[str]:
 
 
 def _body_strings(body: Body) -> Iterator[str]:
-    for item in body.items:
+    # Every body is read once: one from the module cache is not left decoded (Body.peek_items).
+    for item in body.peek_items():
         if isinstance(item, Block):
             yield from _body_strings(item.body)
         else:

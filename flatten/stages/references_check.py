@@ -87,7 +87,8 @@ def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
     module = node.module
     data = {(b.labels[0], b.labels[1]) for b in module.blocks_of("data") if len(b.labels) >= 2}
     for check in module.blocks_of("check"):
-        data.update((b.labels[0], b.labels[1]) for b in check.body.blocks_of("data") if len(b.labels) >= 2)
+        nested = check.body.peek().blocks_of("data")
+        data.update((b.labels[0], b.labels[1]) for b in nested if len(b.labels) >= 2)
     children = {child.path[-1]: child.module for child in graph.children(node.address)}
     calls = {b.labels[0]: b for b in module.blocks_of("module") if b.labels}
     outputs: dict[str, frozenset[str] | None] = {}
@@ -100,7 +101,7 @@ def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
         )
     return _Declared(
         variables={b.labels[0]: b for b in module.blocks_of("variable") if b.labels},
-        locals=frozenset(a.name for b in module.blocks_of("locals") for a in b.body.attributes),
+        locals=frozenset(a.name for b in module.blocks_of("locals") for a in b.body.peek().attributes),
         calls=calls,
         managed=frozenset(
             (b.labels[0], b.labels[1]) for b in module.blocks_of("resource") if len(b.labels) >= 2
@@ -330,22 +331,25 @@ class _Checker:
         for block in self.node.module.blocks:
             if block.type in _SKIPPED_BLOCKS:
                 continue
+            # Each top-level body is read once here: a body from the module cache is decoded for
+            # this block only, not left decoded for the rest of the build (model.Body.peek).
+            body = block.body.peek()
             if block.type == "locals" or block.type == "output":
-                for attr in block.body.attributes:
+                for attr in body.attributes:
                     if attr.name not in ("depends_on", "description", "sensitive", "ephemeral", "type"):
                         self.unit([(attr.value, attr.expr.range)])
-                self.nested(block.body, frozenset())
+                self.nested(body, frozenset())
             elif block.type == "variable":
-                for nested in block.body.blocks_of("validation"):
+                for nested in body.blocks_of("validation"):
                     self.body_unit(nested.body, frozenset())
             elif block.type == "module":
-                self.module_call(block)
+                self.module_call(body)
             elif block.type in ("resource", "data", "ephemeral", "provider"):
-                self.resource_like(block)
+                self.resource_like(body)
             elif block.type == "check":
-                for nested in block.body.blocks:
+                for nested in body.blocks:
                     if nested.type == "data":
-                        self.resource_like(nested)
+                        self.resource_like(nested.body)
                     else:
                         self.body_unit(nested.body, frozenset())
         return self.diags
@@ -361,8 +365,7 @@ class _Checker:
             bound = bound | names
         self.unit(values, bound)
 
-    def resource_like(self, block: Block) -> None:
-        body = block.body
+    def resource_like(self, body: Body) -> None:
         for name in ("count", "for_each"):
             attr = body.attribute(name)
             if attr is not None:
@@ -376,8 +379,7 @@ class _Checker:
             values.append((attr.value, attr.expr.range))
         self.unit(values, bound)
 
-    def module_call(self, block: Block) -> None:
-        body = block.body
+    def module_call(self, body: Body) -> None:
         for name in ("count", "for_each"):
             attr = body.attribute(name)
             if attr is not None:
@@ -664,7 +666,7 @@ class _InputTypes:
 
 
 def _declared_type(decl: Block) -> Type | None:
-    attr = decl.body.attribute("type")
+    attr = decl.body.peek().attribute("type")
     if attr is None or not isinstance(attr.value, str):
         return None
     try:
