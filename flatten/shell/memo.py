@@ -26,7 +26,7 @@ from flatten.shell import build_cache, parse_cache
 from flatten.shell.cache_dir import cache_root
 from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path
-from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource
+from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource, Raws
 
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys"]
 
@@ -79,7 +79,7 @@ class DiskMemo:
         return found if found is not None else compute()
 
     def module(
-        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+        self, source: ModuleSource, compute: Callable[[Raws | None], LoadedModule]
     ) -> tuple[LoadedModule, MemoKey | None]:
         if not build_cache.enabled():
             return compute(None), None
@@ -92,7 +92,7 @@ class DiskMemo:
                 return _loaded(entry), MemoKey(entry.module, key)
         # Keyed by the exact bytes read here, which are also what is parsed.
         try:
-            raws = tuple(entry.path.read_bytes() for entry in source.listing.files)
+            raws = [entry.path.read_bytes() for entry in source.listing.files]
         except OSError:
             return compute(None), None  # the stage reports the file; such a module is not kept
         key = build_cache.module_key(
@@ -107,7 +107,9 @@ class DiskMemo:
         entry = build_cache.take(key, source.display)
         if entry is not None:
             return _loaded(entry), MemoKey(entry.module, key)
-        loaded = compute(raws)
+        taken = Raws(raws)
+        del raws  # the stage takes each file's bytes as it decodes them; nothing else holds them
+        loaded = compute(taken)
         stored = build_cache.ModuleEntry(
             source.display, loaded.files, loaded.load_diags, source.display, loaded.module, loaded.merge_diags
         )

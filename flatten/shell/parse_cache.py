@@ -12,8 +12,9 @@ Every entry and build record carries a tag made with this machine's key (flatten
 whose tag does not verify is a miss and is never unpickled; without a key the cache is off.
 
 flatten.shell.prefetch fills the cache (and ``remember``'s memory) ahead of a build. This module
-imports no more of flatten than the options, so a replayed build (flatten.shell.replay, which
-needs ``cache_root`` and ``parser_version``) starts without loading the model.
+imports no more of flatten than the options and flatten.syntax.sourcetext, so a replayed build
+(flatten.shell.replay, which needs ``cache_root`` and ``parser_version``) starts without loading
+the model.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING
 from flatten.lang.options import Dialect, Options
 from flatten.shell import cache_auth
 from flatten.shell.cache_dir import SCHEMA_VERSION, cache_root, parser_version
+from flatten.syntax.sourcetext import SourceText
 
 if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostics
@@ -65,7 +67,11 @@ class ParseCache:
     def key(self, text: str, name: str, syntax: str, dialect: Dialect) -> str:
         h = hashlib.blake2b(digest_size=20)
         h.update(f"{parser_version()}\0{syntax}\0{dialect.value}\0{name}\0".encode("utf-8", "surrogatepass"))
-        h.update(text.encode("utf-8", "surrogatepass"))
+        # The text alone (a native file's SourceText without its sentinel), a megabyte at a time:
+        # encoding a large file whole held a second copy of it.
+        end = len(text) - 1 if isinstance(text, SourceText) else len(text)
+        for at in range(0, end, _HASH_CHUNK):
+            h.update(text[at : min(at + _HASH_CHUNK, end)].encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -260,6 +266,7 @@ def parse_cached(
 # False while prefetch computes whole modules in parallel: their module-cache entries hold every
 # file's parse, so per-file entries are only written for modules built again after an edit.
 _STORE = [True]
+_HASH_CHUNK = 1 << 20  # characters of a file's text encoded at a time to key it
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from flatten.lang.model import Body, Module
     from flatten.lang.options import Dialect
     from flatten.stages.files import DirectoryListing
-    from flatten.stages.memo import LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
+    from flatten.stages.memo import LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 
 __all__ = ["BuildProgress", "ProgressMemo"]
 
@@ -113,7 +113,7 @@ class ProgressMemo:
         return self._inner.listing(directory, dialect, compute)
 
     def module(
-        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+        self, source: ModuleSource, compute: Callable[[Raws | None], LoadedModule]
     ) -> tuple[LoadedModule, MemoKey | None]:
         loaded, key = self._inner.module(source, compute)
         self._read += 1

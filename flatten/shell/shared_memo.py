@@ -29,7 +29,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, Module
 from flatten.lang.options import Dialect, Options
 from flatten.stages.files import DirectoryListing
-from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
+from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 
 __all__ = ["SharedMemo", "preload"]
 
@@ -69,7 +69,7 @@ class SharedMemo:
         return found
 
     def module(
-        self, source: ModuleSource, compute: Callable[[tuple[bytes, ...] | None], LoadedModule]
+        self, source: ModuleSource, compute: Callable[[Raws | None], LoadedModule]
     ) -> tuple[LoadedModule, MemoKey | None]:
         files = tuple((str(f.path), f.syntax, f.is_override) for f in source.listing.files)
         key = (str(source.directory), source.display, source.options, files)

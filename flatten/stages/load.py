@@ -22,8 +22,9 @@ from flatten.lang.oserror import describe_os_error
 from flatten.stages.core_version import check_release_features
 from flatten.stages.decode import check_file, check_versions, incompatible, superseded
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
-from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource
+from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 from flatten.stages.merge import merge_module
+from flatten.syntax.sourcetext import source_text
 
 __all__ = ["display_path", "load_dir", "load_file", "load_module"]
 
@@ -59,7 +60,9 @@ def load_file(
         )
         return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
     try:
-        text = raw.decode("utf-8")
+        # A native file is decoded with the fast reader's end-of-file sentinel in place: adding it
+        # later copied the whole text (hcl_fast.SourceText).
+        text = source_text(raw) if entry.syntax == "native" else raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -71,6 +74,7 @@ def load_file(
             extra=_UNREADABLE,
         )
         return ParsedFile(name, entry.syntax, Body(), entry.is_override), diags
+    del raw  # decoded: not held while the text is parsed
     syntax = entry.syntax
     body, parse_diags = memo.parsed(
         ParseSource(text, name, syntax, options.dialect), lambda: _parse(text, name, syntax, options=options)
@@ -166,7 +170,7 @@ def load_module(
             return merged(files, diags), None
     entries = listing.files
 
-    def compute(raws: tuple[bytes, ...] | None) -> LoadedModule:
+    def compute(raws: Raws | None) -> LoadedModule:
         return merged(*_load_listing(entries, raws, root=root, options=options, memo=memo))
 
     return memo.module(ModuleSource(directory, root, rel, listing, options), compute)
@@ -174,7 +178,7 @@ def load_module(
 
 def _load_listing(
     entries: tuple[ConfigFile, ...],
-    raws: tuple[bytes, ...] | None,
+    raws: Raws | None,
     *,
     root: Path,
     options: Options,
@@ -183,8 +187,10 @@ def _load_listing(
     diags = Diagnostics()
     files: list[ParsedFile] = []
     for i, entry in enumerate(entries):
-        raw = raws[i] if raws is not None else None
-        parsed, file_diags = load_file(entry, root=root, options=options, raw=raw, memo=memo)
+        # Taken, not looked up: the bytes live only until load_file has decoded them.
+        parsed, file_diags = load_file(
+            entry, root=root, options=options, raw=raws.take(i) if raws is not None else None, memo=memo
+        )
         files.append(parsed)
         decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
         decode_diags.extend(check_release_features(parsed, options=options))

@@ -29,7 +29,6 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Block, JsonValue, Module, Range
 from flatten.lang.options import Options
 from flatten.lang.types import Primitive, TypeExprError, parse_type
-from flatten.syntax.hcl import convert_expression, parse_attributes
 
 __all__ = ["InputValue", "root_inputs"]
 
@@ -79,6 +78,9 @@ def _read_file(path: Path, shown: str, source: str, into: dict[str, InputValue],
     if is_json:
         _read_json(text, shown, source, into, diags)
         return
+    # python-hcl2 and Lark (7 MB of a build's memory) are imported only when a value needs them.
+    from flatten.syntax.hcl import parse_attributes
+
     body, file_diags = parse_attributes(text, shown)
     diags.extend(file_diags)
     for block in body.blocks:
@@ -130,6 +132,8 @@ def _from_string(name: str, raw: str, source: str, module: Module, diags: Diagno
     decl = next((b for b in module.blocks_of("variable") if b.labels[:1] == (name,)), None)
     if not _hcl_mode(decl):
         return InputValue(raw, source)
+    from flatten.syntax.hcl import convert_expression  # as in _read_file
+
     value, expr_diags = convert_expression(raw)
     if expr_diags.has_errors:
         diags.extend(expr_diags)

@@ -63,6 +63,7 @@ from flatten.syntax._hcl_templates import (
 )
 from flatten.syntax.evaluate import constant_template
 from flatten.syntax.references import json_traversal
+from flatten.syntax.sourcetext import SourceText, content, length
 
 __all__ = ["parse", "read_fast", "read_in_pieces"]
 
@@ -212,8 +213,9 @@ class _Reader:
     """One file: the scanner, the reader and the per-mode conversions."""
 
     def __init__(self, text: str, filename: str) -> None:
-        self.text = text + "\x00"  # a sentinel no rule accepts: no bounds checks needed
-        self.n = len(text)
+        # A sentinel no rule accepts: no bounds checks needed (a SourceText has it already).
+        self.text = text if isinstance(text, SourceText) else text + "\x00"
+        self.n = length(text)
         self.filename = filename
         self.bom = 1 if text[:1] == "\ufeff" else 0
         # An array, not a list: a list of a large file's line offsets was two int objects' worth
@@ -1064,7 +1066,7 @@ def read_fast(text: str, filename: str, *, options: Options) -> tuple[Body, Diag
     >>> body.blocks[0].body.attribute("a").value
     'x-${var.y}'
     """
-    if "\x00" in text or ("\r" in text and "\r" in text.replace("\r\n", "")):
+    if text.find("\x00", 0, length(text)) != -1 or ("\r" in text and "\r" in text.replace("\r\n", "")):
         return None
     if _blanks_operators(text):
         return None
@@ -1088,7 +1090,7 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
         return result
     from flatten.syntax.hcl import parse_native
 
-    return parse_native(text, filename, options=options)
+    return parse_native(content(text), filename, options=options)
 
 
 def parse_any_blocks(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:
@@ -1124,7 +1126,7 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
     file with one typo costs the fast reader's time plus python-hcl2 on a few KB.
     """
     if (
-        "\x00" in text
+        text.find("\x00", 0, length(text)) != -1
         or ("\r" in text and "\r" in text.replace("\r\n", ""))
         or _blanks_operators(text)
         or text.find("\ufeff", 1) != -1  # a BOM only at a piece's start would be read as the file's
@@ -1158,6 +1160,9 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
             # python-hcl2 (and lark) are imported only when a file has a piece for them.
             from flatten.syntax.hcl import PieceSource, parse_piece, unclosed_at_end
 
+            if isinstance(text, SourceText):  # pieces are cut from the text alone: copied once
+                text = text.content
+
             start = text.rfind("\n", 0, i) + 1
             if text[start:i].strip():
                 return None  # a comment before the item on its line: pieces start at a line start
@@ -1181,7 +1186,7 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
                 end = _piece_end(text, start + 2 * (end - start))
             i = end
         if open_blocks:
-            whole = PieceSource(text, filename, 0, n, reader.line_starts, reader.line_bytes)
+            whole = PieceSource(content(text), filename, 0, n, reader.line_starts, reader.line_bytes)
             return Body(), unclosed_at_end(whole)
         return make_body_at(tuple(items), reader.filename, reader.key(0, n)), diags
     except Exception:  # a bug here must never change a result: the whole-file parse decides
