@@ -681,3 +681,44 @@ def test_output_bytes_stored_in_the_emit_cache_are_not_copied(
     digest = build_cache.emit_key("k", False, ".", ("main.tf",), [])
     assert build_cache._read_emitted(build_cache._emit_path(digest), digest) == data
     assert stored
+
+
+def _native_cases() -> list[str]:
+    return [
+        SOURCE,
+        SOURCE.rstrip("\n"),  # no newline at the end
+        'locals {\n  a = "x"\n}\nresource "a" "b" {\n  x = \n}\n',  # a piece python-hcl2 reads
+        'locals {\n  a = "\u00e9t\u00e9-${var.x}"\n}\n',  # not ASCII
+        "\ufefflocals {\n  a = 1\n}\n",  # a byte order mark
+        "locals {\r\n  a = 1\r\n}\r\n",
+        "locals {\n  a = 1\n}\n\x00",  # a NUL of the file's own
+        "locals {\n  a = 1\n",  # unclosed
+        "# a comment at the end, no newline",
+    ]
+
+
+@pytest.mark.parametrize("text", _native_cases())
+def test_a_source_text_reads_as_the_text_it_holds(text: str) -> None:
+    from flatten.shell.parse_cache import ParseCache
+    from flatten.syntax.sourcetext import SourceText, source_text
+
+    padded = source_text(text.encode("utf-8"))
+    assert isinstance(padded, SourceText) and padded.content == text
+    assert hcl_fast.parse(padded, "main.tf", options=Options()) == hcl_fast.parse(
+        text, "main.tf", options=Options()
+    )
+    cache = ParseCache(Path("unused"))  # keys either kind of the same file alike
+    dialect = Options().dialect
+    assert cache.key(padded, "main.tf", "native", dialect) == cache.key(text, "main.tf", "native", dialect)
+
+
+def test_the_fast_reader_does_not_copy_a_source_text() -> None:
+    from flatten.syntax.sourcetext import source_text
+
+    text = _variables(20_000)
+    padded = source_text(text.encode("utf-8"))
+    plain, _, plain_peak = _traced(lambda: hcl_fast.parse(text, "variables.tf", options=Options()))
+    read, _, peak = _traced(lambda: hcl_fast.parse(padded, "variables.tf", options=Options()))
+    assert read == plain
+    # Adding the sentinel to a text copied all of it while the caller's text stayed alive.
+    assert plain_peak - peak > 0.8 * len(text)
