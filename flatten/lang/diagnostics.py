@@ -202,14 +202,19 @@ _BOLD, _RED, _YELLOW, _UNDERLINE, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[33m", "\
 _RULE_WIDTH = 2  # "│ ": the left rule's cells in a coloured diagnostic
 
 
-def _snippet(root: Path | None, r: Range, color: bool) -> str | None:
+def _snippet(root: Path | None, r: Range, color: bool, sources: dict[str, list[str] | None]) -> str | None:
     if root is None:
         return None
-    try:
-        lines = (root / r.filename).read_text(encoding="utf-8-sig", errors="replace").splitlines()
-    except OSError:
-        return None
-    if not 1 <= r.start.line <= len(lines):
+    # Each file is read once per rendering (``sources``): a large file with thousands of errors
+    # was read again for each of them, as many times its size.
+    if r.filename not in sources:
+        try:
+            text = (root / r.filename).read_text(encoding="utf-8-sig", errors="replace")
+        except OSError:
+            text = None
+        sources[r.filename] = text.splitlines() if text is not None else None
+    lines = sources[r.filename]
+    if lines is None or not 1 <= r.start.line <= len(lines):
         return None
     line = lines[r.start.line - 1]
     if color:
@@ -256,6 +261,7 @@ def render_text(
     plain and unwrapped.
     """
     blocks: list[str] = []
+    sources: dict[str, list[str] | None] = {}  # each file's lines, read when a snippet needs them
     in_root = f"in root {label}" if label is not None else None
     color = style.color
     for d in diags:
@@ -275,7 +281,7 @@ def render_text(
             if in_root is not None:
                 where += f", {printable(in_root)}"
             lines.append(where + ":")
-            snippet = _snippet(root, d.range, color)
+            snippet = _snippet(root, d.range, color, sources)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:
