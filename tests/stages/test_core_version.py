@@ -202,7 +202,9 @@ def test_a_child_cloud_block_gets_no_warning(tmp_path: Path) -> None:
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("files", [CHILD_BACKEND, CHILD_CLOUD], ids=["backend", "cloud"])
-def test_child_backend_and_cloud_warnings_against_each_terraform(tmp_path: Path, files: dict[str, str]) -> None:
+def test_child_backend_and_cloud_warnings_against_each_terraform(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
     """``validate -json`` of each engine warns exactly as flatten does at that engine's version."""
     found = engines()
     if not found:
