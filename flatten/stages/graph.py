@@ -189,8 +189,13 @@ class ModuleGraph:
         root_failed: bool = False,
         tree_failed: bool = False,
         early_values: tuple[EarlyValue, ...] = (),
+        dropped: frozenset[str] = frozenset(),
     ) -> None:
         self._graph = graph
+        # Child modules whose files failed to load and that Terraform from 1.15 leaves out of the
+        # configuration (lang/terraform_releases.py "failed_modules_dropped"): their calls were not
+        # followed, and provider validation does not see them.
+        self.dropped = dropped
         # The root variables that chose a module source or version or the backend (opentofu).
         self.early_values = early_values
         # The root module's own files had errors. `terraform init` still installs the calls and
@@ -620,6 +625,10 @@ def build_graph(
         return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
+    drop_failed = options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "failed_modules_dropped"
+    )
+    dropped: set[str] = set()
     real_root = root.resolve()
     root_node = replace(root_node, real_directory=real_root)  # for the layout (ModuleNode)
     graph.nodes[""]["node"] = root_node
@@ -685,17 +694,30 @@ def build_graph(
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
+            # Terraform 1.15's module walker returns no module when its files have errors: its
+            # calls are not loaded and it is not part of the configuration (init 1.15.5 reports
+            # the module's own errors only; 1.11.4 loads and reports its children's too).
+            failed = drop_failed and (
+                Diagnostics(load_diags).has_terraform_errors or Diagnostics(call_diags).has_terraform_errors
+            )
             node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key, real)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
+            if failed:
+                dropped.add(address)
+                continue
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
     tree_failed = Diagnostics(diags[root_diags:]).has_terraform_errors
     return (
         ModuleGraph(
-            graph, root_failed=root_failed, tree_failed=tree_failed, early_values=_early_values(scopes[""])
+            graph,
+            root_failed=root_failed,
+            tree_failed=tree_failed,
+            early_values=_early_values(scopes[""]),
+            dropped=frozenset(dropped),
         ),
         diags,
     )

