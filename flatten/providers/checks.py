@@ -11,6 +11,12 @@ providers`` alike (docs/providers.md, "Which checks run"):
   ``resolveProviderTypes`` but still runs ``validateProviderConfigs`` (so "Provider type
   mismatch" can follow a load error); the OpenTofu dialect validates nothing (conformance README
   point 5);
+* from Terraform 1.15 (``--terraform-version``, lang/terraform_releases.py
+  "failed_modules_dropped"), a child module with load errors is left out of the configuration
+  (``ModuleGraph.dropped``: its calls are not loaded; neither it nor the call to it is validated),
+  and the rest is validated with its types resolved as without errors: init 1.15.5 gives no
+  "Provider type mismatch" from bare names after a child's load error, and still gives the
+  "Missing required provider configuration" warning;
 * no load errors: provider validation; when that finds no error, the checks Terraform makes
   while building its graph, each stage only when the one before found no error: required module
   inputs (``flatten.stages.inputs``, both dialects), then missing provider configurations
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
+from flatten.lang.terraform_releases import accepts
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
 from flatten.stages.references_check import check_references
@@ -40,7 +47,11 @@ def check_wiring(
     ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
     """
     load_errors = load_diags.has_terraform_errors
-    if options.dialect.allows("validate_after_child_errors"):
+    if options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "failed_modules_dropped"
+    ):
+        validate, resolved = True, True
+    elif options.dialect.allows("validate_after_child_errors"):
         validate, resolved = True, not graph.tree_failed
     else:
         validate, resolved = not load_errors, True

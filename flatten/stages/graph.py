@@ -192,9 +192,9 @@ class ModuleGraph:
         dropped: frozenset[str] = frozenset(),
     ) -> None:
         self._graph = graph
-        # Child modules whose files failed to load and that Terraform from 1.15 leaves out of the
+        # Child modules whose files failed to load, which Terraform from 1.15 leaves out of the
         # configuration (lang/terraform_releases.py "failed_modules_dropped"): their calls were not
-        # followed, and provider validation does not see them.
+        # followed, and provider validation sees neither them nor the calls to them.
         self.dropped = dropped
         # The root variables that chose a module source or version or the backend (opentofu).
         self.early_values = early_values
@@ -694,9 +694,9 @@ def build_graph(
             diags.extend(_with_call(d, address, call) for d in load_diags)
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
-            # Terraform 1.15's module walker returns no module when its files have errors: its
-            # calls are not loaded and it is not part of the configuration (init 1.15.5 reports
-            # the module's own errors only; 1.11.4 loads and reports its children's too).
+            # Terraform 1.15's module walker gives no module when its files have errors: its calls
+            # are not loaded and it is not part of the configuration (init 1.15.5 reports the
+            # module's own errors only; 1.11.4 loads and reports its children's too).
             failed = drop_failed and (
                 Diagnostics(load_diags).has_terraform_errors or Diagnostics(call_diags).has_terraform_errors
             )

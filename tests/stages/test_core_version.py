@@ -252,6 +252,39 @@ FAILED_CHILD = {
 }
 
 
+# Provider validation still runs after a child's load error, with the types resolved from 1.15:
+# a call that passes a configuration under another local name is no "Provider type mismatch".
+OTHER_ERRORS = {
+    "sibling-typed-by-bare-names": {
+        "main.tf": 'module "m1" {\n  source = "./m1"\n}\nmodule "m2" {\n  source = "./m2"\n}\n',
+        "m1/main.tf": "terraform {\n  required_providers {\n    tf = {\n"
+        + '      source = "terraform.io/builtin/terraform"\n    }\n  }\n}\n'
+        + 'module "c" {\n  source = "./c"\n  providers = {\n    terraform = tf\n  }\n}\n',
+        "m1/c/main.tf": _ALIASES_X.replace("      configuration_aliases = [terraform.x]\n", "")
+        + 'resource "terraform_data" "r" {}\n',
+        "m2/main.tf": _BAD_VARIABLE,
+    },
+    # Errors of the root's own files: every release validates the tree as usual.
+    "root-errors": {
+        "main.tf": _BAD_VARIABLE
+        + 'module "a" {\n  source = "./a"\n  providers = {\n    terraform.x = terraform.nope\n  }\n}\n',
+        "a/main.tf": _ALIASES_X,
+    },
+}
+
+
+def test_after_a_childs_load_error_1_15_validates_providers_with_their_types(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "siblings", OTHER_ERRORS["sibling-typed-by-bare-names"])
+    assert _errors(root, (1, 14)) == [
+        ("Provider type mismatch", "m1/main.tf"),
+        ("Unsupported argument", "m2/main.tf"),
+    ]
+    assert _errors(root, (1, 15)) == [("Unsupported argument", "m2/main.tf")]
+    root = write_tree(tmp_path / "root", OTHER_ERRORS["root-errors"])
+    both = [("Provider type mismatch", "main.tf"), ("Unsupported argument", "main.tf")]
+    assert _errors(root, (1, 14)) == both and _errors(root, (1, 15)) == both
+
+
 def _errors(root: Path, release: tuple[int, int]) -> list[tuple[str, str]]:
     _, diags = build(root, options=Options(terraform_version=release))
     return sorted((d.summary, d.range.filename if d.range else "") for d in diags.errors)
@@ -271,7 +304,7 @@ def test_a_child_that_fails_to_load_is_left_out_from_1_15(tmp_path: Path, name: 
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("name", sorted(FAILED_CHILD))
+@pytest.mark.parametrize("name", sorted({**FAILED_CHILD, **OTHER_ERRORS}))
 def test_a_child_that_fails_to_load_against_each_terraform(tmp_path: Path, name: str) -> None:
     """``init`` of each engine (which loads the tree; a failed init leaves no modules for
     ``validate``): the same errors, in the same files."""
@@ -281,7 +314,7 @@ def test_a_child_that_fails_to_load_against_each_terraform(tmp_path: Path, name:
     for tf, release in found:
         if release not in KNOWN:
             continue
-        root = write_tree(tmp_path / f"{name}-{release[1]}", FAILED_CHILD[name])
+        root = write_tree(tmp_path / f"{name}-{release[1]}", {**FAILED_CHILD, **OTHER_ERRORS}[name])
         init = tf.run("init", "-backend=false", "-no-color", cwd=root)
         assert init.returncode != 0
         theirs = sorted(re.findall(r"Error: ([^\n]+)\n\n  on (\S+) line", init.stdout + init.stderr))

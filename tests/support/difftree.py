@@ -995,13 +995,17 @@ def _diff(a: dict[str, Any], b: dict[str, Any]) -> str:
     return ""
 
 
-def _flatten(original: Path, out: Path) -> tuple[frozenset[str] | None, str]:
-    """Build ``original`` into ``out``; the error summaries when flatten rejects it (None when it accepts)."""
+def _flatten(
+    original: Path, out: Path, release: tuple[int, int] | None = None
+) -> tuple[frozenset[str] | None, str]:
+    """Build ``original`` into ``out`` with ``--terraform-version release`` (the newest when None);
+    the error summaries when flatten rejects it (None when it accepts)."""
     from flatten.build import build
     from flatten.lang.options import Options
     from flatten.stages.emit import write_tree
 
-    result, diags = build(original, options=Options())
+    options = Options() if release is None else Options(terraform_version=release)
+    result, diags = build(original, options=options)
     errors = frozenset(_summary(d.summary) for d in diags if d.severity.value == "error")
     if diags.has_errors:
         return errors, ""
@@ -1023,7 +1027,7 @@ def _delta(ours: frozenset[str], theirs: frozenset[str], ours_name: str, theirs_
     return "; ".join(parts)
 
 
-def validate_case(case: Case, work: Path, tf: Runner) -> Outcome:
+def validate_case(case: Case, work: Path, tf: Runner, release: tuple[int, int] | None = None) -> Outcome:
     """``terraform init`` + ``validate`` against flatten's build of ``case``: the same error summaries.
 
     ``agree-valid``/``agree-invalid`` when both give the same set; ``disagree`` otherwise (klass
@@ -1038,7 +1042,7 @@ def validate_case(case: Case, work: Path, tf: Runner) -> Outcome:
         return Outcome(case.seed, case.defect, outcome, klass, detail, 1)
 
     try:
-        rejected, _ = _flatten(pristine, work / "flat")
+        rejected, _ = _flatten(pristine, work / "flat", release)
     except Exception:
         return verdict("disagree", "flatten-exception", traceback.format_exc(limit=-3))
     ours = frozenset() if rejected is None else rejected
@@ -1061,7 +1065,14 @@ def validate_case(case: Case, work: Path, tf: Runner) -> Outcome:
     return verdict("disagree", _delta(ours, theirs, "flatten", "terraform"), _summaries(theirs))
 
 
-def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], None] | None = None) -> Outcome:
+def run_case(
+    case: Case,
+    work: Path,
+    tf: Runner,
+    *,
+    tamper: Callable[[Path], None] | None = None,
+    release: tuple[int, int] | None = None,
+) -> Outcome:
     """Run ``case`` through flatten and Terraform in ``work`` (a fresh directory) and compare.
 
     ``tamper`` edits flatten's output before Terraform reads it: the test that the comparison
@@ -1079,7 +1090,7 @@ def run_case(case: Case, work: Path, tf: Runner, *, tamper: Callable[[Path], Non
         return Outcome(case.seed, case.defect, outcome, klass, detail, runs)
 
     try:
-        rejected, _ = _flatten(pristine, flat)
+        rejected, _ = _flatten(pristine, flat, release)
     except Exception:  # a crash in flatten is a finding, not a crash of the run
         return verdict("disagree", "flatten-exception", traceback.format_exc(limit=-3))
     # Terraform's verdict at init can vary run to run (INIT_RUNS): it must be able to give flatten's.
