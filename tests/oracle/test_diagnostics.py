@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 from support.files import write_tree
-from support.oracle import terraform
+from support.oracle import engines, terraform
 
 from flatten.build import build
 from flatten.lang.model import Range
 from flatten.lang.options import Options
+from flatten.lang.terraform_releases import KNOWN
 
 _BUILTIN = (
     'terraform {\n  required_providers {\n    terraform = { source = "terraform.io/builtin/terraform" }\n'
@@ -154,7 +155,9 @@ CASES: dict[str, dict[str, str]] = {
 def test_diagnostics_equal_terraform_validate(name: str, tmp_path: Path) -> None:
     tf = terraform()
     root = write_tree(tmp_path / name, CASES[name])
-    _, diags = build(root, options=Options())
+    # Built with the rules of the Terraform release that answers (flatten's default is the newest).
+    release = next((r for t, r in engines() if t.description == tf.description), None)
+    _, diags = build(root, options=Options(terraform_version=release) if release in KNOWN else Options())
     ours = sorted((d.severity.value, d.summary, d.detail, _where(d.range)) for d in diags)
 
     tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root)

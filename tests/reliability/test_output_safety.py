@@ -394,7 +394,9 @@ def test_a_package_symlink_to_a_local_file_or_directory_is_never_read(tmp_path: 
     )
     root = write_files(tmp_path / "src", {"main.tf": main})
     out = tmp_path / "out"
-    proc = flatten_cli("build", root, "--out", out, tmp=tmp_path)
+    # 1.14: Terraform 1.15 does not load the calls of module m, whose linked.tf is refused, so the
+    # escape inside it would not be reported (docs/dialects.md, "Terraform versions").
+    proc = flatten_cli("build", root, "--out", out, "--terraform-version", "1.14", tmp=tmp_path)
     _assert_nothing_written(proc, out)
     errors = [b.split("\n")[0] for b in proc.stderr.split("Error: ")[1:]]
     assert sorted(errors) == [
