@@ -79,14 +79,17 @@ def test_a_long_build_on_a_terminal_shows_progress_on_one_line_then_clears_it(
     out = tmp_path / "out"
     code, received, _, took = run_on_terminal(["build", str(root), "--out", str(out)], env)
     assert code == 0, received.decode()
-    if took < 1.5:
-        pytest.skip(f"the cold build took {took:.1f} s: too quick for a progress line (drawn after 1 s)")
     text = received.decode()
     # Modules read of those known, then the output written; each drawn over the last. Which phase
-    # is still running when the line is first drawn (after 1 s) depends on the machine's load:
-    # reading may be over by then (seen in CI), so at least one phase is shown with its count.
+    # is still running when the line is first drawn (1 s after the process starts its clock)
+    # depends on the machine's load: reading may be over by then, so any phase with its count.
     phases = ("reading modules ", "loading modules ", "writing modules ")
-    assert any(f"\r\x1b[Kflatten: {phase}" in text for phase in phases), text
+    drawn = any(f"\r\x1b[Kflatten: {phase}" in text for phase in phases)
+    # Seen in CI under load: 1.5 s of wall time, of which the interpreter's start and exit took
+    # enough that every phase ended within the first second, so nothing was (rightly) drawn.
+    if took < (3.0 if not drawn else 1.5):
+        pytest.skip(f"the cold build took {took:.1f} s: too quick for a progress line (drawn after 1 s)")
+    assert drawn, (took, text)
     assert "/301" in text
     assert "\r\x1b[Kflatten: writing " in text
     assert "\n" not in text.split("wrote", 1)[0].replace("\r\n", "")  # one line until the summary
