@@ -1097,7 +1097,9 @@ class _Merger:
 
     def _unsupported_depends_on(self, items: Sequence[Item]) -> None:
         dep = _attr(items, "depends_on")
-        if dep is not None and not _is_empty_list(dep.value):
+        # Only a list gives entries: a value that is not one is "Invalid expression" alone (the
+        # decoder's), and leaves the override's DependsOn empty (configs/module_merge.go).
+        if dep is not None and isinstance(dep.value, list) and not _is_empty_list(dep.value):
             self.diags.error(
                 "Unsupported override",
                 "The depends_on argument may not be overridden.",

@@ -297,9 +297,11 @@ class _Checker:
                 return  # "Invalid index" territory: left to the engine
             k = 3
         elif counted:
+            # hcl's GetAttr on a list names the attribute (terraform 1.11.4 and 1.15.5 alike).
+            named = f'attribute "{ref.name(2)}"' if ref.name(2) is not None else "an attribute"
             self.error(
                 "Unsupported attribute",
-                "Can't access attributes on a list of objects. Did you mean to access an attribute for a "
+                f"Can't access attributes on a list of objects. Did you mean to access {named} for a "
                 "specific element of the list, or across all elements of the list?",
                 self.step_span(ref, rng, located, 2),
             )

@@ -373,6 +373,15 @@ class Scope:
             return Value(arg.value, True, arg.ephemeral), i + 1
         if name == "nonsensitive":
             return Value(arg.value, False, arg.ephemeral), i + 1
+        if name == "length":
+            # Terraform's length: elements of a collection or structure; a string's grapheme
+            # clusters, which are its characters only for ASCII text without "\r\n" (one cluster).
+            whole = arg.value
+            text_length = isinstance(whole, str) and whole.isascii() and "\r\n" not in whole
+            if isinstance(whole, (list, dict)) or text_length:
+                assert isinstance(whole, (list, dict, str))
+                return Value(len(whole), arg.sensitive, arg.ephemeral), i + 1
+            raise Unsupported(f"the function call {text[at : i + 1].strip()!r}")
         convert = _STRING_FUNCTIONS.get(name)
         string = as_string(arg.value)
         if convert is None or string is None:

@@ -130,6 +130,20 @@ MODULE_CASES = {
         'module "c" {\n  source = "./c"\n  count = 2\n}\noutput "x" { value = module.c[0].bad }\n',
         [("Unsupported attribute", 'This object does not have an attribute named "bad".', 5, 33)],
     ),
+    # A count the static evaluator reads through length(): the call is a list of objects.
+    "counted-by-length": (
+        'module "c" {\n  source = "./c"\n  count = length(["a", "b"])\n}\n'
+        'output "x" { value = module.c.o }\n',
+        [
+            (
+                "Unsupported attribute",
+                'Can\'t access attributes on a list of objects. Did you mean to access attribute "o" for '
+                "a specific element of the list, or across all elements of the list?",
+                5,
+                30,
+            )
+        ],
+    ),
 }
 
 
@@ -408,3 +422,20 @@ def test_dynamic_iterators_are_not_resources(tmp_path: Path) -> None:
             22,
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("override", "want"),
+    [
+        # A list: the override sets depends_on, which Terraform refuses.
+        ('{"module": {"c": {"depends_on": ["terraform_data.a"]}}}', ["Unsupported override"]),
+        # Not a list: the decoder's error alone (seed 266 of scripts/difftest --mistakes).
+        ('{"module": {"c": {"depends_on": "[terraform_data.a]"}}}', ["Invalid expression"]),
+    ],
+)
+def test_an_overridden_depends_on_is_refused_only_when_it_is_a_list(
+    tmp_path: Path, override: str, want: list[str]
+) -> None:
+    main = 'resource "terraform_data" "a" {}\nmodule "c" {\n  source = "./c"\n}\n'
+    root = write_tree(tmp_path, {"main.tf": main, "z_override.tf.json": override, **CHILD})
+    assert [e[0] for e in _errors(root)] == want
