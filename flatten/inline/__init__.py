@@ -2,12 +2,13 @@
 
 Rule for the whole file: calls are inlined deepest first, each into its caller (``_step.py``), so
 the root ends up holding every module that could be inlined. A call stays a call, with its reason
-reported, when it has ``count`` or ``for_each`` (or OpenTofu's ``lifecycle.enabled``), when its
-module configures providers itself, or when inlining it would not be exact (an unreadable
-expression, a block type inlining does not handle, a provider configuration the caller cannot
-name). Every managed resource and kept call that changes address gets one ``moved`` block from
-its original address straight to its final one; the provider configuration each resource uses is
-checked to be the same after inlining (spec §4.2) and an error is reported if it is not.
+reported, when its ``count`` or ``for_each`` is not literal (or it has OpenTofu's
+``lifecycle.enabled``), when its module configures providers itself, or when inlining it would
+not be exact (an unreadable expression, a block type inlining does not handle, a provider
+configuration the caller cannot name). Every managed resource and kept call that changes address
+gets one ``moved`` block from its original address straight to its final one; the provider
+configuration each resource uses is checked to be the same after inlining (spec §4.2) and an
+error is reported if it is not.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from flatten.stages.layout import UserRules, copy_boundary, module_copies
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
 from ._addresses import Moves, move_address, split_address
-from ._count import MAX_INSTANCES, literal_count, split_call
+from ._count import MAX_INSTANCES, Instances, for_instance, literal_count, literal_for_each, split_call
 from ._providers import ProviderNames, instance_of
 from ._rewrite import Scope, rewrite_block
 from ._step import Context, Work, inline_call, settle
@@ -182,8 +183,16 @@ def _initial(ctx: Context, wiring: ProviderWiring, node: ModuleNode) -> Work:
 
 def _ineligible(ctx: Context, wiring: ProviderWiring, call: ModuleCall, child: ModuleNode) -> str | None:
     body = call.block.body
-    if body.attribute("for_each") is not None:
-        return "it uses for_each; each instance is a separate module instance"
+    for_each = body.attribute("for_each")
+    if for_each is not None:
+        keyed = literal_for_each(for_each.value)
+        if keyed is None:
+            return (
+                "its for_each is not a set of string literals or an object of constants, so which "
+                "instances exist is known only at plan time"
+            )
+        if len(keyed.keys) > MAX_INSTANCES:
+            return f"its for_each has more than {MAX_INSTANCES} instances"
     count = body.attribute("count")
     if count is not None:
         n = literal_count(count.value)
@@ -249,14 +258,18 @@ class _Walk:
 
     def inline(self, work: Work, call: ModuleCall, child: Work) -> Work | str:
         count = call.block.body.attribute("count")
-        if count is None:
+        for_each = call.block.body.attribute("for_each")
+        if count is None and for_each is None:
             return inline_call(self.ctx, work, call.name, child)
-        # A literal count: one plain call per instance, each inlined (_count.py).
-        n = literal_count(count.value)
-        assert n is not None  # _ineligible refused any other count
-        split, instances = split_call(self.ctx, work, call.name, n)
-        for name, origin in instances:
-            result = inline_call(self.ctx, split, name, child, origin)
+        # A literal count or for_each: one plain call per instance, each inlined (_count.py).
+        n = literal_count(count.value) if count is not None else None
+        each = Instances.counted(n) if n is not None else None
+        if for_each is not None:
+            each = literal_for_each(for_each.value)
+        assert each is not None  # _ineligible refused any other count or for_each
+        split, instances = split_call(self.ctx, work, call.name, each)
+        for i, (name, origin) in enumerate(instances):
+            result = inline_call(self.ctx, split, name, for_instance(child, each, i), origin)
             if isinstance(result, str):
                 return result
             split = result

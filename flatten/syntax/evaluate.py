@@ -33,6 +33,7 @@ __all__ = [
     "Value",
     "as_bool",
     "as_string",
+    "constant_expression",
     "constant_template",
     "locator",
 ]
@@ -566,6 +567,20 @@ class _Constant(Scope):
         if len(steps) == 1 and steps[0] in self.bound:
             return self.bound[steps[0]]
         raise Unsupported("a reference")
+
+
+def constant_expression(source: str) -> JsonValue:
+    """Return the value of bare expression source that needs no context: literals, tuples,
+    objects and templates of them, as ``constant_template`` reads a default. Raise
+    ``Unsupported`` for anything else (a reference, a function call).
+
+    >>> constant_expression('{a = "x", "b" = [1, true]}')
+    {'a': 'x', 'b': [1, True]}
+    """
+    value = _Constant().expression(source, 0, len(source), lambda _s, _e: Range.point("-"))
+    if value.sensitive or value.ephemeral:  # pragma: no cover - no function marks a constant
+        raise Unsupported("a marked value")
+    return value.value
 
 
 _FOR = re.compile(r"for\s+([^\W\d][\w-]*)(?:\s*,\s*([^\W\d][\w-]*))?\s+in\s+(.*)\Z", re.DOTALL)

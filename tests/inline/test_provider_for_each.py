@@ -1,7 +1,8 @@
 """Provider ``for_each`` under ``--inline`` in the OpenTofu dialect (issue 29 item 3).
 
 A call passed one instance of a ``for_each`` provider is inlined with that instance: its
-resources name ``terraform.by_region["us-west-2"]`` in the caller. A call whose instance key
+resources name ``terraform.by_region["us-west-2"]`` in the caller; so is each instance of a call
+with a literal ``for_each`` passed ``terraform.by_region[each.key]``. A call whose instance key
 does not read the same in the caller (``var.region``) stays a call, with a warning, and the
 build still succeeds. Messages name OpenTofu in the opentofu dialect.
 """
@@ -60,8 +61,18 @@ def test_one_instance_is_inlined_with_its_key(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     main = json.loads((out / "main.tf.json").read_text())
     assert main["resource"]["terraform_data"]["one__r"]["provider"] == 'terraform.by_region["us-west-2"]'
-    assert main["module"]["two"]["providers"] == {"terraform": "terraform.by_region[each.key]"}
-    assert "module.two stays a module call because it uses for_each" in done.stderr
+    # A call with a literal for_each is one call per instance, each given its own instance.
+    assert "module" not in main
+    assert (
+        main["resource"]["terraform_data"]["two__us-east-1__r"]["provider"]
+        == 'terraform.by_region["us-east-1"]'
+    )
+    assert (
+        main["resource"]["terraform_data"]["two__us-west-2__r"]["provider"]
+        == 'terraform.by_region["us-west-2"]'
+    )
+    assert 'module.two["us-east-1"].terraform_data.r' in [m["from"] for m in main["moved"]]
+    assert "Warning" not in done.stderr
     # The output is a valid configuration for OpenTofu's provider checks too.
     again = _flatten("build", "--dialect", "opentofu", "--out", str(tmp_path / "again"), str(out))
     assert again.returncode == 0, again.stderr

@@ -31,9 +31,12 @@ module "k" {
   source = "../k"
   count  = 2
 }
+variable "keys" {
+  default = ["x"]
+}
 module "f" {
   source   = "../k"
-  for_each = toset(["x"])
+  for_each = toset(var.keys) # known at plan time only: a call that stays a call
 }
 """,
     "k/main.tf": 'resource "terraform_data" "k" {}\n',

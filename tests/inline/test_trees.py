@@ -322,3 +322,68 @@ def test_literal_count_calls_plan_only_moves(tmp_path: Path) -> None:
     outcomes = check_tree(_COUNTED, tmp_path, terraform())
     kinds = {o.mode: o.kind for o in outcomes}
     assert kinds == {"whole": "ok", "module.k": "ok", "module.k.module.n": "ok"}, outcomes
+
+
+# Calls with a literal for_each: a set of strings and an object of constants, each instance
+# inlined on its own (moved from module.k["a"]), the caller's module.k read as the object of the
+# instances (a key, a for expression, values(), the whole value), depends_on = [module.k], and a
+# nested keyed call inside.
+_KEYED = {
+    "main.tf": """
+module "k" {
+  source   = "./m"
+  for_each = toset(["b", "a b", "b"])
+  v        = "i-${each.key}-${each.value}"
+}
+module "o" {
+  source   = "./m"
+  for_each = { one = { n = 1 }, two = { n = 2 } }
+  v        = "n${each.value.n}-${each.key}"
+}
+resource "terraform_data" "after" {
+  input      = module.k["b"].o
+  depends_on = [module.k]
+}
+output "first" {
+  value = module.k["a b"].o
+}
+output "all" {
+  value = [for key, m in module.k : "${key}=${m.o}"]
+}
+output "values" {
+  value = values(module.o)[*].o
+}
+output "whole" {
+  value = module.o
+}
+""",
+    "m/main.tf": """
+variable "v" {
+  type = string
+}
+resource "terraform_data" "r" {
+  input = var.v
+}
+module "n" {
+  source   = "../n"
+  for_each = toset(["x"])
+}
+output "o" {
+  value = terraform_data.r.output
+}
+""",
+    "n/main.tf": 'resource "terraform_data" "x" {}\n',
+}
+
+
+@pytest.mark.oracle
+def test_literal_for_each_calls_plan_only_moves(tmp_path: Path) -> None:
+    outcomes = check_tree(_KEYED, tmp_path, terraform())
+    kinds = {o.mode: o.kind for o in outcomes}
+    assert kinds == {
+        "whole": "ok",
+        "module.k": "ok",
+        "module.o": "ok",
+        "module.k.module.n": "ok",
+        "module.o.module.n": "ok",
+    }, outcomes

@@ -92,18 +92,94 @@ output "first" {
     ]
 
 
-def test_for_each_call_is_reported(tree: Any) -> None:
-    root = _root(
-        {
-            "main.tf": 'module "a" {\n  source = "./a"\n  for_each = toset(["k"])\n  v = each.key\n}\n',
-            "a/main.tf": CHILD,
-        },
-        tree,
+def test_for_each_call_known_only_at_plan_time_is_reported(tree: Any) -> None:
+    main = (
+        'variable "keys" {\n  default = ["k"]\n}\n'
+        'module "a" {\n  source = "./a"\n  for_each = toset(var.keys)\n  v = each.key\n}\n'
     )
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
     result, _, diags = inline_build(root)
     assert [k.address for k in result.kept] == ["module.a"]
-    assert "for_each" in result.kept[0].reason
+    assert "for_each is not a set of string literals" in result.kept[0].reason
     assert [d.summary for d in diags] == ["Module call not inlined"]
+
+
+def test_literal_for_each_set_becomes_one_inlined_call_per_key(tree: Any) -> None:
+    main = """
+module "a" {
+  source   = "./a"
+  for_each = toset(["y", "x", "y", "a b"])
+  v        = "i-${each.key}-${each.value}"
+}
+resource "terraform_data" "after" {
+  depends_on = [module.a]
+}
+output "x" {
+  value = module.a["x"].o
+}
+"""
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    result, files, diags = inline_build(root, only="module.a")
+    assert not diags.has_errors, diags
+    assert not result.kept
+    doc = _main(files)
+    # Instances in the keys' lexical order, one each (a set), named from the key.
+    assert [m["from"] for m in doc["moved"]] == [
+        'module.a["a b"].terraform_data.r',
+        'module.a["x"].terraform_data.r',
+        'module.a["y"].terraform_data.r',
+    ]
+    assert [m["to"] for m in doc["moved"]] == [
+        "terraform_data.a__a_b__r",
+        "terraform_data.a__x__r",
+        "terraform_data.a__y__r",
+    ]
+    assert doc["locals"]["a__x__var__v"] == 'i-x-${("x")}'
+    # module.a is Terraform's object of the instances, keyed as the instances are.
+    assert doc["output"]["x"]["value"] == (
+        '${{"a b" = {o = local.a__a_b__out__o}, "x" = {o = local.a__x__out__o}, '
+        '"y" = {o = local.a__y__out__o}}["x"].o}'
+    )
+    assert doc["resource"]["terraform_data"]["after"]["depends_on"] == [
+        "terraform_data.a__a_b__r",
+        "terraform_data.a__x__r",
+        "terraform_data.a__y__r",
+    ]
+
+
+def test_literal_for_each_object_gives_each_value(tree: Any) -> None:
+    main = (
+        'module "a" {\n  source = "./a"\n'
+        '  for_each = { one = "1", two = { n = 2 } }\n  v = jsonencode(each.value)\n}\n'
+    )
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    result, files, diags = inline_build(root)
+    assert not diags.has_errors, diags
+    assert not result.kept
+    locals_ = _main(files)["locals"]
+    # (converted to the variable's type, string, as Terraform does)
+    assert locals_["a__one__var__v"] == '${tostring((jsonencode(("1"))))}'
+    assert locals_["a__two__var__v"] == '${tostring((jsonencode(({"n" = 2}))))}'
+
+
+@pytest.mark.parametrize(
+    "for_each",
+    [
+        '["x"]',
+        "toset([1, 2])",
+        'toset(["x", var.k])',
+        "{ a = var.k }",
+        "toset(" + repr([f"k{i}" for i in range(17)]).replace("'", '"') + ")",
+    ],
+)
+def test_for_each_not_literal_stays_a_call(tree: Any, for_each: str) -> None:
+    main = (
+        'variable "k" {\n  default = "k"\n}\n'
+        f'module "a" {{\n  source = "./a"\n  for_each = {for_each}\n  v = "x"\n}}\n'
+    )
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    result, _, _ = inline_build(root)
+    assert [k.address for k in result.kept] == ["module.a"]
 
 
 def test_rewrites_everything_that_names_the_child(tree: Any) -> None:
