@@ -28,7 +28,7 @@ from typer._click.core import Context as ClickContext
 from typer.core import TyperCommand
 
 from flatten.lang.environ import build_environ
-from flatten.lang.options import Dialect, Options, VariableArg
+from flatten.lang.options import Checks, Dialect, Options, VariableArg
 from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import KNOWN, NEWEST, parse_release, release_text
 from flatten.reports import GraphFormat, ReportFormat
@@ -296,6 +296,12 @@ _TERRAFORM_VERSION_HELP = (
     f"The Terraform version (X.Y, {release_text(KNOWN[0])} to {release_text(NEWEST)}) whose rules the "
     f"terraform dialect follows: blocks and arguments it knows, required_version. Default: "
     f"{release_text(NEWEST)}, the newest flatten knows."
+)
+_CHECKS_HELP = (
+    "What to check: 'init' reports what terraform/tofu init reports (loading, modules, provider "
+    "configuration checks); 'validate' adds everything validate reports without a provider schema. "
+    "Default: validate's checks, less the three the OpenTofu conformance contract leaves to "
+    "tofu validate in the opentofu dialect (docs/dialects.md)."
 )
 _VAR_HELP = "Set a root variable for the values tofu init evaluates (opentofu dialect), as tofu's -var."
 _VAR_FILE_HELP = (
@@ -639,6 +645,10 @@ def build(
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
     ] = None,
+    checks: Annotated[
+        Optional[Checks],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--checks", help=_CHECKS_HELP, show_default=False),
+    ] = None,
     var: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
@@ -664,6 +674,7 @@ def build(
             terraform_version=_release(terraform_version),
             variables=_variables(ctx, var, var_file),
             variable_env=_variable_env(os.environ, dialect),
+            checks=checks,
         ),
         report_format=report_format,
         diagnostics_json=diagnostics_json,
@@ -923,6 +934,10 @@ def providers(
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
     ] = None,
+    checks: Annotated[
+        Optional[Checks],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--checks", help=_CHECKS_HELP, show_default=False),
+    ] = None,
     var: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
@@ -951,6 +966,7 @@ def providers(
         terraform_version=_release(terraform_version),
         variables=_variables(ctx, var, var_file),
         variable_env=_variable_env(os.environ, dialect),
+        checks=checks,
     )
     memo = _roots_memo(DiskMemo(), many)
     reports: list[str] = []

@@ -58,13 +58,23 @@ def check_wiring(
     wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
     if load_errors or diags.has_errors:
         return wiring, diags
-    inputs = check_module_inputs(graph, unsupported=options.dialect.allows("unsupported_module_inputs"))
+    if not options.graph_checks():
+        # --checks init: init's own checks only; from Terraform 1.15 they include module inputs.
+        if options.dialect.allows("terraform_releases") and accepts(
+            options.terraform_version, "init_checks_module_inputs"
+        ):
+            diags.extend(check_module_inputs(graph, unsupported=True))
+        return wiring, diags
+    inputs = check_module_inputs(graph, unsupported=options.graph_check("unsupported_module_inputs"))
     diags.extend(inputs)
     # Both engines' provider transformers; the dialect table says where OpenTofu's differ.
-    if not inputs.has_errors and options.dialect.allows("provider_graph_checks"):
-        graph_diags = check_provider_graph(wiring, options.dialect)
+    if not inputs.has_errors and options.graph_check("provider_graph_checks"):
+        graph_diags = check_provider_graph(
+            wiring, options.dialect, proxies=options.graph_check("missing_provider_proxies")
+        )
         diags.extend(graph_diags)
         # The validate walk runs once the graph is built (stages/references_check.py).
         if not graph_diags.has_errors:
-            diags.extend(check_references(graph, options.dialect))
+            objects = options.graph_check("object_reference_checks")
+            diags.extend(check_references(graph, options.dialect, objects=objects))
     return wiring, diags

@@ -108,13 +108,16 @@ def _not_present(wiring: ProviderWiring, dialect: Dialect) -> Diagnostics:
     return out
 
 
-def check_provider_graph(wiring: ProviderWiring, dialect: Dialect = Dialect.TERRAFORM) -> Diagnostics:
+def check_provider_graph(
+    wiring: ProviderWiring, dialect: Dialect = Dialect.TERRAFORM, *, proxies: bool | None = None
+) -> Diagnostics:
     """Return the graph-build provider errors of a configuration that passed validation.
 
     Terraform reports the first stage that fails (and of "missing provider" only the first one
-    it meets, in Go's map order); flatten reports every error of that stage.
+    it meets, in Go's map order); flatten reports every error of that stage. ``proxies`` says
+    whether stage 1 runs (default: as the dialect has it; ``--checks``, lang/options.py).
     """
-    if dialect.allows("missing_provider_proxies"):
+    if dialect.allows("missing_provider_proxies") if proxies is None else proxies:
         missing = _missing_proxies(wiring)
         if missing.has_errors:
             return missing

@@ -703,11 +703,16 @@ def _call_arguments(node: ModuleNode, graph: ModuleGraph) -> Diagnostics:
     return diags
 
 
-def check_references(graph: ModuleGraph, dialect: Dialect = Dialect.TERRAFORM) -> Diagnostics:
-    """Return the errors ``validate`` reports without a provider schema, module by module in tree order."""
+def check_references(
+    graph: ModuleGraph, dialect: Dialect = Dialect.TERRAFORM, *, objects: bool | None = None
+) -> Diagnostics:
+    """Return the errors ``validate`` reports without a provider schema, module by module in tree
+    order. ``objects``: whether var, local, resource and data references are checked (default: as
+    the dialect has it; ``--checks``, lang/options.py)."""
     diags = Diagnostics()
     inputs = _InputTypes(graph)
-    objects = dialect.allows("object_reference_checks")
+    if objects is None:
+        objects = dialect.allows("object_reference_checks")
     for node in graph.walk():
         diags.extend(_Checker(node, graph, objects=objects).run())
         diags.extend(_call_arguments(node, graph))
