@@ -90,6 +90,11 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         # files-tofu-only, provider-with-depends-on), so the OpenTofu dialect checks module
         # references, module call arguments and input types only.
         "object_reference_checks": Differs(True, False),
+        # Built-in functions: OpenTofu's table (lang/functions.py, internal/lang/functions.go)
+        # instead of Terraform's release-gated one; "Unknown provider function" for
+        # provider::NAME:: and namespaces is Terraform's wording (OpenTofu's is unchecked).
+        "opentofu_functions": Differs(False, True),
+        "provider_function_checks": Differs(True, False),
         "validate_after_child_errors": Differs(True, False),  # BuildConfig validates anyway (root errors too)
         # Module sources and versions (spec §5–§6): the go-getter each engine vendors.
         "getter_source_dir_subdir": Differs(False, True),  # SourceDirSubdir splits "//"

@@ -64,4 +64,10 @@ class Options:
         ``--checks validate``, none with ``--checks init``, else as the dialect has it."""
         if self.checks is not None:
             return self.checks is Checks.VALIDATE
-        return self.dialect.allows(name)
+        defaults = {
+            "unsupported_module_inputs": self.dialect.allows("unsupported_module_inputs"),
+            "missing_provider_proxies": self.dialect.allows("missing_provider_proxies"),
+            "object_reference_checks": self.dialect.allows("object_reference_checks"),
+            "provider_graph_checks": self.dialect.allows("provider_graph_checks"),
+        }
+        return defaults[name]

@@ -92,6 +92,22 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "init reports module call arguments the child does not declare or requires",
             "observed: init 1.11.4 exits 0 on them, init 1.15.5 reports them (validate does in both)",
         ),
+        # Functions (lang/functions.py): an older release says "Call to unknown function".
+        "function:issensitive": Gate((1, 8), "the issensitive function", "1.8.0: issensitive function"),
+        "function:templatestring": Gate(
+            (1, 9), "the templatestring function", "1.9.0: templatestring function"
+        ),
+        "function:ephemeralasnull": Gate(
+            (1, 10), "the ephemeralasnull function", "1.10.0: ephemeralasnull function"
+        ),
+        "function:convert": Gate(
+            (1, 15), "the convert function", "1.15.0: convert function; observed: 1.11.4 lacks it"
+        ),
+        "function_namespaces": Gate(
+            (1, 8),
+            "core:: and provider:: function names",
+            "1.8.0: provider-defined functions; built-in functions also as core::NAME",
+        ),
     }
 )
 

@@ -76,5 +76,6 @@ def check_wiring(
         # The validate walk runs once the graph is built (stages/references_check.py).
         if not graph_diags.has_errors:
             objects = options.graph_check("object_reference_checks")
-            diags.extend(check_references(graph, options.dialect, objects=objects))
+            release = options.terraform_version
+            diags.extend(check_references(graph, options.dialect, objects=objects, release=release))
     return wiring, diags

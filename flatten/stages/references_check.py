@@ -36,7 +36,9 @@ from decimal import Decimal
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
+from flatten.lang.functions import REMOVED, FunctionTable, function_table
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
+from flatten.lang.terraform_releases import NEWEST
 from flatten.lang.types import (
     AnyType,
     ConversionError,
@@ -54,7 +56,7 @@ from flatten.lang.types import (
 )
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
-from flatten.syntax.references import ExpressionError, Reference, template_references
+from flatten.syntax.references import Call, ExpressionError, Reference, template_calls, template_references
 
 __all__ = ["check_references"]
 
@@ -81,6 +83,7 @@ class _Declared:
     managed: frozenset[tuple[str, str]]
     data: frozenset[tuple[str, str]]
     outputs: dict[str, frozenset[str] | None]  # call name -> its module's outputs (None: unknown)
+    provider_names: frozenset[str]  # required_providers local names (provider-defined functions)
 
 
 def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
@@ -108,6 +111,12 @@ def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
         ),
         data=frozenset(data),
         outputs=outputs,
+        provider_names=frozenset(
+            a.name
+            for b in module.blocks_of("terraform")
+            for r in b.body.peek().blocks_of("required_providers")
+            for a in r.body.attributes
+        ),
     )
 
 
@@ -130,6 +139,36 @@ def _levenshtein(a: str, b: str) -> int:
     return row[len(b)]
 
 
+# The names a type expression is made of: convert()'s second argument is one (Terraform 1.15).
+_TYPE_KEYWORDS = frozenset({"string", "number", "bool", "any"})
+_TYPE_CONSTRUCTORS = frozenset({"list", "map", "set", "object", "tuple", "optional"})
+
+_Located = tuple[Reference, Range, int]
+_LocatedCall = tuple[Call, Range, "Callable[[int, int], Range] | None"]
+
+
+def _type_arguments(
+    refs: list[_Located], calls: list[_LocatedCall], table: FunctionTable | None
+) -> tuple[list[_Located], list[_LocatedCall]]:
+    """Leave out what a ``convert`` call's type argument holds (``list(string)`` is a type, not a
+    call of ``list`` and a reference to ``string``) where the release has ``convert``: type
+    keywords and type constructors after the call's name, in the same string."""
+    if table is None or "convert" not in table.names:
+        return refs, calls
+    starts = [(c.start, rng) for c, rng, _ in calls if c.name in ("convert", "core::convert")]
+    if not starts:
+        return refs, calls
+
+    def inside(start: int, rng: Range) -> bool:
+        return any(start > s and rng == r for s, r in starts)
+
+    refs = [
+        r for r in refs if not (not r[0].steps and r[0].root in _TYPE_KEYWORDS and inside(r[0].start, r[1]))
+    ]
+    calls = [c for c in calls if not (c[0].name in _TYPE_CONSTRUCTORS and inside(c[0].start, c[1]))]
+    return refs, calls
+
+
 def _where(module: str) -> str:
     return module or "the root module"
 
@@ -137,8 +176,16 @@ def _where(module: str) -> str:
 class _Checker:
     """The checks of one module; ``module`` is its address ("" for the root)."""
 
-    def __init__(self, node: ModuleNode, graph: ModuleGraph, *, objects: bool = True) -> None:
+    def __init__(
+        self,
+        node: ModuleNode,
+        graph: ModuleGraph,
+        *,
+        objects: bool = True,
+        functions: FunctionTable | None = None,
+    ) -> None:
         self.node = node
+        self.functions = functions  # None: function calls are not checked
         # Whether var, local, resource and data references are checked outside a module call's
         # depends_on (the dialect's "object_reference_checks").
         self.objects = objects
@@ -147,6 +194,8 @@ class _Checker:
         self.diags = Diagnostics()
         # Where each reference of the current evaluation is in the source (by the reference's id).
         self._locate: dict[int, Callable[[int, int], Range]] = {}
+        # The function calls of the current evaluation, each with where its text is.
+        self._calls: list[tuple[Call, Range, Callable[[int, int], Range] | None]] = []
 
     def error(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
@@ -163,13 +212,15 @@ class _Checker:
             item, is_top = stack.pop()
             if isinstance(item, str):
                 try:
-                    refs = template_references(item, bound=bound)
+                    refs, calls = template_calls(item, bound=bound)
                 except ExpressionError:
                     continue
+                locate = locator(value, rng) if is_top else None
                 for ref in refs:
                     found.append((ref, rng, 1 if is_top else 0))
-                    if is_top:
-                        self._locate[id(ref)] = locator(value, rng)
+                    if locate is not None:
+                        self._locate[id(ref)] = locate
+                self._calls.extend((call, rng, locate) for call in calls)
             elif isinstance(item, list):
                 stack.extend((v, False) for v in reversed(item))
             elif isinstance(item, dict):
@@ -226,6 +277,17 @@ class _Checker:
                 self.span(ref, rng, located, upto),
             )
             return False
+        if not ref.steps and self._type_names() and root in _TYPE_KEYWORDS:
+            return True  # 1.15 parses a type keyword as no reference: evaluation finds no variable
+        if not ref.steps:
+            # ParseRef: any other root is a resource type, which needs its resource's name.
+            self.error(
+                "Invalid reference",
+                "A reference to a resource type must be followed by at least one attribute access, "
+                "specifying the resource name.",
+                self.span(ref, rng, located, 0),
+            )
+            return False
         name = ref.name(1)
         if name is None or ref.steps[0][0] != "attr":
             return True
@@ -242,9 +304,20 @@ class _Checker:
         )
         return False
 
+    def _type_names(self) -> bool:
+        """Whether type keywords are names of their own (Terraform 1.15, which has ``convert``)."""
+        return self.functions is not None and "convert" in self.functions.names
+
     def evaluated(self, ref: Reference, rng: Range, located: int) -> None:
         """The evaluator's errors: undeclared variables and locals, outputs a call lacks."""
         d = self.declared
+        if not ref.steps and ref.root in _TYPE_KEYWORDS and self._type_names():
+            self.error(
+                "Unknown variable",
+                f'There is no variable named "{ref.root}".',
+                self.span(ref, rng, located, 0),
+            )
+            return
         if ref.root == "var":
             name = ref.name(1)
             if name is None or name in d.variables:
@@ -318,15 +391,70 @@ class _Checker:
     def unit(self, values: list[tuple[JsonValue, Range]], bound: frozenset[str] = frozenset()) -> None:
         """One evaluation (an expression, or a block body evaluated at once)."""
         self._locate = {}
+        self._calls = []
         refs = [r for value, rng in values for r in self.references(value, rng, bound)]
         if not self.objects:
             refs = [r for r in refs if r[0].root == "module"]
+        refs, self._calls = _type_arguments(refs, self._calls, self.functions)
         ok = True
         for ref, rng, located in refs:
             ok = self.static(ref, rng, located) and ok
         if ok:
             for ref, rng, located in refs:
                 self.evaluated(ref, rng, located)
+            if self.functions is not None:
+                for call, rng, locate in self._calls:
+                    self.function(call, rng, locate, self.functions)
+
+    def function(
+        self, call: Call, rng: Range, locate: Callable[[int, int], Range] | None, table: FunctionTable
+    ) -> None:
+        """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
+        ``lang/functions.go``): an unknown name, a removed one, an unknown namespace or provider."""
+        at = locate(call.start, call.end) if locate is not None else rng
+        name = call.name
+        if "::" not in name:
+            if name in REMOVED and name in table.names:
+                where = locate(call.start, call.paren + 1) if locate is not None else rng
+                self.error(
+                    "Error in function call", f'Call to function "{name}" failed: {REMOVED[name]}', where
+                )
+            elif name not in table.names:
+                hint = _did_you_mean(name, [n for n in table.names if n not in REMOVED])
+                suffix = f' Did you mean "{hint}"?' if hint else ""
+                self.error("Call to unknown function", f'There is no function named "{name}".{suffix}', at)
+            return
+        if not table.namespaces:
+            return  # before 1.8: not a name HCL reads; left to Terraform (no oracle for the wording)
+        namespace, _, rest = name.partition("::")
+        if namespace == "core":
+            if rest not in table.names and table.provider_functions:
+                self.error(
+                    "Unknown provider function",
+                    f'The function namespace "{namespace}" is not valid. Provider function calls must use '
+                    'the "provider::" namespace prefix.',
+                    at,
+                )
+            return
+        if namespace == "provider" and table.provider_functions:
+            provider = rest.partition("::")[0]
+            if provider not in self.declared.provider_names:
+                function = rest.partition("::")[2]
+                self.error(
+                    "Unknown provider function",
+                    f'There is no function named "{name}". Ensure that provider name "{provider}" is '
+                    "declared in this module's required_providers block, and that this provider offers "
+                    f'a function named "{function}".',
+                    at,
+                )
+            return
+        if table.provider_functions:
+            self.error(
+                "Unknown provider function",
+                f'The function namespace "{namespace}" is not valid. Provider function calls must use '
+                'the "provider::" namespace prefix.',
+                at,
+            )
 
     # -- what each block type evaluates ------------------------------------------------------
     def run(self) -> Diagnostics:
@@ -704,7 +832,11 @@ def _call_arguments(node: ModuleNode, graph: ModuleGraph) -> Diagnostics:
 
 
 def check_references(
-    graph: ModuleGraph, dialect: Dialect = Dialect.TERRAFORM, *, objects: bool | None = None
+    graph: ModuleGraph,
+    dialect: Dialect = Dialect.TERRAFORM,
+    *,
+    objects: bool | None = None,
+    release: tuple[int, int] | None = None,
 ) -> Diagnostics:
     """Return the errors ``validate`` reports without a provider schema, module by module in tree
     order. ``objects``: whether var, local, resource and data references are checked (default: as
@@ -713,8 +845,11 @@ def check_references(
     inputs = _InputTypes(graph)
     if objects is None:
         objects = dialect.allows("object_reference_checks")
+    # Function calls are checked where the functions are known: each Terraform release, and
+    # OpenTofu's table where object references are checked too (the conformance contract's).
+    functions = function_table(dialect, release or NEWEST) if objects else None
     for node in graph.walk():
-        diags.extend(_Checker(node, graph, objects=objects).run())
+        diags.extend(_Checker(node, graph, objects=objects, functions=functions).run())
         diags.extend(_call_arguments(node, graph))
         diags.extend(inputs.check(node))
     return diags

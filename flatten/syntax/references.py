@@ -25,6 +25,7 @@ from types import MappingProxyType
 from flatten.lang.model import JsonValue
 
 __all__ = [
+    "Call",
     "ExpressionError",
     "Reference",
     "escape_literal",
@@ -38,6 +39,7 @@ __all__ = [
     "rewrite_template",
     "simplify_template",
     "single_interpolation",
+    "template_calls",
     "template_references",
 ]
 
@@ -85,12 +87,24 @@ class Reference:
         return text[self.ends[k] : self.end]
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call: its name as written (``length``, ``core::length``,
+    ``provider::aws::arn_parse``), spanning ``text[start:end]``, and where its ``(`` is."""
+
+    name: str
+    start: int
+    end: int
+    paren: int
+
+
 class _Scanner:
     """Collect references with their offsets; ``scopes`` holds the names bound at this point."""
 
     def __init__(self, text: str, bound: Iterable[str] = (), functions: bool = False) -> None:
         self.text = text
         self.refs: list[Reference] = []
+        self.calls: list[Call] = []
         self.functions = functions  # also collect provider-defined function names (see identifier)
         self.scopes: list[frozenset[str]] = [frozenset(bound)]
 
@@ -327,9 +341,14 @@ class _Scanner:
                 # Root "provider" with steps (local name, function): no reference has that root.
                 fn: tuple[Step, ...] = tuple(("attr", p) for p in parts)
                 self.refs.append(Reference(name, fn, m.start(), k, tuple(fn_ends)))
+            paren = k
+            while paren < limit and text[paren] in " \t":
+                paren += 1
+            self.calls.append(Call("::".join([name, *parts]), m.start(), k, paren))
             return k
         nxt = text[k] if k < limit else ""
         if nxt == "(":
+            self.calls.append(Call(name, m.start(), j, k))
             return j  # a function call; its arguments are scanned as they come
         if key_position and (nxt == ":" or (nxt == "=" and not text.startswith(("==", "=>"), k))):
             return j  # an object key written as a bare identifier is a literal string
@@ -390,6 +409,22 @@ def template_references(text: str, *, bound: Iterable[str] = (), functions: bool
     except (IndexError, RecursionError) as exc:
         raise ExpressionError(f"unreadable template ({exc})", 0) from None
     return sorted(scanner.refs, key=lambda r: r.start)
+
+
+def template_calls(text: str, *, bound: Iterable[str] = ()) -> tuple[list[Reference], list[Call]]:
+    """Return the references and the function calls of a Terraform JSON template string, each in
+    source order (``template_references``, with the calls of the same scan).
+
+    >>> refs, calls = template_calls('${lenght(var.a)} ${core::max(1)}')
+    >>> [r.root for r in refs], [c.name for c in calls]
+    (['var'], ['lenght', 'core::max'])
+    """
+    scanner = _Scanner(text, bound)
+    try:
+        scanner.template(0, len(text), quoted=False)
+    except (IndexError, RecursionError) as exc:
+        raise ExpressionError(f"unreadable template ({exc})", 0) from None
+    return sorted(scanner.refs, key=lambda r: r.start), sorted(scanner.calls, key=lambda c: c.start)
 
 
 def expression_references(
