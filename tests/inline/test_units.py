@@ -435,3 +435,38 @@ def test_ephemeral_variable_or_output_keeps_the_call(block: str, reason: str, tr
     assert reason in result.kept[0].reason
     assert [d.summary for d in diags] == ["Module call not inlined"]
     assert "module" in _main(files)
+
+
+def test_a_call_the_final_check_rejects_stays_a_call_and_the_rest_is_inlined(
+    tree: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fault injection: the check after inlining (which compares the provider wiring before and
+    # after) reports module.a the first time. module.a must stay a call, with a warning, and
+    # module.b still be inlined: one such call never fails the whole build.
+    import flatten.inline as inline
+    from flatten.lang.diagnostics import Diagnostic, Diagnostics
+
+    real = inline._check
+    calls: list[int] = []
+
+    def faulty(*args: Any, **kwargs: Any) -> tuple[Diagnostics, set[str]]:
+        calls.append(1)
+        if len(calls) == 1:
+            injected = Diagnostics()
+            injected.append(Diagnostic.error("Inlining changed the provider wiring", "injected", None))
+            return injected, {"module.a"}
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(inline, "_check", faulty)
+    main = 'module "a" {\n  source = "./a"\n  v = "x"\n}\nmodule "b" {\n  source = "./a"\n  v = "y"\n}\n'
+    root = _root({"main.tf": main, "a/main.tf": CHILD}, tree)
+    result, files, diags = inline_build(root)
+    assert len(calls) == 2  # inlined again without module.a
+    assert not diags.has_errors, diags
+    assert [k.address for k in result.kept] == ["module.a"]
+    assert "the check after inlining" in result.kept[0].reason
+    assert [d.summary for d in diags] == ["Module call not inlined"]
+    assert list(result.inlined) == ["module.b"]
+    doc = _main(files)
+    assert set(doc["module"]) == {"a"}
+    assert "b__r" in doc["resource"]["terraform_data"]
