@@ -779,6 +779,32 @@ def _m_counted_output(rng: random.Random, mods: list[Mod]) -> bool:
     return True
 
 
+# Function calls as validate looks them up: unknown, removed, namespaced, version-gated (convert is
+# 1.15's, whose type argument 1.11 reads as a reference), and bare names.
+_CALLS = [
+    "lenght([1])",
+    'uper("a")',
+    "list(1)",
+    'map("a", 1)',
+    "core::nope(1)",
+    "core::length([1])",
+    "other::f(1)",
+    "provider::terraform::encode_expr(1)",
+    "convert([1], list(string))",
+    "issensitive(1)",
+    'upper(trimspace(" a "))',
+    "foo",
+    "string",
+    '"x-${lenght("ab")}"',
+]
+
+
+def _m_function_call(rng: random.Random, mods: list[Mod]) -> bool:
+    _m, blk = _reference_target(rng, mods)
+    blk.attrs["input" if blk.type == "resource" else "value"] = E(rng.choice(_CALLS))
+    return True
+
+
 def _m_valid_references(rng: random.Random, mods: list[Mod]) -> bool:
     """References Terraform accepts that a careless checker would flag (no mistake at all)."""
     m = rng.choice(mods)
@@ -802,6 +828,7 @@ MISTAKES: dict[str, Callable[[random.Random, list[Mod]], bool]] = {
     "call-for_each": _m_call_for_each,
     "call-depends_on": _m_call_depends_on,
     "counted-output": _m_counted_output,
+    "function-call": _m_function_call,
     "valid-references": _m_valid_references,
     "undeclared-variable": _d_undeclared_variable,
     "undeclared-local": _d_undeclared_local,
