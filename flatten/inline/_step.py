@@ -101,6 +101,12 @@ class Work:
     pending: dict[str, HostRule] = field(default_factory=dict)  # rewrites ``settle`` still owes
     taken: set[str] | None = None  # the names the module declares (``taken_names``), once known
     instances: dict[ResourceKey, str] = field(default_factory=dict)  # for_each provider keys
+    # Kept in step with ``module`` by ``_inline`` (None: not built yet), so that a caller of
+    # thousands of calls is not scanned once per call: its module calls by name, and the blocks
+    # the provider naming reads (``_provider_view``).
+    calls: dict[str, Block] | None = None
+    view: Module | None = None
+    hint: int = 0  # where the last inlined call's blocks end: the next call is usually just after
 
 
 def taken_names(module: Module) -> set[str]:
@@ -297,8 +303,30 @@ def inline_call(
         return f"an expression could not be read ({exc})"
 
 
+def _position(blocks: tuple[Block, ...], block: Block, hint: int) -> int:
+    """Return where ``block`` (this very object) is in ``blocks``, looking from just before
+    ``hint`` on first: a caller's calls are inlined in their order, so each is found a few blocks
+    after the last one's replacement, not by scanning thousands of blocks per call."""
+    start = max(0, min(hint, len(blocks)) - 2)
+    for i in range(start, len(blocks)):
+        if blocks[i] is block:
+            return i
+    for i in range(start):
+        if blocks[i] is block:
+            return i
+    raise ValueError("the call is not among its caller's blocks")
+
+
+def _provider_view(module: Module) -> Module:
+    """The blocks of ``module`` that the provider naming reads (``ProviderNames``: terraform and
+    provider blocks), looked up for every resource of every inlined call."""
+    return replace(module, blocks=tuple(b for b in module.blocks if b.type in ("terraform", "provider")))
+
+
 def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work | str:
-    call = next(b for b in host.module.blocks_of("module") if b.labels and b.labels[0] == p)
+    if host.calls is None:
+        host.calls = {b.labels[0]: b for b in host.module.blocks_of("module") if b.labels}
+    call = host.calls[p]
     mod = child.module
     for b in mod.blocks:
         if b.type not in _HANDLED:
@@ -334,15 +362,16 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
 
     # Provider requirements: the child's entries under the caller's names (versions merged).
     host_mod = host.module
+    view = host.view if host.view is not None else _provider_view(host_mod)
     naming = ctx.names.naming
     child_reqs = module_requirements(mod, naming)
     func_names: dict[str, str] = {}  # the child's local name -> the caller's, for provider::<name>::
     for req in child_reqs.values():
-        name, new = ctx.names.local_name(host_mod, req.provider, req.name)
+        name, new = ctx.names.local_name(view, req.provider, req.name)
         func_names[req.name] = name
         if new or req.version:
             entry = (Requirement(name, req.provider, req.version), ctx.names.source(req.provider))
-            host_mod = add_requirements(host_mod, [entry], at)
+            host_mod, view = add_requirements(host_mod, [entry], at), add_requirements(view, [entry], at)
     functions_used: set[str] = set()
 
     def child_replace(ref: Reference, text: str) -> str | None:
@@ -429,26 +458,25 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     for name in sorted(functions_used):
         req = child_reqs[name]
         entry = (Requirement(func_names[name], req.provider, None), ctx.names.source(req.provider))
-        host_mod = add_requirements(host_mod, [entry], at)
+        host_mod, view = add_requirements(host_mod, [entry], at), add_requirements(view, [entry], at)
 
     targets: dict[ResourceKey, ConfigAddr | None] = {}
     instances: dict[ResourceKey, str] = {}
     origins: dict[str, str] = {}
 
     def provider_ref(key: ResourceKey) -> str | None:
-        nonlocal host_mod
+        nonlocal host_mod, view
         target = child.targets.get(key)
         if target is None:
             return None
         instance = child.instances.get(key)
-        found = ctx.names.reference(
-            host.node.path, host_mod, target, key[1].split("_", 1)[0], instance=instance
-        )
+        found = ctx.names.reference(host.node.path, view, target, key[1].split("_", 1)[0], instance=instance)
         if found is None:
             return None
         ref, req = found
         if req is not None:
-            host_mod = add_requirements(host_mod, [(req, ctx.names.source(req.provider))], at)
+            entry = (req, ctx.names.source(req.provider))
+            host_mod, view = add_requirements(host_mod, [entry], at), add_requirements(view, [entry], at)
         return ref
 
     def resource(b: Block, mode: str, schema: BlockSchema) -> Block | str:
@@ -529,12 +557,12 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                     # Declaring the provider it already uses changes nothing else in it.
                     req = Requirement(key, binding.addr.provider, None)
                     module = add_requirements(kw.module, [(req, ctx.names.source(req.provider))], at)
-                    kw = replace(kw, module=module)
+                    kw = replace(kw, module=module, calls=None, view=None)
             else:
                 continue
             found = ctx.names.reference(
                 host.node.path,
-                host_mod,
+                view,
                 target,
                 key.split(".")[0],
                 proxy=True,
@@ -552,7 +580,8 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                 )
             passes[key] = found[0]
             if found[1] is not None:
-                host_mod = add_requirements(host_mod, [(found[1], ctx.names.source(found[1].provider))], at)
+                entry = (found[1], ctx.names.source(found[1].provider))
+                host_mod, view = add_requirements(host_mod, [entry], at), add_requirements(view, [entry], at)
         call_items = _set(nb.body.items, "providers", dict(sorted(passes.items())) or None, b.range)
         old_depends = nb.body.attribute("depends_on")
         merged = [*(_list(old_depends.value) if old_depends else []), *depends]
@@ -587,13 +616,10 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         for m, t, n in [(MODES[b.type], *b.labels)]
     ] + [f"module.{n}" for n in kept]
 
-    blocks: list[Block] = []
-    for b in host_mod.blocks:
-        if b is call or (b.type == "module" and b.labels and b.labels[0] == p):
-            blocks.extend(new_blocks)
-            continue
-        blocks.append(b)
-    module = add_required_version(replace(host_mod, blocks=tuple(blocks)), versions, at)
+    at_call = _position(host_mod.blocks, call, host.hint)
+    blocks = host_mod.blocks[:at_call] + tuple(new_blocks) + host_mod.blocks[at_call + 1 :]
+    module = add_required_version(replace(host_mod, blocks=blocks), versions, at)
+    view = add_required_version(view, versions, at)
 
     # Nothing can fail from here on: the caller's tables grow in place (a step that refused left
     # them untouched), which keeps inlining N calls linear instead of copying N tables N times.
@@ -610,7 +636,10 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     taken.discard(f"module.{p}")  # the call is gone
     # The caller's references to module.p are rewritten once for all its calls (``settle``).
     host.pending[p] = HostRule(MappingProxyType(out_names), whole, tuple(addresses))
-    host.module = module
+    host.module, host.view = module, view
+    host.hint = at_call + len(new_blocks)
+    del host.calls[p]
+    host.calls.update((b.labels[0], b) for b in new_blocks if b.type == "module" and b.labels)
     return host
 
 
@@ -654,4 +683,5 @@ def settle(ctx: Context, work: Work) -> Work:
         blocks.append(rewrite_block(b, schema, scope) if schema is not None else b)
     work.pending.clear()
     work.module = replace(work.module, blocks=tuple(blocks))
+    work.calls, work.view = None, None  # (rebuilt from the rewritten blocks when next needed)
     return work
