@@ -135,6 +135,9 @@ WORDING: Mapping[str, Differs[str]] = MappingProxyType(
         "repetition_arguments": Differs(
             "count, for_each, or depends_on", "count, for_each, enabled or depends_on"
         ),
+        # The graph node of a child module's input variable, as "Cycle: ..." names it
+        # (nodeExpandModuleVariable.Name in internal/terraform and internal/tofu).
+        "graph_module_variable": Differs("var.{name} (expand)", "var.{name} (expand, input)"),
         "invalid_source_noun": Differs("address", "string"),  # "invalid source address: x"
         "ssh_url_kind": Differs("Git", "GitHub"),  # "error parsing Git SSH URL: ..."
     }

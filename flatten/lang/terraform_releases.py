@@ -92,6 +92,11 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "init reports module call arguments the child does not declare or requires",
             "observed: init 1.11.4 exits 0 on them, init 1.15.5 reports them (validate does in both)",
         ),
+        "variable_validation_nodes": Gate(
+            (1, 9),
+            "variable validation rules as graph nodes of their own (var.x (validation))",
+            "1.9.0: input variable validation rules can refer to other objects",
+        ),
         # Functions (lang/functions.py): an older release says "Call to unknown function".
         "function:issensitive": Gate((1, 8), "the issensitive function", "1.8.0: issensitive function"),
         "function:templatestring": Gate(

@@ -20,8 +20,9 @@ providers`` alike (docs/providers.md, "Which checks run"):
 * no load errors: provider validation; when that finds no error, the checks Terraform makes
   while building its graph, each stage only when the one before found no error: required module
   inputs (``flatten.stages.inputs``, both dialects), then missing provider configurations
-  (``runtime.py``, both dialects, differences in the dialect table), then what the validate walk
-  finds without a provider schema (``flatten.stages.references_check``).
+  (``runtime.py``, both dialects, differences in the dialect table), then the cycles of the
+  graph (``flatten.stages.cycles``), then, when it has none, what the validate walk finds without
+  a provider schema (``flatten.stages.references_check``).
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from __future__ import annotations
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
+from flatten.stages.cycles import ProviderUse, check_cycles
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
 from flatten.stages.references_check import check_references
 
 from .runtime import check_provider_graph
-from .wiring import ProviderWiring, wire_providers
+from .wiring import How, ProviderWiring, wire_providers
 
 __all__ = ["check_wiring"]
 
@@ -78,9 +80,27 @@ def check_wiring(
             wiring, options.dialect, proxies=options.graph_check("missing_provider_proxies")
         )
         diags.extend(graph_diags)
-        # The validate walk runs once the graph is built (stages/references_check.py).
-        if not graph_diags.has_errors:
+        if graph_diags.has_errors:
+            return wiring, diags
+        # The graph is refused when it has a cycle (stages/cycles.py); else the validate walk
+        # runs on it (stages/references_check.py).
+        release = options.terraform_version
+        cycles = check_cycles(graph, _provider_uses(wiring), options.dialect, release)
+        diags.extend(cycles)
+        if not cycles.has_errors:
             objects = options.graph_check("object_reference_checks")
-            release = options.terraform_version
             diags.extend(check_references(graph, options.dialect, objects=objects, release=release))
     return wiring, diags
+
+
+def _provider_uses(wiring: ProviderWiring) -> dict[str, ProviderUse]:
+    """Each resource's provider configuration, as the graph's nodes name them."""
+    uses: dict[str, ProviderUse] = {}
+    for resource in wiring.resources():
+        config = resource.config
+        if resource.decl.mode == "import" or config is None or resource.binding is None:
+            continue
+        owner = next((b for b in resource.binding.chain() if b.how not in (How.PASSED, How.INHERITED)), None)
+        key = owner.key if owner is not None and owner.how is How.OWN else ""
+        uses[resource.address] = ProviderUse(resource.address, str(config), config.module, key)
+    return uses

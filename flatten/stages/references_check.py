@@ -55,6 +55,7 @@ from flatten.lang.types import (
     type_string,
 )
 from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
 from flatten.syntax.references import Call, ExpressionError, Reference, template_calls, template_references
 
@@ -504,7 +505,7 @@ class _Checker:
         if depends is not None and self.objects:
             self.depends_on(depends)
         values: list[tuple[JsonValue, Range]] = []
-        bound = _iterators(body)
+        bound = dynamic_iterators(body)
         for attr, _names in _attributes(body, bound, skip=_RESOURCE_META):
             values.append((attr.value, attr.expr.range))
         self.unit(values, bound)
@@ -564,36 +565,6 @@ def _subject_steps(ref: Reference) -> int | None:
     if len(ref.steps) > n and ref.steps[n][0] == "index":
         n += 1
     return n
-
-
-def _iterators(body: Body) -> frozenset[str]:
-    """Names ``dynamic`` blocks bind (their labels and ``iterator`` arguments), native or JSON."""
-    names: set[str] = set()
-    for block in body.blocks:
-        if block.type == "dynamic" and block.labels:
-            names.add(block.labels[0])
-            it = block.body.attribute("iterator")
-            if it is not None and isinstance(it.value, str):
-                names.add(it.value.removeprefix("${").removesuffix("}"))
-        names |= _iterators(block.body)
-    for attr in body.attributes:
-        if attr.name == "dynamic" and isinstance(attr.value, dict):
-            names.update(attr.value)
-            _json_iterators(attr.value, names)
-    return frozenset(names)
-
-
-def _json_iterators(value: JsonValue, names: set[str]) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "iterator" and isinstance(item, str):
-                names.add(item)
-            if key == "dynamic" and isinstance(item, dict):
-                names.update(item)
-            _json_iterators(item, names)
-    elif isinstance(value, list):
-        for item in value:
-            _json_iterators(item, names)
 
 
 def _attributes(

@@ -920,6 +920,10 @@ _MISSING_PROVIDER = re.compile(r"^missing provider \S+$")
 
 
 def _summary(text: str) -> str:
+    """A summary as compared: Terraform lists a cycle's nodes in Go map order, which changes from
+    run to run (flatten sorts them), so a "Cycle: ..." summary is its nodes sorted."""
+    if text.startswith("Cycle: "):
+        return "Cycle: " + ", ".join(sorted(text.removeprefix("Cycle: ").split(", ")))
     return "missing provider <address>" if _MISSING_PROVIDER.match(text) else text
 
 
