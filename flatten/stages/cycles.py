@@ -284,12 +284,14 @@ def _at(rng: Range) -> str:
     return f"{rng.filename}:{rng.start.line}"
 
 
-def _module_nodes(b: _Builder, node: ModuleNode, graph: ModuleGraph, uses: Mapping[str, ProviderUse]) -> None:
-    """Add the nodes of one module, their references, and the answers they give."""
+def _module_nodes(
+    b: _Builder, node: ModuleNode, call_block: Block | None, uses: Mapping[str, ProviderUse]
+) -> None:
+    """Add the nodes of one module, their references, and the answers they give; ``call_block``
+    is the ``module`` block calling it (None for the root)."""
     path = node.path
     module = node.module
     parent = path[:-1]
-    call_block = _call_block(graph, node) if path else None
     for block in module.blocks:
         body = block.body.peek()
         kind = block.type
@@ -389,16 +391,6 @@ def _strip_keys(address: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
-
-
-def _call_block(graph: ModuleGraph, node: ModuleNode) -> Block | None:
-    parent = graph.parent(node.address)
-    if parent is None:
-        return None
-    for block in parent.module.blocks_of("module"):
-        if block.labels and block.labels[0] == node.path[-1]:
-            return block
-    return None
 
 
 def _call_nodes(b: _Builder, node: ModuleNode, call_block: Block | None) -> None:
@@ -531,10 +523,15 @@ def check_cycles(
     ``uses``: each resource's provider configuration, by the resource's node name.
     """
     b = _Builder(dialect, release)
+    # Each call's block, by the called module's address: modules are walked callers first.
+    call_blocks: dict[str, Block] = {}
     for node in graph.walk():
         if node.address in graph.dropped:
             continue
-        _module_nodes(b, node, graph, uses)
+        for block in node.module.blocks_of("module"):
+            if block.labels:
+                call_blocks[module_address((*node.path, block.labels[0]))] = block
+        _module_nodes(b, node, call_blocks.get(node.address) if node.path else None, uses)
     _providers(b, graph, uses)
     _membership(b, graph)
     b.resolve()
