@@ -258,6 +258,8 @@ class _Builder:
 
     def resolve(self) -> None:
         for ref in self.refs:
+            if ref.node not in self.module_of:
+                continue  # an import block whose resource is not declared
             targets = self.answers.get((ref.scope, ref.key))
             if targets is None and ref.fallback:
                 targets = self.answers.get((ref.scope, ref.fallback))

@@ -141,6 +141,16 @@ CASES: dict[str, dict[str, str]] = {
             'output "o" {\n  value = 1\n  depends_on = [terraform_data.x]\n}\n'
         ),
     },
+    # ImportReferences: the imported resource depends on what the import's id refers to, in the
+    # root; an import of an undeclared resource is no node.
+    "an import block": {
+        "main.tf": (
+            'resource "terraform_data" "a" {}\n'
+            'resource "terraform_data" "b" {\n  input = terraform_data.a.output\n}\n'
+            "import {\n  to = terraform_data.a\n  id = terraform_data.b.id\n}\n"
+            "import {\n  to = terraform_data.nope\n  id = terraform_data.b.id\n}\n"
+        )
+    },
     "a cycle behind a missing module input": {
         "main.tf": 'locals {\n  a = local.b\n  b = local.a\n}\nmodule "a" {\n  source = "./m"\n}\n',
         "m/main.tf": 'variable "req" {}\n',
