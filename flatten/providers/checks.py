@@ -30,10 +30,11 @@ from __future__ import annotations
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
-from flatten.stages.cycles import ProviderUse, check_cycles
+from flatten.stages.cycles import CycleGraph, ProviderUse
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
-from flatten.stages.references_check import check_references
+from flatten.stages.references_check import ReferenceChecks
+from flatten.syntax.references import Scans
 
 from .runtime import check_provider_graph
 from .wiring import How, ProviderWiring, wire_providers
@@ -83,13 +84,19 @@ def check_wiring(
         if graph_diags.has_errors:
             return wiring, diags
         # The graph is refused when it has a cycle (stages/cycles.py); else the validate walk
-        # runs on it (stages/references_check.py).
+        # runs on it (stages/references_check.py). Both read every expression of a module: they
+        # take the modules together, so that each template is scanned once (syntax.references
+        # ``Scans``); the walk's errors are kept only when the graph has no cycle.
         release = options.terraform_version
-        cycles = check_cycles(graph, _provider_uses(wiring), options.dialect, release)
-        diags.extend(cycles)
-        if not cycles.has_errors:
-            objects = options.graph_check("object_reference_checks")
-            diags.extend(check_references(graph, options.dialect, objects=objects, release=release))
+        cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release)
+        objects = options.graph_check("object_reference_checks")
+        walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
+        for node in graph.walk():
+            scans = Scans()
+            cycles.module(node, scans)
+            walk.module(node, scans)
+        found = cycles.finish()
+        diags.extend(found if found.has_errors else walk.diags)
     return wiring, diags
 
 

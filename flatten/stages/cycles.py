@@ -47,9 +47,9 @@ from flatten.lang.model import Block, Body, JsonValue, Range
 from flatten.lang.terraform_releases import NEWEST, accepts
 from flatten.stages.graph import ModuleGraph, ModuleNode, module_address
 from flatten.syntax.dynamic import dynamic_iterators
-from flatten.syntax.references import ExpressionError, Reference, expression_references, template_references
+from flatten.syntax.references import ExpressionError, Reference, Scans, expression_references
 
-__all__ = ["ProviderUse", "check_cycles"]
+__all__ = ["CycleGraph", "ProviderUse", "check_cycles"]
 
 # Roots that name no graph node: bound by the evaluation context, or objects the graph does not
 # reach through references (ParseRef gives them other subjects).
@@ -88,11 +88,11 @@ class _Why:
 class _Ref:
     """A reference made by ``node``, to be resolved in module ``scope``."""
 
-    node: str
+    node: int
     scope: tuple[str, ...]
     key: str  # what it names, in the form of the reference map (``module.a.x``, ``var.y``)
     fallback: str  # what to look up when ``key`` names nothing (``module.a`` for an output)
-    text: str
+    text: str  # the reference as written (explaining only)
     range: Range | None
 
 
@@ -134,29 +134,53 @@ def _reference_key(ref: Reference) -> tuple[str, str] | None:
 
 
 class _Builder:
-    """Nodes, where each is answered from, and the references to resolve once all are known."""
+    """Nodes, where each is answered from, and the references to resolve once all are known.
 
-    def __init__(self, dialect: Dialect, release: tuple[int, int]) -> None:
+    Nodes are numbered and edges kept as lists of numbers; with ``explain``, each edge also keeps
+    why it is there (``_Why``), which only a graph with a cycle needs (it is built again then).
+    """
+
+    def __init__(self, dialect: Dialect, release: tuple[int, int], *, explain: bool = False) -> None:
         self.dialect = dialect
         self.validation_nodes = dialect.allows("terraform_releases") and accepts(
             release, "variable_validation_nodes"
         )
-        self.graph: nx.DiGraph = nx.DiGraph()
-        self.module_of: dict[str, tuple[str, ...]] = {}  # node -> the module it belongs to
-        self.answers: dict[tuple[tuple[str, ...], str], list[str]] = {}  # (scope, key) -> nodes
+        self.explain = explain
+        self.ids: dict[str, int] = {}
+        self.names: list[str] = []
+        self.out: list[list[int]] = []  # node -> the nodes it depends on
+        self.members: dict[tuple[str, ...], list[int]] = {}  # module -> the nodes that belong to it
+        self.whys: dict[tuple[int, int], _Why] = {}  # with explain only
+        self.answers: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (scope, key) -> nodes
         self.refs: list[_Ref] = []
+        self.scans = Scans()  # the current module's templates (shared with the walk's checks)
+
+    def _id(self, name: str) -> int:
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = len(self.names)
+            self.names.append(name)
+            self.out.append([])
+        return found
 
     def node(self, name: str, module: tuple[str, ...]) -> str:
-        self.graph.add_node(name)
-        self.module_of[name] = module
+        self.members.setdefault(module, []).append(self._id(name))
         return name
 
     def answer(self, scope: tuple[str, ...], key: str, node: str) -> None:
-        self.answers.setdefault((scope, key), []).append(node)
+        self.answers.setdefault((scope, key), []).append(self._id(node))
 
-    def edge(self, source: str, target: str, why: _Why) -> None:
-        if source != target and not self.graph.has_edge(source, target):
-            self.graph.add_edge(source, target, why=why)
+    def edge(self, source: str, target: str, why: str, *names: str, rng: Range | None = None) -> None:
+        """``source`` depends on ``target``; ``why`` is the reason's wording (``str.format`` of
+        ``names``), put together only when explaining."""
+        self.link(self._id(source), self._id(target), why, names, rng)
+
+    def link(self, s: int, t: int, why: str, names: tuple[str, ...], rng: Range | None) -> None:
+        if s == t:
+            return
+        self.out[s].append(t)
+        if self.explain and (s, t) not in self.whys:
+            self.whys[s, t] = _Why(why.format(*names), rng)
 
     # -- references ----------------------------------------------------------------------------
     def value(
@@ -168,7 +192,7 @@ class _Builder:
             item = stack.pop()
             if isinstance(item, str):
                 try:
-                    found = template_references(item, bound=bound)
+                    found = self.scans.references(item, bound)
                 except ExpressionError:
                     continue
                 self._add(node, scope, item, found, rng)
@@ -206,7 +230,8 @@ class _Builder:
         for ref in found:
             key = _reference_key(ref)
             if key is not None:
-                self.refs.append(_Ref(node, scope, key[0], key[1], text[ref.start : ref.end], rng))
+                said = text[ref.start : ref.end] if self.explain else ""
+                self.refs.append(_Ref(self._id(node), scope, key[0], key[1], said, rng))
 
     def body(
         self, node: str, scope: tuple[str, ...], body: Body, bound: frozenset[str], skip: frozenset[str]
@@ -258,14 +283,44 @@ class _Builder:
 
     def resolve(self) -> None:
         for ref in self.refs:
-            if ref.node not in self.module_of:
-                continue  # an import block whose resource is not declared
             targets = self.answers.get((ref.scope, ref.key))
             if targets is None and ref.fallback:
                 targets = self.answers.get((ref.scope, ref.fallback))
-            where = f" ({_at(ref.range)})" if ref.range is not None else ""
+            where = f" ({_at(ref.range)})" if self.explain and ref.range is not None else ""
             for target in targets or ():
-                self.edge(ref.node, target, _Why(f"{ref.node} refers to {ref.text}{where}", ref.range))
+                self.link(
+                    ref.node,
+                    target,
+                    "{0} refers to {1}{2}",
+                    (self.names[ref.node], ref.text, where),
+                    ref.range,
+                )
+
+    def has_cycle(self) -> bool:
+        """Whether some node depends on itself (Kahn's algorithm leaves nodes unvisited)."""
+        pending = [0] * len(self.out)
+        for targets in self.out:
+            for t in targets:
+                pending[t] += 1
+        ready = [n for n, count in enumerate(pending) if count == 0]
+        seen = 0
+        while ready:
+            n = ready.pop()
+            seen += 1
+            for t in self.out[n]:
+                pending[t] -= 1
+                if pending[t] == 0:
+                    ready.append(t)
+        return seen < len(self.out)
+
+    def digraph(self) -> nx.DiGraph:
+        """The graph by node name, each edge with its reason (``explain`` only)."""
+        g = nx.DiGraph()
+        g.add_nodes_from(self.names)
+        for s, targets in enumerate(self.out):
+            for t in targets:
+                g.add_edge(self.names[s], self.names[t], why=self.whys[s, t])
+        return g
 
 
 def _without_destroy_provisioners(value: JsonValue) -> JsonValue:
@@ -311,7 +366,7 @@ def _module_nodes(
             rules = list(body.blocks_of("validation"))
             if rules and b.validation_nodes:
                 check = b.node(_prefixed(path, f"var.{name} (validation)"), path)
-                b.edge(check, var, _Why(f"{check} checks the value of {var}"))
+                b.edge(check, var, "{0} checks the value of {1}", check, var)
                 b.answer(path, f"var.{name}", check)
                 for rule in rules:
                     for attr in rule.body.attributes:
@@ -362,7 +417,7 @@ def _resource(
     b.body(name, path, body, dynamic_iterators(body), frozenset({"provider"}))
     use = uses.get(name)
     if use is not None:
-        b.edge(name, use.config, _Why(f"{name} uses the provider configuration {use.config}"))
+        b.edge(name, use.config, "{0} uses the provider configuration {1}", name, use.config)
 
 
 def _import(b: _Builder, body: Body) -> None:
@@ -404,11 +459,8 @@ def _call_nodes(b: _Builder, node: ModuleNode, call_block: Block | None) -> None
     close = b.node(f"{address} (close)", path)
     b.answer(parent, f"module.{path[-1]}", close)
     if parent:
-        b.edge(
-            expand,
-            f"{module_address(parent)} (expand)",
-            _Why(f"{expand} waits for the module holding the call"),
-        )
+        holder = f"{module_address(parent)} (expand)"
+        b.edge(expand, holder, "{0} waits for {1}, the module holding the call", expand, holder)
     if call_block is None:
         return
     body = call_block.body.peek()
@@ -429,23 +481,22 @@ def _call_nodes(b: _Builder, node: ModuleNode, call_block: Block | None) -> None
 
 def _membership(b: _Builder, graph: ModuleGraph) -> None:
     """ModuleExpansionTransformer: nodes wait for their module's expansion; closers for them."""
-    members: dict[tuple[str, ...], list[str]] = {}
-    for name, module in b.module_of.items():
-        members.setdefault(module, []).append(name)
     for node in graph.walk():
         path = node.path
         if not path or node.address in graph.dropped:
             continue
         address = node.address
         expand, close = f"{address} (expand)", f"{address} (close)"
-        for member in members.get(path, ()):
-            if member != expand and member != close:
-                b.edge(member, expand, _Why(f"{member} waits for {address} to be expanded"))
-                b.edge(close, member, _Why(f"{close} waits for everything in {address}"))
-        b.edge(close, expand, _Why(f"{close} waits for everything in {address}"))
+        e, c = b.ids[expand], b.ids[close]
+        for member in b.members.get(path, ()):
+            if member != e and member != c:
+                name = b.names[member]
+                b.link(member, e, "{0} waits for {1} to be expanded", (name, address), None)
+                b.link(c, member, "{0} waits for everything in {1}", (close, address), None)
+        b.edge(close, expand, "{0} waits for everything in {1}", close, address)
         for k in range(1, len(path)):
-            above = module_address(path[:k])
-            b.edge(f"{above} (close)", close, _Why(f"{above} (close) waits for the modules it calls"))
+            above = f"{module_address(path[:k])} (close)"
+            b.edge(above, close, "{0} waits for the modules it calls", above)
 
 
 def _providers(b: _Builder, graph: ModuleGraph, uses: Mapping[str, ProviderUse]) -> None:
@@ -514,33 +565,77 @@ def _diagnostic(g: nx.DiGraph, component: list[str]) -> Diagnostic:
     return Diagnostic.error("Cycle: " + ", ".join(component), detail, rng)
 
 
+class CycleGraph:
+    """The graph ``validate`` builds, one module at a time (``module``, callers first), and its
+    cycles once every module is in (``finish``).
+
+    ``uses``: each resource's provider configuration, by the resource's node name.
+    """
+
+    def __init__(
+        self,
+        graph: ModuleGraph,
+        uses: Mapping[str, ProviderUse],
+        dialect: Dialect = Dialect.TERRAFORM,
+        release: tuple[int, int] = NEWEST,
+        *,
+        explain: bool = False,
+    ) -> None:
+        self.graph = graph
+        self.uses = uses
+        self.dialect = dialect
+        self.release = release
+        self.builder = _Builder(dialect, release, explain=explain)
+        self.call_blocks: dict[str, Block] = {}  # each call's block, by the called module's address
+
+    def module(self, node: ModuleNode, scans: Scans | None = None) -> None:
+        """Add one module's nodes; ``scans``: its templates as another check scanned them."""
+        if node.address in self.graph.dropped:
+            return
+        b = self.builder
+        b.scans = scans if scans is not None else Scans()
+        for block in node.module.blocks_of("module"):
+            if block.labels:
+                self.call_blocks[module_address((*node.path, block.labels[0]))] = block
+        _module_nodes(b, node, self.call_blocks.get(node.address) if node.path else None, self.uses)
+        b.scans = Scans()
+
+    def finish(self) -> Diagnostics:
+        """One "Cycle: ..." error per cycle of the graph, sorted; none when it has no cycle."""
+        b = self.builder
+        _providers(b, self.graph, self.uses)
+        _membership(b, self.graph)
+        b.resolve()
+        diags = Diagnostics()
+        # Most graphs have no cycle: they are checked with numbers only, and one with a cycle is
+        # built again with the reasons its detail needs.
+        if not b.has_cycle():
+            return diags
+        again = CycleGraph(self.graph, self.uses, self.dialect, self.release, explain=True)
+        for node in self.graph.walk():
+            again.module(node)
+        b = again.builder
+        _providers(b, self.graph, self.uses)
+        _membership(b, self.graph)
+        b.resolve()
+        g = b.digraph()
+        components = sorted(
+            sorted(component) for component in nx.strongly_connected_components(g) if len(component) > 1
+        )
+        for component in components:
+            diags.append(_diagnostic(g, component))
+        return diags
+
+
 def check_cycles(
     graph: ModuleGraph,
     uses: Mapping[str, ProviderUse],
     dialect: Dialect = Dialect.TERRAFORM,
     release: tuple[int, int] = NEWEST,
 ) -> Diagnostics:
-    """Return one "Cycle: ..." error per cycle in the graph ``validate`` builds for ``graph``.
-
-    ``uses``: each resource's provider configuration, by the resource's node name.
-    """
-    b = _Builder(dialect, release)
-    # Each call's block, by the called module's address: modules are walked callers first.
-    call_blocks: dict[str, Block] = {}
+    """Return one "Cycle: ..." error per cycle in the graph ``validate`` builds for ``graph``
+    (``CycleGraph`` over the whole tree)."""
+    cycles = CycleGraph(graph, uses, dialect, release)
     for node in graph.walk():
-        if node.address in graph.dropped:
-            continue
-        for block in node.module.blocks_of("module"):
-            if block.labels:
-                call_blocks[module_address((*node.path, block.labels[0]))] = block
-        _module_nodes(b, node, call_blocks.get(node.address) if node.path else None, uses)
-    _providers(b, graph, uses)
-    _membership(b, graph)
-    b.resolve()
-    diags = Diagnostics()
-    components = sorted(
-        sorted(component) for component in nx.strongly_connected_components(b.graph) if len(component) > 1
-    )
-    for component in components:
-        diags.append(_diagnostic(b.graph, component))
-    return diags
+        cycles.module(node)
+    return cycles.finish()

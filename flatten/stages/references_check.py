@@ -57,9 +57,9 @@ from flatten.lang.types import (
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
-from flatten.syntax.references import Call, ExpressionError, Reference, template_calls, template_references
+from flatten.syntax.references import Call, ExpressionError, Reference, Scans, template_references
 
-__all__ = ["check_references"]
+__all__ = ["ReferenceChecks", "check_references"]
 
 # Roots that are not checked here: bound by the evaluation context, or objects whose
 # declarations this stage does not track (ephemeral resources, actions, list resources, run blocks).
@@ -184,8 +184,10 @@ class _Checker:
         *,
         objects: bool = True,
         functions: FunctionTable | None = None,
+        scans: Scans | None = None,
     ) -> None:
         self.node = node
+        self.scans = scans if scans is not None else Scans()
         self.functions = functions  # None: function calls are not checked
         # Whether var, local, resource and data references are checked outside a module call's
         # depends_on (the dialect's "object_reference_checks").
@@ -213,7 +215,7 @@ class _Checker:
             item, is_top = stack.pop()
             if isinstance(item, str):
                 try:
-                    refs, calls = template_calls(item, bound=bound)
+                    refs, calls = self.scans.calls(item, bound)
                 except ExpressionError:
                     continue
                 locate = locator(value, rng) if is_top else None
@@ -802,6 +804,35 @@ def _call_arguments(node: ModuleNode, graph: ModuleGraph) -> Diagnostics:
     return diags
 
 
+class ReferenceChecks:
+    """The validate walk's checks, one module at a time (``module``), in tree order; ``diags``
+    holds what they found. ``objects``: whether var, local, resource and data references are
+    checked (default: as the dialect has it; ``--checks``, lang/options.py)."""
+
+    def __init__(
+        self,
+        graph: ModuleGraph,
+        dialect: Dialect = Dialect.TERRAFORM,
+        *,
+        objects: bool | None = None,
+        release: tuple[int, int] | None = None,
+    ) -> None:
+        self.graph = graph
+        self.diags = Diagnostics()
+        self.inputs = _InputTypes(graph)
+        self.objects = dialect.allows("object_reference_checks") if objects is None else objects
+        # Function calls are checked where the functions are known: each Terraform release, and
+        # OpenTofu's table where object references are checked too (the conformance contract's).
+        self.functions = function_table(dialect, release or NEWEST) if self.objects else None
+
+    def module(self, node: ModuleNode, scans: Scans | None = None) -> None:
+        """Check one module; ``scans``: its templates as another check scanned them already."""
+        checker = _Checker(node, self.graph, objects=self.objects, functions=self.functions, scans=scans)
+        self.diags.extend(checker.run())
+        self.diags.extend(_call_arguments(node, self.graph))
+        self.diags.extend(self.inputs.check(node))
+
+
 def check_references(
     graph: ModuleGraph,
     dialect: Dialect = Dialect.TERRAFORM,
@@ -810,17 +841,8 @@ def check_references(
     release: tuple[int, int] | None = None,
 ) -> Diagnostics:
     """Return the errors ``validate`` reports without a provider schema, module by module in tree
-    order. ``objects``: whether var, local, resource and data references are checked (default: as
-    the dialect has it; ``--checks``, lang/options.py)."""
-    diags = Diagnostics()
-    inputs = _InputTypes(graph)
-    if objects is None:
-        objects = dialect.allows("object_reference_checks")
-    # Function calls are checked where the functions are known: each Terraform release, and
-    # OpenTofu's table where object references are checked too (the conformance contract's).
-    functions = function_table(dialect, release or NEWEST) if objects else None
+    order (``ReferenceChecks`` over the whole tree)."""
+    checks = ReferenceChecks(graph, dialect, objects=objects, release=release)
     for node in graph.walk():
-        diags.extend(_Checker(node, graph, objects=objects, functions=functions).run())
-        diags.extend(_call_arguments(node, graph))
-        diags.extend(inputs.check(node))
-    return diags
+        checks.module(node)
+    return checks.diags

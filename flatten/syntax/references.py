@@ -28,6 +28,7 @@ __all__ = [
     "Call",
     "ExpressionError",
     "Reference",
+    "Scans",
     "escape_literal",
     "expression_references",
     "has_legacy_index",
@@ -403,6 +404,8 @@ def template_references(text: str, *, bound: Iterable[str] = (), functions: bool
     >>> [r.root for r in template_references('${var.a} "var.b" ${"${local.c}"}')]
     ['var', 'local']
     """
+    if "${" not in text and "%{" not in text:
+        return []  # literal text: nothing to evaluate (most strings of a large tree)
     scanner = _Scanner(text, bound, functions)
     try:
         scanner.template(0, len(text), quoted=False)
@@ -419,12 +422,50 @@ def template_calls(text: str, *, bound: Iterable[str] = ()) -> tuple[list[Refere
     >>> [r.root for r in refs], [c.name for c in calls]
     (['var'], ['lenght', 'core::max'])
     """
+    if "${" not in text and "%{" not in text:
+        return [], []
     scanner = _Scanner(text, bound)
     try:
         scanner.template(0, len(text), quoted=False)
     except (IndexError, RecursionError) as exc:
         raise ExpressionError(f"unreadable template ({exc})", 0) from None
     return sorted(scanner.refs, key=lambda r: r.start), sorted(scanner.calls, key=lambda c: c.start)
+
+
+class Scans:
+    """Each template of one module scanned once for every check that reads it.
+
+    The graph's cycle check and the validate walk's reference checks read the same expressions
+    of a module one after the other (providers/checks.py); each asks here, and the second gets
+    the first one's scan. One instance per module, dropped after it: it holds that module's
+    scans only. An unreadable template raises ``ExpressionError`` each time it is asked for.
+    """
+
+    __slots__ = ("_done",)
+
+    def __init__(self) -> None:
+        self._done: dict[tuple[str, frozenset[str]], tuple[list[Reference], list[Call]] | None] = {}
+
+    def calls(self, text: str, bound: frozenset[str] = frozenset()) -> tuple[list[Reference], list[Call]]:
+        """``template_calls(text, bound=bound)``."""
+        if "${" not in text and "%{" not in text:
+            return [], []  # literal text (not kept: most strings of a module are)
+        key = (text, bound)
+        if key in self._done:
+            found = self._done[key]
+        else:
+            try:
+                found = template_calls(text, bound=bound)
+            except ExpressionError:
+                found = None
+            self._done[key] = found
+        if found is None:
+            raise ExpressionError("unreadable template", 0)
+        return found
+
+    def references(self, text: str, bound: frozenset[str] = frozenset()) -> list[Reference]:
+        """``template_references(text, bound=bound)``."""
+        return self.calls(text, bound)[0]
 
 
 def expression_references(

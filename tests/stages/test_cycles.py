@@ -151,6 +151,29 @@ CASES: dict[str, dict[str, str]] = {
             "import {\n  to = terraform_data.nope\n  id = terraform_data.b.id\n}\n"
         )
     },
+    # A module output that does not exist: the reference falls back to the whole call (its close
+    # node and every output), so the cycle is found before the walk would say the output is missing.
+    "an output the module lacks": {
+        "main.tf": (
+            'module "a" {\n  source = "./m"\n  depends_on = [terraform_data.r]\n}\n'
+            'resource "terraform_data" "r" {\n  input = module.a.nope\n}\n'
+        ),
+        "m/main.tf": 'output "o" {\n  value = 1\n}\nresource "terraform_data" "x" {}\n',
+    },
+    "a counted call's output by index": {
+        "main.tf": (
+            'module "a" {\n  source = "./m"\n  count = 1\n  v = terraform_data.r.output\n}\n'
+            'resource "terraform_data" "r" {\n  input = module.a[0].o\n}\n'
+        ),
+        "m/main.tf": 'variable "v" {}\noutput "o" {\n  value = var.v\n}\n',
+    },
+    # A root variable's validation node answers var.x too: a local it reads that reads var.x loops.
+    "a root variable's validation": {
+        "main.tf": (
+            'variable "x" {\n  default = 10\n  validation {\n    condition = var.x > local.min\n'
+            '    error_message = "small"\n  }\n}\nlocals {\n  min = var.x - 5\n}\n'
+        )
+    },
     "a cycle behind a missing module input": {
         "main.tf": 'locals {\n  a = local.b\n  b = local.a\n}\nmodule "a" {\n  source = "./m"\n}\n',
         "m/main.tf": 'variable "req" {}\n',
