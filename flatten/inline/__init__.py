@@ -21,12 +21,12 @@ from pathlib import Path
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
+from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range, module_address
 from flatten.lang.options import Options
 from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_providers
 from flatten.providers.addresses import Naming, parse_config_ref
 from flatten.stages.emit import dumps, module_json
-from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode, module_address
+from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode
 from flatten.stages.layout import UserRules, copy_boundary, module_copies
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 

@@ -11,7 +11,7 @@ Absent is not null: an argument missing from a body means "not set"; an argument
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import Field, FrozenInstanceError, dataclass
 from decimal import Decimal
 from types import MappingProxyType
@@ -41,6 +41,7 @@ __all__ = [
     "make_pos",
     "make_range",
     "make_range_at",
+    "module_address",
     "range_from_key",
     "range_key",
     "set_body_at",
@@ -598,6 +599,11 @@ class Body(_Frozen):
     def has_attribute(self, name: str) -> bool:
         """Whether the body sets ``name``; a body from the module cache answers without decoding."""
         return self.attribute(name) is not None
+
+
+def module_address(path: Sequence[str]) -> str:
+    """Return the module address for a path of call names: ``module.a.module.b`` ("" for the root)."""
+    return ".".join(f"module.{name}" for name in path)
 
 
 @dataclass(frozen=True, slots=True)

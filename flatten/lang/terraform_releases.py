@@ -92,6 +92,13 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "init reports module call arguments the child does not declare or requires",
             "observed: init 1.11.4 exits 0 on them, init 1.15.5 reports them (validate does in both)",
         ),
+        "init_graph_cycles": Gate(
+            (1, 15),
+            "init builds a graph of each module's local values and calls before it installs the"
+            " calls, and stops on a cycle of locals a call's arguments read",
+            "not in the CHANGELOG: the configuration loading rework behind dynamic module sources"
+            " (1.15.0); observed: init 1.15.5 reports the cycle, init 1.11.4 does not",
+        ),
         "variable_validation_nodes": Gate(
             (1, 9),
             "variable validation rules as graph nodes of their own (var.x (validation))",

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from flatten.lang.model import module_address
 from flatten.lang.options import Dialect
 from flatten.stages.decode import ProviderAddressError, parse_provider_part, parse_provider_source
-from flatten.stages.graph import module_address
 
 __all__ = [
     "BUILTIN_HOST",

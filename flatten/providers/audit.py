@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import cast
 
 from flatten.lang.diagnostics import Diagnostic, range_json
-from flatten.lang.model import JsonValue, Range
+from flatten.lang.model import JsonValue, Range, module_address
 from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
-from flatten.stages.graph import module_address
 
 from .addresses import Provider
 from .constraints import canonical_constraints

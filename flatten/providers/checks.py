@@ -50,6 +50,12 @@ def check_wiring(
     ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
     """
     load_errors = load_diags.has_terraform_errors
+    if graph.init_stopped:
+        # Terraform 1.15's init stopped on a cycle before it had the whole configuration
+        # (stages/dependencies.py ``init_cycles``): the calls it decoded while installing the
+        # other modules are checked, and nothing else (no provider validation, no graph checks).
+        wiring, _ = wire_providers(graph, options=options, validate=False, resolved=True)
+        return wiring, check_module_inputs(graph, unsupported=True)
     if options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "failed_modules_dropped"
     ):

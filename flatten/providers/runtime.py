@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
-from flatten.stages.graph import module_address
+from flatten.lang.model import module_address
 
 from .addresses import ConfigAddr
 from .wiring import How, ProviderWiring

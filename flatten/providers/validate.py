@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Expr, Range
+from flatten.lang.model import Expr, Range, module_address
 from flatten.lang.options import Dialect, Options
 from flatten.stages.decode import value_traversals
-from flatten.stages.graph import ModuleGraph, ModuleNode, module_address
+from flatten.stages.graph import ModuleGraph, ModuleNode
 
 from .addresses import ConfigRef, Naming, Provider, implied_local_name, valid_local_name
 from .declarations import CallDecl, ModuleDecl, PassedEntry

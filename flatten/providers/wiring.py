@@ -25,9 +25,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.model import Range
+from flatten.lang.model import Range, module_address
 from flatten.lang.options import Options
-from flatten.stages.graph import ModuleGraph, module_address
+from flatten.stages.graph import ModuleGraph
 
 from .addresses import ConfigAddr, ConfigRef, Naming, Provider
 from .declarations import ModuleDecl, ResourceDecl, declare_module

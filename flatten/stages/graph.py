@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range
+from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range, module_address
 from flatten.lang.options import Options
 from flatten.lang.redact import redact_url
 from flatten.lang.terraform_releases import accepts
@@ -43,6 +43,7 @@ from flatten.sources import (
 from flatten.sources.package import FetchedModule, ModulePackage
 from flatten.stages.backend import static_backend
 from flatten.stages.core_version import check_core_version
+from flatten.stages.dependencies import init_cycles
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
@@ -60,7 +61,6 @@ __all__ = [
     "ModuleNode",
     "PrefetchingFetcher",
     "build_graph",
-    "module_address",
 ]
 
 
@@ -84,11 +84,6 @@ _IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 #: later stages walk the tree recursively, one Python frame or more per level, under Python's
 #: recursion limit of 1,000 (docs/reliability.md, "Limits").
 MAX_MODULE_DEPTH = 500
-
-
-def module_address(path: Sequence[str]) -> str:
-    """Return the module address for a path of call names: ``module.a.module.b`` ("" for the root)."""
-    return ".".join(f"module.{name}" for name in path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +185,12 @@ class ModuleGraph:
         tree_failed: bool = False,
         early_values: tuple[EarlyValue, ...] = (),
         dropped: frozenset[str] = frozenset(),
+        init_stopped: bool = False,
     ) -> None:
         self._graph = graph
+        # Terraform 1.15's init stopped on a cycle in a module's init graph (stages/dependencies.py
+        # ``init_cycles``): that module's calls were not installed, and nothing after loading runs.
+        self.init_stopped = init_stopped
         # Child modules whose files failed to load, which Terraform from 1.15 leaves out of the
         # configuration (lang/terraform_releases.py "failed_modules_dropped"): their calls were not
         # followed, and provider validation sees neither them nor the calls to them.
@@ -618,6 +617,21 @@ def build_graph(
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
+    init_graphs = options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "init_graph_cycles"
+    )
+    if init_graphs:
+        stopped = init_cycles((), module)
+        if stopped.has_errors:
+            # Terraform 1.15's init builds the root's graph first: a cycle there stops it before
+            # it installs any call.
+            diags.extend(stopped)
+            return (
+                ModuleGraph(
+                    graph, root_failed=root_failed, early_values=_early_values(scopes[""]), init_stopped=True
+                ),
+                diags,
+            )
     if root_failed and options.dialect.allows("stop_after_root_errors"):
         # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
         # installs every call anyway and reports both kinds of error, so the Terraform dialect
@@ -629,6 +643,7 @@ def build_graph(
         options.terraform_version, "failed_modules_dropped"
     )
     dropped: set[str] = set()
+    init_stopped = False
     real_root = root.resolve()
     root_node = replace(root_node, real_directory=real_root)  # for the layout (ModuleNode)
     graph.nodes[""]["node"] = root_node
@@ -708,6 +723,13 @@ def build_graph(
             if failed:
                 dropped.add(address)
                 continue
+            if init_graphs:
+                stopped = init_cycles(path, module)
+                if stopped.has_errors:
+                    # The module's own init graph has a cycle: its calls are not installed.
+                    diags.extend(_in_package(replace(d, module=address), node, root) for d in stopped)
+                    init_stopped = True
+                    continue
             children.append((node, (*chain, real)))
         stack.extend(reversed(children))
     tree_failed = Diagnostics(diags[root_diags:]).has_terraform_errors
@@ -718,6 +740,7 @@ def build_graph(
             tree_failed=tree_failed,
             early_values=_early_values(scopes[""]),
             dropped=frozenset(dropped),
+            init_stopped=init_stopped,
         ),
         diags,
     )

@@ -61,6 +61,8 @@ module "inner" {
 }
 """
 
+_LOOP = "locals {\n  a = local.b\n  b = local.a\n}\n"
+
 CASES: dict[str, dict[str, str]] = {
     "locals": {"main.tf": "locals {\n  a = local.b\n  b = local.a\n  c = local.c\n}\n"},
     "resources, and the walk never runs": {
@@ -173,6 +175,33 @@ CASES: dict[str, dict[str, str]] = {
             'variable "x" {\n  default = 10\n  validation {\n    condition = var.x > local.min\n'
             '    error_message = "small"\n  }\n}\nlocals {\n  min = var.x - 5\n}\n'
         )
+    },
+    # Terraform 1.15's init builds a graph of each module's locals and calls before it installs
+    # the calls: a cycle of locals a call's arguments read stops init there (1.11: validate).
+    "locals a call reads, in the root": {
+        "main.tf": _LOOP + 'module "m" {\n  source = "./m"\n  v = local.a\n}\n',
+        "m/main.tf": 'variable "v" {\n  default = 1\n}\n',
+    },
+    "locals no call reads, beside a call": {
+        "main.tf": (
+            'locals {\n  a = local.b\n  b = [local.a, module.m.o]\n}\nmodule "m" {\n  source = "./m"\n}\n'
+        ),
+        "m/main.tf": 'output "o" {\n  value = 1\n}\n',
+    },
+    # In a child: its calls are not installed, the other modules are (and their calls decoded).
+    "locals a call reads, in a child, beside a sibling's unsupported argument": {
+        "main.tf": 'module "m" {\n  source = "./m"\n}\nmodule "s" {\n  source = "./s"\n  nope = 1\n}\n',
+        "m/main.tf": _LOOP + 'module "n" {\n  source = "./n"\n  v = local.a\n}\n',
+        "m/n/main.tf": 'variable "v" {}\n',
+        "s/main.tf": 'output "o" {\n  value = 1\n}\n',
+    },
+    "locals a call reads, in a child, before a graph check": {
+        "main.tf": (
+            'module "m" {\n  source = "./m"\n}\n'
+            'resource "terraform_data" "x" {\n  provider = terraform.nope\n}\n'
+        ),
+        "m/main.tf": _LOOP + 'module "n" {\n  source = "./n"\n  v = local.a\n}\n',
+        "m/n/main.tf": 'variable "v" {}\n',
     },
     "a cycle behind a missing module input": {
         "main.tf": 'locals {\n  a = local.b\n  b = local.a\n}\nmodule "a" {\n  source = "./m"\n}\n',
