@@ -30,6 +30,7 @@ __all__ = [
     "Pos",
     "Range",
     "Stored",
+    "json_strings",
     "make_attribute",
     "make_attribute_at",
     "make_block",
@@ -599,6 +600,22 @@ class Body(_Frozen):
     def has_attribute(self, name: str) -> bool:
         """Whether the body sets ``name``; a body from the module cache answers without decoding."""
         return self.attribute(name) is not None
+
+
+def json_strings(value: JsonValue) -> Iterator[str]:
+    """Every string of a JSON value, object keys included, in document order (a key before its
+    value): in an expression, each is a template that may refer to something."""
+    stack: list[JsonValue] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            for key, val in reversed(item.items()):
+                stack.append(val)
+                stack.append(key)
 
 
 def module_address(path: Sequence[str]) -> str:

@@ -24,7 +24,7 @@ import networkx as nx
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
-from flatten.lang.model import Body, JsonValue, Module, Range, module_address
+from flatten.lang.model import Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
 from flatten.syntax.references import ExpressionError, Reference, Scans, expression_references
 
@@ -146,21 +146,12 @@ class Dependencies:
         self, node: str, scope: tuple[str, ...], value: JsonValue, rng: Range | None, bound: frozenset[str]
     ) -> None:
         """The references of an expression value (strings are templates; keys too)."""
-        stack: list[JsonValue] = [value]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                try:
-                    found = self.scans.references(item, bound)
-                except ExpressionError:
-                    continue
-                self._add(node, scope, item, found, rng)
-            elif isinstance(item, list):
-                stack.extend(reversed(item))
-            elif isinstance(item, dict):
-                for key, val in item.items():
-                    stack.append(val)
-                    stack.append(key)
+        for text in json_strings(value):
+            try:
+                found = self.scans.references(text, bound)
+            except ExpressionError:
+                continue
+            self._add(node, scope, text, found, rng)
 
     def sources(
         self, node: str, scope: tuple[str, ...], items: JsonValue, rng: Range | None, *, after: str = ""

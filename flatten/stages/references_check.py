@@ -37,7 +37,7 @@ from decimal import Decimal
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
 from flatten.lang.functions import REMOVED, FunctionTable, function_table
-from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range
+from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range, json_strings
 from flatten.lang.terraform_releases import NEWEST
 from flatten.lang.types import (
     AnyType,
@@ -600,7 +600,7 @@ def _attributes(
 def _constant(node_module: Module, attr: Attribute, address: str) -> JsonValue | Unsupported:
     """The value of ``attr`` when it refers to nothing and the static evaluator reads it."""
     try:
-        refs = [r for s in _strings(attr.value) for r in template_references(s)]
+        refs = [r for s in json_strings(attr.value) for r in template_references(s)]
     except ExpressionError:
         return Unsupported("unreadable")
     if refs:
@@ -610,18 +610,6 @@ def _constant(node_module: Module, attr: Attribute, address: str) -> JsonValue |
         return scope.evaluate(attr, Ident(address, attr.name, attr.expr.range)).value
     except (Unsupported, Failed) as exc:
         return Unsupported(str(exc))
-
-
-def _strings(value: JsonValue) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from _strings(item)
 
 
 def _count_detail(value: JsonValue) -> tuple[str, str] | None:
