@@ -27,10 +27,12 @@ providers`` alike (docs/providers.md, "Which checks run"):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
-from flatten.stages.cycles import CycleGraph, ProviderUse
+from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
 from flatten.stages.references_check import ReferenceChecks
@@ -90,30 +92,42 @@ def check_wiring(
         if graph_diags.has_errors:
             return wiring, diags
         # The graph is refused when it has a cycle (stages/cycles.py); else the validate walk
-        # runs on it (stages/references_check.py). Both read every expression of a module: they
-        # take the modules together, so that each template is scanned once (syntax.references
-        # ``Scans``); the walk's errors are kept only when the graph has no cycle.
+        # runs on it (stages/references_check.py). Both read every expression: they take each
+        # block together, so that each template is scanned once (syntax.references ``Scans``);
+        # the walk's errors are kept only when the graph has no cycle.
         release = options.terraform_version
         cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release)
         objects = options.graph_check("object_reference_checks")
         walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
         for node in graph.walk():
-            scans = Scans()
-            cycles.module(node, scans)
-            walk.module(node, scans)
+            nodes, checker = cycles.open(node), walk.open(node)
+            for block in node.module.blocks:
+                scans = Scans()  # one block's templates: read by both, then dropped
+                if nodes is not None:
+                    nodes.block(block, scans)
+                checker.block(block, scans)
+            if nodes is not None:
+                nodes.close()
+            walk.close(checker)
         found = cycles.finish()
         diags.extend(found if found.has_errors else walk.diags)
     return wiring, diags
 
 
-def _provider_uses(wiring: ProviderWiring) -> dict[str, ProviderUse]:
-    """Each resource's provider configuration, as the graph's nodes name them."""
-    uses: dict[str, ProviderUse] = {}
-    for resource in wiring.resources():
-        config = resource.config
-        if resource.decl.mode == "import" or config is None or resource.binding is None:
-            continue
-        owner = next((b for b in resource.binding.chain() if b.how not in (How.PASSED, How.INHERITED)), None)
-        key = owner.key if owner is not None and owner.how is How.OWN else ""
-        uses[resource.address] = ProviderUse(resource.address, str(config), config.module, key)
+def _provider_uses(wiring: ProviderWiring) -> ProviderUses:
+    """Each resource's provider configuration, as the graph's nodes name them, module by module."""
+    modules = {m.path: m for m in wiring.modules}
+
+    def uses(path: tuple[str, ...]) -> Iterator[ProviderUse]:
+        module = modules.get(path)
+        for resource in module.resources if module is not None else ():
+            config = resource.config
+            if resource.decl.mode == "import" or config is None or resource.binding is None:
+                continue
+            owner = next(
+                (b for b in resource.binding.chain() if b.how not in (How.PASSED, How.INHERITED)), None
+            )
+            key = owner.key if owner is not None and owner.how is How.OWN else ""
+            yield ProviderUse(resource.address, str(config), config.module, key)
+
     return uses

@@ -34,7 +34,7 @@ stages/dependencies.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from flatten.lang.diagnostics import Diagnostics
@@ -46,7 +46,7 @@ from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.references import Scans
 
-__all__ = ["CycleGraph", "ProviderUse", "check_cycles"]
+__all__ = ["CycleGraph", "ModuleNodes", "ProviderUse", "ProviderUses", "check_cycles"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,70 +69,69 @@ def _label(block: Block, k: int) -> str:
     return block.labels[k] if len(block.labels) > k else ""
 
 
-def _module_nodes(
-    b: Dependencies, node: ModuleNode, call_block: Block | None, uses: Mapping[str, ProviderUse]
+def _block(
+    b: Dependencies,
+    node: ModuleNode,
+    call_block: Block | None,
+    uses: Mapping[str, ProviderUse],
+    block: Block,
+    imports: list[Body],
 ) -> None:
-    """Add the nodes of one module, their references, and the answers they give; ``call_block``
-    is the ``module`` block calling it (None for the root)."""
+    """Add the nodes of one top-level block of a module and the references they make;
+    ``call_block`` is the ``module`` block calling the module (None for the root); the root's
+    ``import`` blocks go to ``imports``, for when every module is in."""
     path = node.path
-    module = node.module
     parent = path[:-1]
-    for block in module.blocks:
-        body = block.body.peek()
-        kind = block.type
-        if kind == "variable" and block.labels:
-            name = block.labels[0]
-            if path:
-                var = b.node(prefixed(path, b.dialect.word("graph_module_variable", name=name)), path)
-                if call_block is not None:
-                    arg = call_block.body.attribute(name)
-                    if arg is not None:
-                        b.value(var, parent, arg.value, arg.expr.range, frozenset())
-            else:
-                var = b.node(f"var.{name}", path)
-            b.answer(path, f"var.{name}", var)
-            rules = list(body.blocks_of("validation"))
-            if rules and b.validation_nodes:
-                check = b.node(prefixed(path, f"var.{name} (validation)"), path)
-                b.edge(check, var, "{0} checks the value of {1}", check, var)
-                b.answer(path, f"var.{name}", check)
-                for rule in rules:
-                    for attr in rule.body.attributes:
-                        b.value(check, path, attr.value, attr.expr.range, frozenset())
-        elif kind == "locals":
-            for attr in body.attributes:
-                local = b.node(prefixed(path, f"local.{attr.name} (expand)"), path)
-                b.answer(path, f"local.{attr.name}", local)
-                b.value(local, path, attr.value, attr.expr.range, frozenset())
-        elif kind == "output" and block.labels:
-            name = block.labels[0]
-            out = b.node(prefixed(path, f"output.{name} (expand)"), path)
-            if path:
-                b.answer(parent, f"module.{path[-1]}.{name}", out)
-                b.answer(parent, f"module.{path[-1]}", out)
-            for attr in body.attributes:
-                if attr.name == "value":
-                    b.value(out, path, attr.value, attr.expr.range, frozenset())
-                elif attr.name == "depends_on":
-                    b.sources(out, path, attr.value, attr.expr.range)
-            for pre in body.blocks_of("precondition"):
-                for attr in pre.body.attributes:
-                    b.value(out, path, attr.value, attr.expr.range, frozenset())
-        elif kind in ("resource", "data", "ephemeral") and len(block.labels) >= 2:
-            _resource(b, path, kind, block, body, uses)
-        elif kind == "check" and block.labels:
-            check = b.node(prefixed(path, f"check.{block.labels[0]} (expand)"), path)
-            for nested in body.blocks:
-                if nested.type == "data" and len(nested.labels) >= 2:
-                    _resource(b, path, "data", nested, nested.body, uses)
-                elif nested.type == "assert":
-                    for attr in nested.body.attributes:
-                        b.value(check, path, attr.value, attr.expr.range, frozenset())
-        elif kind == "import" and not path:
-            # ImportReferences: always resolved in the root, made by the imported resource.
-            _import(b, body)
-    if path:
-        _call_nodes(b, node, call_block)
+    body = block.body.peek()
+    kind = block.type
+    if kind == "variable" and block.labels:
+        name = block.labels[0]
+        if path:
+            var = b.node(prefixed(path, b.dialect.word("graph_module_variable", name=name)), path)
+            if call_block is not None:
+                arg = call_block.body.attribute(name)
+                if arg is not None:
+                    b.attr(var, parent, arg, frozenset())
+        else:
+            var = b.node(f"var.{name}", path)
+        rules = list(body.blocks_of("validation"))
+        if rules and b.validation_nodes:
+            check = b.node(prefixed(path, f"var.{name} (validation)"), path)
+            b.edge(check, var, "{0} checks the value of {1}", check, var)
+            for rule in rules:
+                for attr in rule.body.attributes:
+                    b.attr(check, path, attr, frozenset())
+    elif kind == "locals":
+        for attr in body.attributes:
+            local = b.node(prefixed(path, f"local.{attr.name} (expand)"), path)
+            b.attr(local, path, attr, frozenset())
+    elif kind == "output" and block.labels:
+        name = block.labels[0]
+        out = b.node(prefixed(path, f"output.{name} (expand)"), path)
+        if path:
+            b.output(path, out)
+        for attr in body.attributes:
+            if attr.name == "value":
+                b.attr(out, path, attr, frozenset())
+            elif attr.name == "depends_on":
+                b.sources(out, path, attr.value, attr.expr.range if b.explain else None)
+        for pre in body.blocks_of("precondition"):
+            for attr in pre.body.attributes:
+                b.attr(out, path, attr, frozenset())
+    elif kind in ("resource", "data", "ephemeral") and len(block.labels) >= 2:
+        _resource(b, path, kind, block, body, uses)
+    elif kind == "check" and block.labels:
+        check = b.node(prefixed(path, f"check.{block.labels[0]} (expand)"), path)
+        for nested in body.blocks:
+            if nested.type == "data" and len(nested.labels) >= 2:
+                _resource(b, path, "data", nested, nested.body, uses)
+            elif nested.type == "assert":
+                for attr in nested.body.attributes:
+                    b.attr(check, path, attr, frozenset())
+    elif kind == "import" and not path:
+        # ImportReferences: always resolved in the root, made by the imported resource, which
+        # may be declared further down or in a module not yet added (ModuleNodes.close).
+        imports.append(body)
 
 
 def _resource(
@@ -146,7 +145,6 @@ def _resource(
     local = f"{_label(block, 0)}.{_label(block, 1)}"
     key = local if kind == "resource" else f"{kind}.{local}"
     name = b.node(prefixed(path, key), path)
-    b.answer(path, key, name)
     b.body(name, path, body, dynamic_iterators(body), frozenset({"provider"}))
     use = uses.get(name)
     if use is not None:
@@ -158,6 +156,8 @@ def _import(b: Dependencies, body: Body) -> None:
     if to is None or not isinstance(to.value, str):
         return
     target = _strip_keys(to.value)
+    if not b.is_declared(target):
+        return  # an import of an undeclared resource is no node's
     for attr in body.attributes:
         if attr.name in ("id", "for_each", "identity"):
             b.value(target, (), attr.value, attr.expr.range, frozenset())
@@ -189,8 +189,7 @@ def _call_nodes(b: Dependencies, node: ModuleNode, call_block: Block | None) -> 
     parent = path[:-1]
     address = node.address
     expand = b.node(f"{address} (expand)", path)
-    close = b.node(f"{address} (close)", path)
-    b.answer(parent, f"module.{path[-1]}", close)
+    b.node(f"{address} (close)", path)
     if parent:
         holder = f"{module_address(parent)} (expand)"
         b.edge(expand, holder, "{0} waits for {1}, the module holding the call", expand, holder)
@@ -199,9 +198,9 @@ def _call_nodes(b: Dependencies, node: ModuleNode, call_block: Block | None) -> 
     body = call_block.body.peek()
     for attr in body.attributes:
         if attr.name in ("count", "for_each"):
-            b.value(expand, parent, attr.value, attr.expr.range, frozenset())
+            b.attr(expand, parent, attr, frozenset())
         elif attr.name == "depends_on":
-            b.sources(expand, parent, attr.value, attr.expr.range)
+            b.sources(expand, parent, attr.value, attr.expr.range if b.explain else None)
         elif attr.name == "providers" and b.dialect.allows("provider_instance_keys"):
             # nodeExpandModule.References (OpenTofu): a passed instance's key expression.
             value = attr.value
@@ -232,13 +231,10 @@ def _membership(b: Dependencies, graph: ModuleGraph) -> None:
             b.edge(above, close, "{0} waits for the modules it calls", above)
 
 
-def _providers(b: Dependencies, graph: ModuleGraph, uses: Mapping[str, ProviderUse]) -> None:
-    """The provider configurations resources use, with what their blocks refer to."""
-    seen: set[str] = set()
-    for use in sorted(uses.values(), key=lambda u: u.config):
-        if use.config in seen:
-            continue
-        seen.add(use.config)
+def _providers(b: Dependencies, graph: ModuleGraph, configs: Iterable[ProviderUse]) -> None:
+    """The provider configurations resources use (one use of each), with what their blocks
+    refer to."""
+    for use in sorted(configs, key=lambda u: u.config):
         b.node(use.config, use.module)
         block = _provider_block(graph, use) if use.key else None
         if block is None:
@@ -267,17 +263,53 @@ def _provider_block(graph: ModuleGraph, use: ProviderUse) -> Block | None:
     return None
 
 
+class ModuleNodes:
+    """One module's part of the graph, added one top-level block at a time (``block``), then
+    its call's nodes (``close``)."""
+
+    def __init__(
+        self,
+        b: Dependencies,
+        node: ModuleNode,
+        call_block: Block | None,
+        uses: Mapping[str, ProviderUse],
+        imports: list[Body],
+    ) -> None:
+        self.b = b
+        self.node = node
+        self.call_block = call_block
+        self.uses = uses
+        self.imports = imports
+
+    def block(self, block: Block, scans: Scans) -> None:
+        """Add one block's nodes; ``scans``: its templates, shared with the validate walk."""
+        self.b.scans = scans
+        _block(self.b, self.node, self.call_block, self.uses, block, self.imports)
+
+    def close(self) -> None:
+        b = self.b
+        b.scans = Scans()
+        if self.node.path:
+            _call_nodes(b, self.node, self.call_block)
+        b.scans = Scans()
+
+
+# The provider configurations a module's resources use, asked one module at a time.
+ProviderUses = Callable[[tuple[str, ...]], Iterable[ProviderUse]]
+
+
 class CycleGraph:
     """The graph ``validate`` builds, one module at a time (``module``, callers first), and its
     cycles once every module is in (``finish``).
 
-    ``uses``: each resource's provider configuration, by the resource's node name.
+    ``uses``: the provider configuration of each resource of a module (by the module's path), as
+    provider wiring resolved it; asked once per module, so that a large tree's are not all kept.
     """
 
     def __init__(
         self,
         graph: ModuleGraph,
-        uses: Mapping[str, ProviderUse],
+        uses: ProviderUses,
         dialect: Dialect = Dialect.TERRAFORM,
         release: tuple[int, int] = NEWEST,
         *,
@@ -289,43 +321,55 @@ class CycleGraph:
         self.release = release
         self.builder = Dependencies(dialect, release, explain=explain)
         self.call_blocks: dict[str, Block] = {}  # each call's block, by the called module's address
+        self.configs: dict[str, ProviderUse] = {}  # one use of each configuration, by its node name
+        self.imports: list[Body] = []  # the root's import blocks
 
-    def module(self, node: ModuleNode, scans: Scans | None = None) -> None:
-        """Add one module's nodes; ``scans``: its templates as another check scanned them."""
+    def open(self, node: ModuleNode) -> ModuleNodes | None:
+        """The nodes of one module, added block by block (``ModuleNodes``); None for a module
+        left out of the configuration."""
         if node.address in self.graph.dropped:
-            return
-        b = self.builder
-        b.scans = scans if scans is not None else Scans()
+            return None
         for block in node.module.blocks_of("module"):
             if block.labels:
                 self.call_blocks[module_address((*node.path, block.labels[0]))] = block
-        _module_nodes(b, node, self.call_blocks.get(node.address) if node.path else None, self.uses)
-        b.scans = Scans()
+        uses = {use.resource: use for use in self.uses(node.path)}
+        for use in uses.values():
+            self.configs.setdefault(use.config, use)
+        call_block = self.call_blocks.get(node.address) if node.path else None
+        return ModuleNodes(self.builder, node, call_block, uses, self.imports)
+
+    def module(self, node: ModuleNode) -> None:
+        """Add one module's nodes."""
+        nodes = self.open(node)
+        if nodes is not None:
+            for block in node.module.blocks:
+                nodes.block(block, Scans())
+            nodes.close()
+
+    def _complete(self) -> Dependencies:
+        b = self.builder
+        for body in self.imports:
+            _import(b, body)
+        _providers(b, self.graph, self.configs.values())
+        _membership(b, self.graph)
+        b.resolve()
+        return b
 
     def finish(self) -> Diagnostics:
         """One "Cycle: ..." error per cycle of the graph, sorted; none when it has no cycle."""
-        b = self.builder
-        _providers(b, self.graph, self.uses)
-        _membership(b, self.graph)
-        b.resolve()
-        diags = Diagnostics()
         # Most graphs have no cycle: they are checked with numbers only, and one with a cycle is
         # built again with the reasons its detail needs.
-        if not b.has_cycle():
-            return diags
+        if not self._complete().has_cycle():
+            return Diagnostics()
         again = CycleGraph(self.graph, self.uses, self.dialect, self.release, explain=True)
         for node in self.graph.walk():
             again.module(node)
-        b = again.builder
-        _providers(b, self.graph, self.uses)
-        _membership(b, self.graph)
-        b.resolve()
-        return cycle_errors(b)
+        return cycle_errors(again._complete())
 
 
 def check_cycles(
     graph: ModuleGraph,
-    uses: Mapping[str, ProviderUse],
+    uses: ProviderUses,
     dialect: Dialect = Dialect.TERRAFORM,
     release: tuple[int, int] = NEWEST,
 ) -> Diagnostics:

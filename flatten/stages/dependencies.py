@@ -17,6 +17,7 @@ reference, and the range of the first reference on that loop.
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ import networkx as nx
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
-from flatten.lang.model import Body, JsonValue, Module, Range, json_strings, module_address
+from flatten.lang.model import Attribute, Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
 from flatten.syntax.references import ExpressionError, Reference, Scans, expression_references
 
@@ -93,7 +94,7 @@ def reference_key(ref: Reference) -> tuple[str, str] | None:
 
 
 class Dependencies:
-    """Nodes, where each is answered from, and the references to resolve once all are known.
+    """Nodes, and the references to resolve once the nodes they name are known.
 
     Nodes are numbered and edges kept as lists of numbers; with ``explain``, each edge also keeps
     why it is there (``_Why``), which only a graph with a cycle needs (it is built again then).
@@ -107,10 +108,14 @@ class Dependencies:
         self.explain = explain
         self.ids: dict[str, int] = {}
         self.names: list[str] = []
-        self.out: list[list[int]] = []  # node -> the nodes it depends on
+        self.declared = bytearray()  # 1 for a node some block declares (node()), by number
+        # The edges, source and target by number (two flat arrays: a large tree has tens of
+        # thousands; ``_adjacency`` groups them by source when the graph is complete).
+        self.edge_from = array("i")
+        self.edge_to = array("i")
         self.members: dict[tuple[str, ...], list[int]] = {}  # module -> the nodes that belong to it
         self.whys: dict[tuple[int, int], _Why] = {}  # with explain only
-        self.answers: dict[tuple[tuple[str, ...], str], list[int]] = {}  # (scope, key) -> nodes
+        self.outputs: dict[tuple[str, ...], list[int]] = {}  # module -> its output nodes
         self.refs: list[_Ref] = []
         self.scans = Scans()  # the current module's templates (shared with the walk's checks)
 
@@ -119,15 +124,55 @@ class Dependencies:
         if found is None:
             found = self.ids[name] = len(self.names)
             self.names.append(name)
-            self.out.append([])
+            self.declared.append(0)
         return found
 
     def node(self, name: str, module: tuple[str, ...]) -> str:
-        self.members.setdefault(module, []).append(self._id(name))
+        """Declare the node ``name`` of ``module`` (a name only referred to is no declaration)."""
+        n = self._id(name)
+        self.declared[n] = 1
+        self.members.setdefault(module, []).append(n)
         return name
 
-    def answer(self, scope: tuple[str, ...], key: str, node: str) -> None:
-        self.answers.setdefault((scope, key), []).append(self._id(node))
+    def is_declared(self, name: str) -> bool:
+        n = self.ids.get(name)
+        return n is not None and self.declared[n] == 1
+
+    def output(self, module: tuple[str, ...], node: str) -> None:
+        """``node`` is an output of ``module``: a reference to the whole module reads it too."""
+        self.outputs.setdefault(module, []).append(self._id(node))
+
+    def named(self, scope: tuple[str, ...], key: str) -> tuple[str, ...]:
+        """The names of the nodes a reference to ``key`` (not ``module.*``) made in module
+        ``scope`` depends on (``ReferenceMap``): each node's name says what it answers. ``var.x``
+        is the variable and its validation node. A name nothing declares is a node without
+        edges of its own, which no cycle can pass through (an undeclared object is no edge)."""
+        if key.startswith("var."):
+            name = key[4:]
+            own = prefixed(scope, self.dialect.word("graph_module_variable", name=name)) if scope else key
+            return own, prefixed(scope, f"{key} (validation)")
+        if key.startswith("local."):
+            return (prefixed(scope, f"{key} (expand)"),)
+        return (prefixed(scope, key),)
+
+    def called(self, scope: tuple[str, ...], key: str, fallback: str) -> list[int]:
+        """The nodes a reference to ``module.c.o`` or ``module.c`` made in module ``scope``
+        depends on, once the called module is in: the output, else (``fallback``) the call's
+        close node and every output node; none when there is no such call."""
+        ids = self.ids
+        if fallback:
+            call, _, name = key[7:].partition(".")
+            found = ids.get(prefixed((*scope, call), f"output.{name} (expand)"))
+            if found is not None:
+                return [found]
+            key = fallback
+        child = (*scope, key[7:])
+        close = ids.get(f"{module_address(child)} (close)")
+        return [] if close is None else [close, *self.outputs.get(child, ())]
+
+    def attr(self, node: str, scope: tuple[str, ...], attr: Attribute, bound: frozenset[str]) -> None:
+        """The references of an attribute's expression (its range is read only when explaining)."""
+        self.value(node, scope, attr.value, attr.expr.range if self.explain else None, bound)
 
     def edge(self, source: str, target: str, why: str, *names: str, rng: Range | None = None) -> None:
         """``source`` depends on ``target``; ``why`` is the reason's wording (``str.format`` of
@@ -137,7 +182,8 @@ class Dependencies:
     def link(self, s: int, t: int, why: str, names: tuple[str, ...], rng: Range | None) -> None:
         if s == t:
             return
-        self.out[s].append(t)
+        self.edge_from.append(s)
+        self.edge_to.append(t)
         if self.explain and (s, t) not in self.whys:
             self.whys[s, t] = _Why(why.format(*names), rng)
 
@@ -179,9 +225,17 @@ class Dependencies:
     ) -> None:
         for ref in found:
             key = reference_key(ref)
-            if key is not None:
-                said = text[ref.start : ref.end] if self.explain else ""
+            if key is None:
+                continue
+            said = text[ref.start : ref.end] if self.explain else ""
+            if key[0].startswith("module."):
+                # The called module comes later (modules are added callers first).
                 self.refs.append(_Ref(self._id(node), scope, key[0], key[1], said, rng))
+                continue
+            where = f" ({_at(rng)})" if self.explain and rng is not None else ""
+            source = self._id(node)
+            for name in self.named(scope, key[0]):
+                self.link(source, self._id(name), "{0} refers to {1}{2}", (node, said, where), rng)
 
     def body(
         self, node: str, scope: tuple[str, ...], body: Body, bound: frozenset[str], skip: frozenset[str]
@@ -190,18 +244,20 @@ class Dependencies:
         for attr in body.attributes:
             if attr.name in skip:
                 continue
+            rng = attr.expr.range if self.explain else None
             if attr.name == "depends_on":
-                self.sources(node, scope, attr.value, attr.expr.range)
+                self.sources(node, scope, attr.value, rng)
             elif attr.name == "lifecycle" and isinstance(attr.value, dict):
-                self.lifecycle(node, scope, attr.value, attr.expr.range, bound)
+                self.lifecycle(node, scope, attr.value, rng, bound)
             elif attr.name == "provisioner":
-                self.value(node, scope, _without_destroy_provisioners(attr.value), attr.expr.range, bound)
+                self.value(node, scope, _without_destroy_provisioners(attr.value), rng, bound)
             else:
-                self.value(node, scope, attr.value, attr.expr.range, bound)
+                self.value(node, scope, attr.value, rng, bound)
         for block in body.blocks:
             if block.type == "lifecycle":
                 for attr in block.body.attributes:
-                    self.lifecycle(node, scope, {attr.name: attr.value}, attr.expr.range, bound)
+                    rng = attr.expr.range if self.explain else None
+                    self.lifecycle(node, scope, {attr.name: attr.value}, rng, bound)
                 for nested in block.body.blocks:
                     if nested.type != "action_trigger":
                         self.body(node, scope, nested.body, bound, frozenset())
@@ -232,12 +288,10 @@ class Dependencies:
                 self.value(node, scope, item, rng, bound)
 
     def resolve(self) -> None:
+        """Turn the references to called modules into edges, once every module is in."""
         for ref in self.refs:
-            targets = self.answers.get((ref.scope, ref.key))
-            if targets is None and ref.fallback:
-                targets = self.answers.get((ref.scope, ref.fallback))
             where = f" ({_at(ref.range)})" if self.explain and ref.range is not None else ""
-            for target in targets or ():
+            for target in self.called(ref.scope, ref.key, ref.fallback):
                 self.link(
                     ref.node,
                     target,
@@ -245,34 +299,54 @@ class Dependencies:
                     (self.names[ref.node], ref.text, where),
                     ref.range,
                 )
+        self.refs = []
+
+    def _adjacency(self) -> tuple[array[int], array[int]]:
+        """The edges grouped by source: node n depends on ``targets[start[n]:start[n + 1]]``."""
+        n = len(self.names)
+        start = array("i", bytes(4 * (n + 1)))
+        for source in self.edge_from:
+            start[source + 1] += 1
+        for k in range(n):
+            start[k + 1] += start[k]
+        fill = array("i", start)
+        targets = array("i", bytes(4 * len(self.edge_to)))
+        for source, target in zip(self.edge_from, self.edge_to, strict=True):
+            targets[fill[source]] = target
+            fill[source] += 1
+        return start, targets
 
     def has_cycle(self, only: set[int] | None = None) -> bool:
         """Whether some node (of ``only``, when given) depends on itself: Kahn's algorithm leaves
         nodes unvisited."""
-        nodes = range(len(self.out)) if only is None else only
-        pending = dict.fromkeys(nodes, 0)
-        for n in nodes:
-            for t in self.out[n]:
-                if t in pending:
+        start, targets = self._adjacency()
+        n = len(self.names)
+        inside = (lambda _: True) if only is None else only.__contains__
+        pending = array("i", bytes(4 * n))  # each node's dependents not yet visited
+        for node in range(n) if only is None else only:
+            for t in targets[start[node] : start[node + 1]]:
+                if inside(t):
                     pending[t] += 1
-        ready = [n for n, count in pending.items() if count == 0]
+        ready = [node for node in (range(n) if only is None else only) if pending[node] == 0]
         seen = 0
         while ready:
-            n = ready.pop()
+            node = ready.pop()
             seen += 1
-            for t in self.out[n]:
-                if t in pending:
+            for t in targets[start[node] : start[node + 1]]:
+                if inside(t):
                     pending[t] -= 1
                     if pending[t] == 0:
                         ready.append(t)
-        return seen < len(pending)
+        return seen < (n if only is None else len(only))
 
     def reachable(self, starts: list[int]) -> set[int]:
         """``starts`` and every node they depend on, directly or not."""
+        start, targets = self._adjacency()
         seen = set(starts)
         stack = list(starts)
         while stack:
-            for t in self.out[stack.pop()]:
+            n = stack.pop()
+            for t in targets[start[n] : start[n + 1]]:
                 if t not in seen:
                     seen.add(t)
                     stack.append(t)
@@ -282,13 +356,12 @@ class Dependencies:
         """The graph (of ``only``, when given) by node name, each edge with its reason (explaining
         only)."""
         g = nx.DiGraph()
-        for s, targets in enumerate(self.out):
-            if only is not None and s not in only:
-                continue
-            g.add_node(self.names[s])
-            for t in targets:
-                if only is None or t in only:
-                    g.add_edge(self.names[s], self.names[t], why=self.whys[s, t])
+        for n, name in enumerate(self.names):
+            if only is None or n in only:
+                g.add_node(name)
+        for s, t in zip(self.edge_from, self.edge_to, strict=True):
+            if only is None or (s in only and t in only):
+                g.add_edge(self.names[s], self.names[t], why=self.whys[s, t])
         return g
 
 
@@ -375,14 +448,13 @@ def init_cycles(path: tuple[str, ...], module: Module, *, explain: bool = False)
     for block in module.blocks_of("locals"):
         for attr in block.body.peek().attributes:
             local = deps.node(prefixed(path, f"local.{attr.name} (expand)"), path)
-            deps.answer(path, f"local.{attr.name}", local)
-            deps.value(local, path, attr.value, attr.expr.range, frozenset())
+            deps.attr(local, path, attr, frozenset())
     for name, body in _calls(module):
         install = deps.node(module_address((*path, name)), path)
         installs.append(deps.ids[install])
         for attr in body.attributes:
             if attr.name not in _CALL_META:
-                deps.value(install, path, attr.value, attr.expr.range, frozenset())
+                deps.attr(install, path, attr, frozenset())
     deps.resolve()
     kept = deps.reachable(installs)
     if not deps.has_cycle(kept):

@@ -462,8 +462,14 @@ class _Checker:
     # -- what each block type evaluates ------------------------------------------------------
     def run(self) -> Diagnostics:
         for block in self.node.module.blocks:
-            if block.type in _SKIPPED_BLOCKS:
-                continue
+            self.block(block)
+        return self.diags
+
+    def block(self, block: Block, scans: Scans | None = None) -> None:
+        """Check one top-level block; ``scans``: its templates as another check scanned them."""
+        if scans is not None:
+            self.scans = scans
+        if block.type not in _SKIPPED_BLOCKS:
             # Each top-level body is read once here: a body from the module cache is decoded for
             # this block only, not left decoded for the rest of the build (model.Body.peek).
             body = block.body.peek()
@@ -485,7 +491,6 @@ class _Checker:
                         self.resource_like(nested.body)
                     else:
                         self.body_unit(nested.body, frozenset())
-        return self.diags
 
     def nested(self, body: Body, bound: frozenset[str]) -> None:
         for nested in body.blocks:
@@ -813,12 +818,20 @@ class ReferenceChecks:
         # OpenTofu's table where object references are checked too (the conformance contract's).
         self.functions = function_table(dialect, release or NEWEST) if self.objects else None
 
-    def module(self, node: ModuleNode, scans: Scans | None = None) -> None:
-        """Check one module; ``scans``: its templates as another check scanned them already."""
-        checker = _Checker(node, self.graph, objects=self.objects, functions=self.functions, scans=scans)
-        self.diags.extend(checker.run())
-        self.diags.extend(_call_arguments(node, self.graph))
-        self.diags.extend(self.inputs.check(node))
+    def open(self, node: ModuleNode) -> _Checker:
+        """The checks of one module, made block by block (``_Checker.block``), then ``close``."""
+        return _Checker(node, self.graph, objects=self.objects, functions=self.functions)
+
+    def close(self, checker: _Checker) -> None:
+        self.diags.extend(checker.diags)
+        self.diags.extend(_call_arguments(checker.node, self.graph))
+        self.diags.extend(self.inputs.check(checker.node))
+
+    def module(self, node: ModuleNode) -> None:
+        """Check one module."""
+        checker = self.open(node)
+        checker.run()
+        self.close(checker)
 
 
 def check_references(
