@@ -38,6 +38,7 @@ from flatten.stages.inputs import check_module_inputs
 from flatten.stages.references_check import ReferenceChecks
 from flatten.syntax.references import Scans
 
+from .addresses import ConfigAddr
 from .runtime import check_provider_graph
 from .wiring import How, ProviderWiring, wire_providers
 
@@ -117,6 +118,7 @@ def check_wiring(
 def _provider_uses(wiring: ProviderWiring) -> ProviderUses:
     """Each resource's provider configuration, as the graph's nodes name them, module by module."""
     modules = {m.path: m for m in wiring.modules}
+    names: dict[ConfigAddr, str] = {}  # each configuration's node name, written once
 
     def uses(path: tuple[str, ...]) -> Iterator[ProviderUse]:
         module = modules.get(path)
@@ -128,6 +130,9 @@ def _provider_uses(wiring: ProviderWiring) -> ProviderUses:
                 (b for b in resource.binding.chain() if b.how not in (How.PASSED, How.INHERITED)), None
             )
             key = owner.key if owner is not None and owner.how is How.OWN else ""
-            yield ProviderUse(resource.address, str(config), config.module, key)
+            name = names.get(config)
+            if name is None:
+                name = names[config] = str(config)
+            yield ProviderUse(resource.address, name, config.module, key)
 
     return uses

@@ -219,10 +219,10 @@ def _membership(b: Dependencies, graph: ModuleGraph) -> None:
             continue
         address = node.address
         expand, close = f"{address} (expand)", f"{address} (close)"
-        e, c = b.ids[expand], b.ids[close]
+        e, c = b.number(expand), b.number(close)
         for member in b.members.get(path, ()):
             if member != e and member != c:
-                name = b.names[member]
+                name = b.names[member] if b.explain else ""
                 b.link(member, e, "{0} waits for {1} to be expanded", (name, address), None)
                 b.link(c, member, "{0} waits for everything in {1}", (close, address), None)
         b.edge(close, expand, "{0} waits for everything in {1}", close, address)

@@ -106,8 +106,13 @@ class Dependencies:
             release, "variable_validation_nodes"
         )
         self.explain = explain
-        self.ids: dict[str, int] = {}
-        self.names: list[str] = []
+        # Each node's number by its name; checking for a cycle, by the name's hash instead, which
+        # keeps no name: two names with one hash would be one node, which can only add paths, so
+        # a graph found without a cycle has none, and one found with a cycle is built again by
+        # name (``explain``) before anything is reported.
+        self.ids: dict[str | int, int] = {}
+        self.names: list[str] = []  # explaining only
+        self.count = 0
         self.declared = bytearray()  # 1 for a node some block declares (node()), by number
         # The edges, source and target by number (two flat arrays: a large tree has tens of
         # thousands; ``_adjacency`` groups them by source when the graph is complete).
@@ -119,13 +124,26 @@ class Dependencies:
         self.refs: list[_Ref] = []
         self.scans = Scans()  # the current module's templates (shared with the walk's checks)
 
+    def _key(self, name: str) -> str | int:
+        return name if self.explain else hash(name)
+
     def _id(self, name: str) -> int:
-        found = self.ids.get(name)
+        key = self._key(name)
+        found = self.ids.get(key)
         if found is None:
-            found = self.ids[name] = len(self.names)
-            self.names.append(name)
+            found = self.ids[key] = self.count
+            self.count += 1
             self.declared.append(0)
+            if self.explain:
+                self.names.append(name)
         return found
+
+    def _find(self, name: str) -> int | None:
+        return self.ids.get(self._key(name))
+
+    def number(self, name: str) -> int:
+        """The number of the node ``name`` (a new one when nothing has named it yet)."""
+        return self._id(name)
 
     def node(self, name: str, module: tuple[str, ...]) -> str:
         """Declare the node ``name`` of ``module`` (a name only referred to is no declaration)."""
@@ -135,7 +153,7 @@ class Dependencies:
         return name
 
     def is_declared(self, name: str) -> bool:
-        n = self.ids.get(name)
+        n = self._find(name)
         return n is not None and self.declared[n] == 1
 
     def output(self, module: tuple[str, ...], node: str) -> None:
@@ -159,15 +177,14 @@ class Dependencies:
         """The nodes a reference to ``module.c.o`` or ``module.c`` made in module ``scope``
         depends on, once the called module is in: the output, else (``fallback``) the call's
         close node and every output node; none when there is no such call."""
-        ids = self.ids
         if fallback:
             call, _, name = key[7:].partition(".")
-            found = ids.get(prefixed((*scope, call), f"output.{name} (expand)"))
+            found = self._find(prefixed((*scope, call), f"output.{name} (expand)"))
             if found is not None:
                 return [found]
             key = fallback
         child = (*scope, key[7:])
-        close = ids.get(f"{module_address(child)} (close)")
+        close = self._find(f"{module_address(child)} (close)")
         return [] if close is None else [close, *self.outputs.get(child, ())]
 
     def attr(self, node: str, scope: tuple[str, ...], attr: Attribute, bound: frozenset[str]) -> None:
@@ -296,14 +313,14 @@ class Dependencies:
                     ref.node,
                     target,
                     "{0} refers to {1}{2}",
-                    (self.names[ref.node], ref.text, where),
+                    (self.names[ref.node] if self.explain else "", ref.text, where),
                     ref.range,
                 )
         self.refs = []
 
     def _adjacency(self) -> tuple[array[int], array[int]]:
         """The edges grouped by source: node n depends on ``targets[start[n]:start[n + 1]]``."""
-        n = len(self.names)
+        n = self.count
         start = array("i", bytes(4 * (n + 1)))
         for source in self.edge_from:
             start[source + 1] += 1
@@ -320,7 +337,7 @@ class Dependencies:
         """Whether some node (of ``only``, when given) depends on itself: Kahn's algorithm leaves
         nodes unvisited."""
         start, targets = self._adjacency()
-        n = len(self.names)
+        n = self.count
         inside = (lambda _: True) if only is None else only.__contains__
         pending = array("i", bytes(4 * n))  # each node's dependents not yet visited
         for node in range(n) if only is None else only:
@@ -451,7 +468,7 @@ def init_cycles(path: tuple[str, ...], module: Module, *, explain: bool = False)
             deps.attr(local, path, attr, frozenset())
     for name, body in _calls(module):
         install = deps.node(module_address((*path, name)), path)
-        installs.append(deps.ids[install])
+        installs.append(deps.number(install))
         for attr in body.attributes:
             if attr.name not in _CALL_META:
                 deps.attr(install, path, attr, frozenset())
