@@ -44,6 +44,11 @@ from .wiring import How, ProviderWiring, wire_providers
 
 __all__ = ["check_wiring"]
 
+# How many template scans a module's checks keep for each other (syntax.references ``Scans``):
+# a block's, and the blocks' before it that repeat the same expressions; a bound, so that a
+# module of one 10 MB file is not held scanned whole (docs/reliability.md, "Memory").
+_SCANS_KEPT = 64
+
 
 def check_wiring(
     graph: ModuleGraph, load_diags: Diagnostics, *, options: Options
@@ -102,8 +107,8 @@ def check_wiring(
         walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
         for node in graph.walk():
             nodes, checker = cycles.open(node), walk.open(node)
+            scans = Scans(limit=_SCANS_KEPT)
             for block in node.module.blocks:
-                scans = Scans()  # one block's templates: read by both, then dropped
                 if nodes is not None:
                     nodes.block(block, scans)
                 checker.block(block, scans)

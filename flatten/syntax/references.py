@@ -436,15 +436,19 @@ class Scans:
     """Each template of one module scanned once for every check that reads it.
 
     The graph's cycle check and the validate walk's reference checks read the same expressions
-    of a module one after the other (providers/checks.py); each asks here, and the second gets
-    the first one's scan. One instance per module, dropped after it: it holds that module's
-    scans only. An unreadable template raises ``ExpressionError`` each time it is asked for.
+    of a module, block by block (providers/checks.py); each asks here, and the second gets the
+    first one's scan, as does a later block with the same text (a module's resources often repeat
+    their expressions). One instance per module, dropped after it, and with a ``limit`` it keeps
+    only that many scans, so that a module of one large file is not held scanned whole. An
+    unreadable template raises ``ExpressionError`` each time it is asked for.
     """
 
-    __slots__ = ("_done",)
+    __slots__ = ("_done", "_limit")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 0) -> None:
+        """``limit``: how many scans to keep at most, the oldest dropped first (0: all)."""
         self._done: dict[tuple[str, frozenset[str]], tuple[list[Reference], list[Call]] | None] = {}
+        self._limit = limit
 
     def calls(self, text: str, bound: frozenset[str] = frozenset()) -> tuple[list[Reference], list[Call]]:
         """``template_calls(text, bound=bound)``."""
@@ -459,6 +463,8 @@ class Scans:
             except ExpressionError:
                 found = None
             self._done[key] = found
+            if self._limit and len(self._done) > self._limit:
+                del self._done[next(iter(self._done))]
         if found is None:
             raise ExpressionError("unreadable template", 0)
         return found

@@ -56,3 +56,19 @@ def test_an_unreadable_template_is_an_error_every_time() -> None:
     for _ in range(2):
         with pytest.raises(ExpressionError):
             scans.calls("${var.a")
+
+
+def test_a_limit_keeps_the_newest_scans_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    real = references.template_calls
+
+    def counting(text: str, *, bound: frozenset[str] = frozenset()) -> object:
+        asked.append(text)
+        return real(text, bound=bound)
+
+    monkeypatch.setattr(references, "template_calls", counting)
+    scans = Scans(limit=2)
+    for text in ["${var.a}", "${var.b}", "${var.c}", "${var.c}", "${var.b}", "${var.a}"]:
+        scans.calls(text)
+    # var.a was dropped when var.c came (the oldest first); var.b and var.c were still kept.
+    assert asked == ["${var.a}", "${var.b}", "${var.c}", "${var.a}"]
