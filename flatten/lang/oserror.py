@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 from flatten.lang.diagnostics import Code, Diagnostic, Extra
 
-__all__ = ["describe_os_error", "os_error_diagnostic"]
+__all__ = ["Refused", "describe_os_error", "os_error_diagnostic"]
 
 #: errno -> (what happened, in plain words; what the user can do about it). ``{path}`` is the
 #: path the error names.
@@ -103,6 +103,32 @@ _WORDS = MappingProxyType(
 )
 
 
+class Refused(OSError):
+    """A file operation flatten's gate (``flatten/gate.py``) declined: a device, FIFO or socket
+    where a file was expected, a symlink leading where its rule does not allow, a file over its
+    size budget, the build's deadline passed, or a directory flatten did not mark as its own.
+
+    Data, not wording to parse: ``reason`` is one of :data:`REASONS`; ``what`` and ``todo`` are
+    the two halves :func:`describe_os_error` words every error with. An ``OSError`` (with the
+    errno nearest in meaning), so a caller that already turns ``OSError`` into a diagnostic turns
+    this one too, and never with ``[Errno N]``.
+    """
+
+    REASONS = frozenset(
+        {"special", "symlink", "outside", "too-large", "deadline", "not-owned", "not-directory"}
+    )
+
+    def __init__(self, code: int, reason: str, path: str, what: str, todo: str) -> None:
+        super().__init__(code, what, path)
+        assert reason in self.REASONS, reason
+        self.reason = reason
+        self.what = what
+        self.todo = todo
+
+    def __reduce__(self) -> tuple[object, ...]:  # crosses process boundaries (prefetch, fan-out)
+        return (Refused, (self.errno, self.reason, self.filename, self.what, self.todo))
+
+
 def describe_os_error(exc: OSError, *, doing: str, path: str | os.PathLike[str] | None = None) -> str:
     """Return a sentence and an instruction for ``exc``: ``flatten could not {doing}: {what}
     ({path}). {what to do}``.
@@ -113,7 +139,10 @@ def describe_os_error(exc: OSError, *, doing: str, path: str | os.PathLike[str] 
     named = path if path is not None else exc.filename
     where = os.fspath(named) if named is not None else ""
     code = exc.errno if exc.errno is not None else -1
-    what, todo = _WORDS.get(code, (_plain(exc), "Check the path and run again."))
+    if isinstance(exc, Refused):
+        what, todo = exc.what, exc.todo
+    else:
+        what, todo = _WORDS.get(code, (_plain(exc), "Check the path and run again."))
     subject = f" ({where})" if where else ""
     return f"flatten could not {doing}: {what}{subject}. {todo.format(path=where or 'it')}"
 
@@ -129,7 +158,7 @@ def os_error_diagnostic(
 ) -> Diagnostic:
     """Return ``exc`` as an error diagnostic: ``summary`` (Terraform's, where it has one), and the
     detail of :func:`describe_os_error`. ``extra`` carries the errno's name for later stages."""
-    name = errno.errorcode.get(exc.errno or -1, "")
+    name = exc.reason if isinstance(exc, Refused) else errno.errorcode.get(exc.errno or -1, "")
     return Diagnostic.error(
         summary, describe_os_error(exc, doing=doing, path=path), extra=Extra(Code.OS_ERROR, subject=name)
     )

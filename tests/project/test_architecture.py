@@ -4,8 +4,9 @@ Read from the source with ``ast``, so a rule holds for code no test happens to r
 
 * no import cycle among flatten's modules, counting imports inside functions (only imports under
   ``if TYPE_CHECKING:`` are left out, as they never run);
-* the layers: ``lang`` imports only ``lang``; ``syntax`` only ``lang`` and ``syntax``; ``stages``
-  only ``lang``, ``syntax``, ``stages``, ``sources`` and ``providers``; nothing but ``shell``,
+* the layers: ``lang`` imports only ``lang``; ``gate`` (the file system's one door) only
+  ``lang``; ``syntax`` only ``lang`` and ``syntax``; ``stages`` only ``lang``, ``gate``,
+  ``syntax``, ``stages``, ``sources`` and ``providers``; nothing but ``shell``,
   ``cli.py`` and ``__main__.py`` imports ``flatten.shell`` (here every import counts, type-only
   ones too: a type from a higher layer is a dependency on it);
 * no mutable module-level state outside ``flatten/shell/``: no module (or class body) binds a
@@ -214,8 +215,9 @@ def _layer(name: str) -> str:
 # rule on flatten.shell below.
 MAY_IMPORT = {
     "lang": frozenset({"lang"}),
+    "gate": frozenset({"lang", "gate"}),
     "syntax": frozenset({"lang", "syntax"}),
-    "stages": frozenset({"lang", "syntax", "stages", "sources", "providers"}),
+    "stages": frozenset({"lang", "gate", "syntax", "stages", "sources", "providers"}),
 }
 # The only importers of flatten.shell: the shell itself and the process entry points.
 SHELL_USERS = frozenset({"shell", "cli", "__main__"})

@@ -1,0 +1,572 @@
+"""The one door to the file system: every read, listing, write, rename and delete flatten makes.
+
+Issue 38: each feature had opened its own path to the disk, and each decided for itself about
+symlinks, devices and sizes, so a committed symlink, a FIFO or ``/dev/zero`` broke a different
+one each time. Here those choices are made once (docs/reliability.md, "The gate"):
+
+* **Reads** (:func:`read_bytes`, :func:`read_text`, :func:`open_read`) open with ``O_NONBLOCK``
+  (a FIFO never blocks the open) and ``fstat`` the descriptor before reading a byte: anything but a
+  regular file is refused, and so is a file over the caller's size budget; the build's
+  ``deadline`` is checked before the open and between chunks. A symlink is followed only where a
+  documented rule allows it: ``within`` names the directories its target must lie in (ROOT and
+  the module's own directory for configuration, variables and ignore files: what a pull request
+  commits never reaches the runner's home), ``follow=False`` refuses a symlink outright (the cache,
+  OUT), and neither is the user's own choice on the command line (``--var-file``).
+* **Writes, renames and deletes** happen inside a :class:`Dir`, a directory opened from a base
+  the user chose (``FLATTEN_CACHE_DIR``, ``--out``'s parent) and reached below it one component
+  at a time with ``O_NOFOLLOW | O_DIRECTORY``; every call names its file relative to that
+  descriptor (``dir_fd=``), so a symlink anywhere under the base cannot redirect it. A tree is
+  removed with ``shutil.rmtree(dir_fd=)``, which walks by descriptors and never follows a link,
+  and only when its owner's ``owned`` check (flatten's mark) says it is flatten's.
+* **Owned roots** (:func:`open_owned_root`): a directory flatten made and stamped, the only kind
+  in which anything is ever deleted by a sweep (the cache: ``CACHEDIR.TAG`` with flatten's line).
+
+Errors are data: a refusal is :class:`flatten.lang.oserror.Refused` (an ``OSError`` with a
+``reason``), and every ``OSError`` reaches a user through ``lang/oserror.py``'s words, never as
+``[Errno N]``. Nothing here keeps state between calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Literal
+
+from flatten.lang.oserror import Refused
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+__all__ = [
+    "CONFIG_LIMIT",
+    "STAMP_NAME",
+    "Dir",
+    "DirEntry",
+    "Kind",
+    "Refused",
+    "check_deadline",
+    "kind_of",
+    "list_dir",
+    "open_dir",
+    "open_owned_root",
+    "open_read",
+    "path_of",
+    "read_bytes",
+    "read_text",
+    "remove_owned",
+    "within",
+    "write_atomic",
+]
+
+#: The size budget of one file flatten reads whole: configuration, variables, ignore files,
+#: ``modules.json``, cache entries. Far above any configuration file Terraform users write (the
+#: memory benchmarks use 20 MB ones) and far below what exhausts memory (docs/reliability.md).
+CONFIG_LIMIT = 256 << 20
+
+Kind = Literal["file", "dir", "link", "other", "missing"]
+_CHUNK = 1 << 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+def _kind(mode: int) -> Kind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "other"
+
+
+def _special(path: str, mode: int) -> Refused:
+    what = {
+        stat.S_IFIFO: "a FIFO (named pipe)",
+        stat.S_IFCHR: "a character device",
+        stat.S_IFBLK: "a block device",
+        stat.S_IFSOCK: "a socket",
+        stat.S_IFDIR: "a directory",
+    }.get(stat.S_IFMT(mode), "not a regular file")
+    return Refused(
+        errno.EINVAL if not stat.S_ISDIR(mode) else errno.EISDIR,
+        "special",
+        path,
+        f"it is {what}, not a regular file (flatten reads only regular files, so that reading "
+        "never blocks or runs without end)",
+        "Replace it by a regular file, or remove it.",
+    )
+
+
+def _outside(path: str) -> Refused:
+    return Refused(
+        errno.EPERM,
+        "outside",
+        path,
+        "it is a symbolic link leading outside the directories flatten reads this kind of file from "
+        "(the root module's and the module's own directory), so it was not read",
+        "Replace the link by the file itself, or name the file on the command line.",
+    )
+
+
+def _symlink(path: str) -> Refused:
+    return Refused(
+        errno.ELOOP,
+        "symlink",
+        path,
+        "it is a symbolic link where flatten follows none (in its cache and output directories a "
+        "link could redirect a read, write or delete elsewhere)",
+        "Remove the link; flatten makes what it needs there itself.",
+    )
+
+
+def _too_large(path: str, limit: int) -> Refused:
+    return Refused(
+        errno.EFBIG,
+        "too-large",
+        path,
+        f"it is larger than the {limit:,} bytes flatten reads of one such file",
+        "Check that the file is what you meant to use; split it if it really is this large.",
+    )
+
+
+def check_deadline(deadline: float | None, path: str | os.PathLike[str] = "") -> None:
+    """Raise :class:`Refused` when ``deadline`` (a ``time.monotonic()`` value) has passed."""
+    if deadline is not None and time.monotonic() > deadline:
+        raise Refused(
+            errno.ETIMEDOUT,
+            "deadline",
+            os.fspath(path),
+            "the build's time limit passed while reading it",
+            "Check that the file is on a responsive file system, or raise the time limit.",
+        )
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def within(path: str | os.PathLike[str], directories: Sequence[str | os.PathLike[str]]) -> bool:
+    """Return whether ``path``, symlinks resolved, lies in one of ``directories`` (resolved too)."""
+    real = os.path.realpath(path)
+    return any(_inside(real, os.path.realpath(d)) for d in directories)
+
+
+def _open_regular(
+    path: str | os.PathLike[str],
+    *,
+    limit: int,
+    deadline: float | None,
+    inside: Sequence[str | os.PathLike[str]] | None,
+    follow: bool,
+    dir_fd: int | None = None,
+) -> tuple[int, os.stat_result]:
+    """Open a regular file for reading without blocking: the descriptor and its ``fstat``."""
+    shown = os.fspath(path)
+    check_deadline(deadline, shown)
+    target = shown
+    flags = os.O_RDONLY | _NONBLOCK | _CLOEXEC
+    if inside is not None and dir_fd is None:
+        # Resolved once and opened without following: the target checked is the target read.
+        target = os.path.realpath(shown)
+        if not any(_inside(target, os.path.realpath(d)) for d in inside):
+            raise _outside(shown)
+        flags |= _NOFOLLOW
+    elif not follow:
+        flags |= _NOFOLLOW
+    try:
+        fd = os.open(target, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow and kind_of(target, dir_fd=dir_fd) == "link":
+            raise _symlink(shown) from None
+        exc.filename = shown
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _special(shown, st.st_mode)
+        if st.st_size > limit:
+            raise _too_large(shown, limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_bytes(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = CONFIG_LIMIT,
+    deadline: float | None = None,
+    inside: Sequence[str | os.PathLike[str]] | None = None,
+    follow: bool = True,
+    dir_fd: int | None = None,
+) -> bytes:
+    """Return a regular file's bytes, at most ``limit`` of them (more is :class:`Refused`).
+
+    ``inside``: the directories the file (symlinks resolved) must lie in, else it is refused
+    unread. ``follow=False``: a symlink as the last component is refused. ``dir_fd``: ``path`` is
+    relative to that open directory (then ``inside`` is not consulted: the directory is trusted).
+    """
+    fd, _ = _open_regular(path, limit=limit, deadline=deadline, inside=inside, follow=follow, dir_fd=dir_fd)
+    try:
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            check_deadline(deadline, path)
+            chunk = os.read(fd, min(_CHUNK, limit + 1 - size) or 1)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:  # grew after the fstat
+                raise _too_large(os.fspath(path), limit)
+            parts.append(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    *,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+    limit: int = CONFIG_LIMIT,
+    deadline: float | None = None,
+    inside: Sequence[str | os.PathLike[str]] | None = None,
+    follow: bool = True,
+    dir_fd: int | None = None,
+) -> str:
+    """:func:`read_bytes`, decoded (``UnicodeDecodeError`` as ``bytes.decode`` raises it)."""
+    data = read_bytes(path, limit=limit, deadline=deadline, inside=inside, follow=follow, dir_fd=dir_fd)
+    return data.decode(encoding, errors)
+
+
+class _Bounded(io.RawIOBase):
+    """A descriptor read at most ``limit`` bytes far, the deadline checked on every read."""
+
+    def __init__(self, fd: int, path: str, limit: int, deadline: float | None) -> None:
+        self._fd, self._path, self._left, self._limit, self._deadline = fd, path, limit, limit, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, buffer: Buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        check_deadline(self._deadline, self._path)
+        data = os.read(self._fd, min(len(view), self._left + 1))
+        if len(data) > self._left:
+            raise _too_large(self._path, self._limit)
+        self._left -= len(data)
+        view[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+@contextlib.contextmanager
+def open_read(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = CONFIG_LIMIT,
+    deadline: float | None = None,
+    inside: Sequence[str | os.PathLike[str]] | None = None,
+    follow: bool = True,
+    dir_fd: int | None = None,
+) -> Iterator[BinaryIO]:
+    """A regular file opened for streaming (hashing, comparing, copying), under the same rules as
+    :func:`read_bytes`: reading past ``limit`` bytes raises :class:`Refused`."""
+    fd, _ = _open_regular(path, limit=limit, deadline=deadline, inside=inside, follow=follow, dir_fd=dir_fd)
+    raw = _Bounded(fd, os.fspath(path), limit, deadline)
+    with io.BufferedReader(raw, _CHUNK) as f:
+        yield f
+
+
+def kind_of(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> Kind:
+    """What ``path`` is, its last component not followed (``missing`` when there is nothing or
+    it cannot be looked at)."""
+    try:
+        return _kind(os.lstat(path, dir_fd=dir_fd).st_mode)
+    except (OSError, ValueError):
+        return "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One entry of a listing: its name and what it is (a symlink is ``link``, never followed)."""
+
+    name: str
+    kind: Kind
+
+
+def list_dir(path: str | os.PathLike[str] | int, *, deadline: float | None = None) -> tuple[DirEntry, ...]:
+    """Return a directory's entries sorted by name (bytewise), without following any of them.
+
+    ``path`` may be an open directory's descriptor (a :class:`Dir`'s ``fd``).
+    """
+    check_deadline(deadline, "" if isinstance(path, int) else path)
+    found: list[DirEntry] = []
+    fd = os.dup(path) if isinstance(path, int) else None
+    try:
+        with os.scandir(fd if fd is not None else path) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        kind: Kind = "link"
+                    elif entry.is_dir(follow_symlinks=False):
+                        kind = "dir"
+                    elif entry.is_file(follow_symlinks=False):
+                        kind = "file"
+                    else:
+                        kind = "other"
+                except OSError:
+                    kind = "missing"
+                found.append(DirEntry(entry.name, kind))
+    finally:
+        if fd is not None:
+            os.close(fd)
+    found.sort(key=lambda e: e.name.encode("utf-8", "surrogateescape"))
+    return tuple(found)
+
+
+class Dir:
+    """An open directory reached without following a symlink below the base it was opened from;
+    every operation names its file relative to it (``dir_fd``). Close it (or use ``with``)."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd = fd
+        self.path = path  # for messages only: never used to reach the directory again
+
+    def __enter__(self) -> Dir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def join(self, name: str) -> str:
+        return os.path.join(self.path, name)
+
+    def sub(self, rel: str, *, create: bool = False, mode: int = 0o755) -> Dir:
+        """The directory ``rel`` below this one (``a/b``), each component without following."""
+        return _descend(self.fd, self.path, rel, create=create, mode=mode)
+
+    def list(self) -> tuple[DirEntry, ...]:
+        return list_dir(self.fd)
+
+    def kind(self, name: str) -> Kind:
+        return kind_of(name, dir_fd=self.fd)
+
+    def stat(self, name: str) -> os.stat_result:
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def read(self, name: str, *, limit: int = CONFIG_LIMIT, deadline: float | None = None) -> bytes:
+        """A regular file's bytes; a symlink, device or FIFO is :class:`Refused`."""
+        return read_bytes(name, limit=limit, deadline=deadline, follow=False, dir_fd=self.fd)
+
+    def write(self, name: str, data: bytes, *, mode: int = 0o644) -> None:
+        write_atomic(self, name, data, mode=mode)
+
+    def rename(self, src: str, dst: str, *, into: Dir | None = None) -> None:
+        """Rename ``src`` to ``dst`` (in ``into``, by default here), replacing what ``dst`` names
+        itself (a symlink there is replaced, never followed)."""
+        os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=(into or self).fd)
+
+    def unlink(self, name: str) -> bool:
+        """Remove a file or a symlink (the link itself); False when it was not there."""
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def touch(self, name: str, *, times: tuple[float, float] | None = None) -> None:
+        """Create ``name`` if missing (never through a symlink) and set its times (now by default)."""
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644, dir_fd=self.fd)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _special(self.join(name), os.fstat(fd).st_mode)
+            os.utime(fd, times)
+        finally:
+            os.close(fd)
+
+    def remove(self, name: str, *, owned: Callable[[Dir], bool] | None = None) -> bool:
+        return remove_owned(self, name, owned=owned)
+
+
+def _descend(base_fd: int, base_path: str, rel: str, *, create: bool, mode: int) -> Dir:
+    fd = os.dup(base_fd)
+    path = base_path
+    try:
+        for part in [p for p in rel.replace(os.sep, "/").split("/") if p not in ("", ".")]:
+            if part == "..":
+                raise Refused(
+                    errno.EPERM,
+                    "outside",
+                    os.path.join(path, part),
+                    "the path leaves its base directory",
+                    "Name a path below it.",
+                )
+            path = os.path.join(path, part)
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, mode, dir_fd=fd)
+            try:
+                child = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR) and kind_of(part, dir_fd=fd) == "link":
+                    raise _symlink(path) from None
+                exc.filename = path
+                raise
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return Dir(fd, path)
+
+
+def open_dir(base: str | os.PathLike[str], rel: str = "", *, create: bool = False, mode: int = 0o755) -> Dir:
+    """Open ``base`` (the user's choice: followed if a symlink, made with its parents when
+    ``create``) and ``rel`` below it one component at a time without following a symlink."""
+    shown = os.fspath(base)
+    if create:
+        os.makedirs(shown, mode=mode, exist_ok=True)
+    try:
+        fd = os.open(shown, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    except OSError as exc:
+        exc.filename = shown
+        raise
+    try:
+        return _descend(fd, shown, rel, create=create, mode=mode)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(directory: Dir, name: str, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``name`` in ``directory``: a new temporary file renamed over it, so a reader sees the
+    old bytes or the new, and a symlink at ``name`` is replaced, never written through."""
+    tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=directory.fd)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=directory.fd)
+        raise
+
+
+def _not_owned(path: str) -> Refused:
+    return Refused(
+        errno.EPERM,
+        "not-owned",
+        path,
+        "it does not carry flatten's mark, so flatten did not make it and leaves it alone",
+        "Remove it yourself if it should go.",
+    )
+
+
+def remove_owned(directory: Dir, name: str, *, owned: Callable[[Dir], bool] | None = None) -> bool:
+    """Remove ``name`` from ``directory``: a file or symlink (the link, never its target), or a
+    directory tree by descriptors (``shutil.rmtree(dir_fd=)`` never follows a link inside).
+
+    A directory is removed only when ``owned`` (given it opened) says it carries its owner's mark;
+    otherwise :class:`Refused`. Returns False when ``name`` was already gone.
+    """
+    kind = directory.kind(name)
+    if kind == "missing":
+        return False
+    if kind != "dir":
+        return directory.unlink(name)
+    if owned is not None:
+        with directory.sub(name) as sub:
+            if not owned(sub):
+                raise _not_owned(directory.join(name))
+    errors: list[OSError] = []
+
+    def onerror(
+        _func: object, _path: object, exc_info: tuple[type[BaseException], BaseException, object]
+    ) -> None:
+        if isinstance(exc_info[1], OSError) and not isinstance(exc_info[1], FileNotFoundError):
+            errors.append(exc_info[1])
+
+    shutil.rmtree(name, dir_fd=directory.fd, onerror=onerror)
+    if errors:
+        raise errors[0]
+    return True
+
+
+#: The Cache Directory Tagging Specification's signature (https://bford.info/cachedir/): backup
+#: tools skip a directory holding it, and flatten deletes only in a directory whose tag it wrote.
+_CACHEDIR_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55\n"
+STAMP_NAME = "CACHEDIR.TAG"
+
+
+def open_owned_root(
+    base: str | os.PathLike[str], owner: str, *, create: bool, adopt: frozenset[str] = frozenset()
+) -> Dir | None:
+    """Open ``base`` as a directory flatten made and stamped for ``owner`` (a ``CACHEDIR.TAG``
+    whose second line names it). ``create``: make it and stamp it when it does not exist, is
+    empty, or holds real directories named in ``adopt`` and nothing else (what an earlier
+    version made before it stamped). Returns None for a directory that is not ``owner``'s (one
+    that holds anything else: a home directory or a checkout named by mistake), where nothing is
+    written or deleted.
+    """
+    stamp = f"{_CACHEDIR_SIGNATURE}# {owner}\n".encode()
+    shown = os.fspath(base)
+    try:
+        root = open_dir(shown, create=create, mode=0o700)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            found = root.read(STAMP_NAME, limit=4096)
+        except FileNotFoundError:
+            found = None
+        if found == stamp:
+            return root
+        others = [
+            e
+            for e in root.list()
+            if not e.name.startswith(f".{STAMP_NAME}.") and not (e.kind == "dir" and e.name in adopt)
+        ]
+        if found is None and create and not others:
+            root.write(STAMP_NAME, stamp)
+            return root
+    except OSError:
+        root.close()
+        raise
+    root.close()
+    return None
+
+
+def path_of(directory: Dir, name: str = "") -> Path:
+    """The path of ``name`` in ``directory``, for messages and for handing to a reader."""
+    return Path(directory.join(name) if name else directory.path)

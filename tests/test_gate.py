@@ -1,0 +1,181 @@
+"""flatten/gate.py, the one door to the file system (issue 38): real symlinks, FIFOs and devices."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flatten import gate
+from flatten.lang.oserror import Refused, describe_os_error
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def test_a_regular_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "a.tf").write_bytes(b"x" * 3_000_000)
+    assert gate.read_bytes(tmp_path / "a.tf") == b"x" * 3_000_000
+    assert gate.read_text(tmp_path / "a.tf", limit=3_000_000).startswith("xxx")
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = _fifo(tmp_path / "vars.tfvars")
+    done: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            gate.read_bytes(fifo)
+        except BaseException as exc:
+            done.append(exc)
+
+    worker = threading.Thread(target=read, daemon=True)
+    worker.start()
+    worker.join(5)
+    assert not worker.is_alive(), "reading a FIFO blocked"
+    assert isinstance(done[0], Refused) and done[0].reason == "special"
+    text = describe_os_error(done[0], doing="read the variables file", path=str(fifo))
+    assert "FIFO" in text and "[Errno" not in text
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null", "/dev/urandom"])
+def test_devices_and_links_to_them_are_refused(tmp_path: Path, device: str) -> None:
+    if not os.path.exists(device):
+        pytest.skip(f"no {device} here")
+    link = tmp_path / "zero.tf"
+    link.symlink_to(device)
+    for path in (Path(device), link):
+        with pytest.raises(Refused) as caught:
+            gate.read_bytes(path)
+        assert caught.value.reason == "special"
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(link, inside=[tmp_path])
+    assert caught.value.reason == "outside"
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(tmp_path)
+    assert caught.value.reason == "special"
+
+
+def test_the_size_budget(tmp_path: Path) -> None:
+    (tmp_path / "big").write_bytes(b"a" * 1001)
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(tmp_path / "big", limit=1000)
+    assert caught.value.reason == "too-large"
+    assert gate.read_bytes(tmp_path / "big", limit=1001) == b"a" * 1001
+    with gate.open_read(tmp_path / "big", limit=1001) as f:
+        assert f.read() == b"a" * 1001
+
+
+def test_the_deadline(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(b"a")
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(tmp_path / "a", deadline=time.monotonic() - 1)
+    assert caught.value.reason == "deadline"
+
+
+def test_symlinks_inside_and_outside(tmp_path: Path) -> None:
+    root, home = tmp_path / "root", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (home / "credentials.tfrc.json").write_text('{"token": "CANARY"}')
+    (root / "real.tfvars").write_text("a = 1")
+    (root / "inside.tfvars").symlink_to("real.tfvars")
+    (root / "terraform.tfvars.json").symlink_to(home / "credentials.tfrc.json")
+    assert gate.read_bytes(root / "inside.tfvars", inside=[root]) == b"a = 1"
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(root / "terraform.tfvars.json", inside=[root])
+    assert caught.value.reason == "outside" and "CANARY" not in str(caught.value)
+    with pytest.raises(Refused) as caught:
+        gate.read_bytes(root / "inside.tfvars", follow=False)
+    assert caught.value.reason == "symlink"
+
+
+def test_list_dir_never_follows(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a").write_text("")
+    (tmp_path / "c").symlink_to("b")
+    _fifo(tmp_path / "d")
+    assert [(e.name, e.kind) for e in gate.list_dir(tmp_path)] == [
+        ("a", "file"),
+        ("b", "dir"),
+        ("c", "link"),
+        ("d", "other"),
+    ]
+
+
+def test_writes_and_removes_never_pass_through_a_symlink(tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "thesis.tex").write_text("precious")
+    base = tmp_path / "cache"
+    base.mkdir()
+    (base / "v1").mkdir()
+    (base / "v1" / "packages").symlink_to(canary)
+    with pytest.raises(Refused) as caught:
+        gate.open_dir(base, "v1/packages/abc", create=True)
+    assert caught.value.reason == "symlink"
+    with gate.open_dir(base, "v1") as v1:
+        v1.write("packages", b"replaced")  # replaces the link itself
+        assert (base / "v1" / "packages").read_bytes() == b"replaced"
+        (base / "v1" / "packages").unlink()
+        (base / "v1" / "packages").symlink_to(canary)
+        assert v1.remove("packages") is True  # the link, never its target
+    assert (canary / "thesis.tex").read_text() == "precious"
+
+
+def test_remove_owned_needs_the_mark_and_never_follows_inside(tmp_path: Path) -> None:
+    canary = tmp_path / "canary"
+    canary.mkdir()
+    (canary / "keep").write_text("keep")
+    base = tmp_path / "base"
+    (base / "entry" / "sub").mkdir(parents=True)
+    (base / "entry" / "sub" / "link").symlink_to(canary)
+    (base / "entry" / "meta.json").write_text("{}")
+    (base / "other").mkdir()
+    with gate.open_dir(base) as d:
+        with pytest.raises(Refused) as caught:
+            d.remove("other", owned=lambda sub: sub.kind("meta.json") == "file")
+        assert caught.value.reason == "not-owned"
+        assert d.remove("entry", owned=lambda sub: sub.kind("meta.json") == "file")
+    assert not (base / "entry").exists() and (base / "other").is_dir()
+    assert (canary / "keep").read_text() == "keep"
+
+
+def test_owned_root_is_stamped_only_when_flatten_makes_it(tmp_path: Path) -> None:
+    fresh = gate.open_owned_root(tmp_path / "new", "flatten cache", create=True)
+    assert fresh is not None
+    fresh.close()
+    assert (
+        (tmp_path / "new" / "CACHEDIR.TAG")
+        .read_text()
+        .startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    )
+    again = gate.open_owned_root(tmp_path / "new", "flatten cache", create=False)
+    assert again is not None
+    again.close()
+    home = tmp_path / "home"
+    (home / "code").mkdir(parents=True)
+    (home / "thesis.tex").write_text("x")
+    assert gate.open_owned_root(home, "flatten cache", create=True, adopt=frozenset({"code"})) is None
+    assert not (home / "CACHEDIR.TAG").exists()
+    old = tmp_path / "old"
+    (old / "code").mkdir(parents=True)
+    adopted = gate.open_owned_root(old, "flatten cache", create=True, adopt=frozenset({"code"}))
+    assert adopted is not None
+    adopted.close()
+
+
+def test_refusals_cross_processes(tmp_path: Path) -> None:
+    import pickle
+
+    exc = Refused(1, "special", "p", "what", "todo")
+    back = pickle.loads(pickle.dumps(exc))
+    assert (back.reason, back.filename, back.what, back.todo) == ("special", "p", "what", "todo")
