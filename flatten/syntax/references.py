@@ -218,15 +218,25 @@ class _Scanner:
             names.append(m.group(0))
 
     # -- expressions ------------------------------------------------------------------------
-    def expression(self, i: int, limit: int, stop: str, in_object: bool = False) -> int:
+    def expression(
+        self, i: int, limit: int, stop: str, in_object: bool = False, for_body: bool = False
+    ) -> int:
         """Scan an expression from ``i`` up to the unmatched character in ``stop`` (returned, not consumed).
 
         An empty ``stop`` scans to ``limit``. With ``:`` in ``stop``, a ``:`` answering a ``?``
         belongs to the conditional. ``in_object`` marks an object constructor body (keys).
+        ``for_body`` marks what follows a ``for`` expression's ``:``, where ``if`` after a
+        complete operand starts the filter clause (below).
         """
         text = self.text
         pending = 0  # unanswered "?" of conditionals
         key_position = in_object
+        # Whether the last token ended an operand (a name, a number, a string, a closing
+        # bracket): an identifier there cannot start another operand, so in a ``for`` body it is
+        # the ``if`` keyword (hclsyntax parser.go ``finishParsingForExpr``: the value expression
+        # ends at the first token no operator continues, then ``if`` is read as the keyword, also
+        # when written against its parenthesis: ``v if(v.ok)``).
+        operand = False
         while True:
             j = self.space(i, limit)
             if in_object and "\n" in text[i:j]:
@@ -242,48 +252,58 @@ class _Scanner:
             if c == "?":
                 pending += 1
                 i += 1
-                key_position = False
+                key_position = operand = False
                 continue
             if c == ":" and pending:
                 pending -= 1
                 i += 1
+                operand = False
                 continue
             if c == '"':
                 i = self.template(i + 1, limit, quoted=True)
-                key_position = False
+                key_position, operand = False, True
                 continue
             heredoc = _HEREDOC.match(text, i, limit)
             if heredoc is not None:
                 i = self.heredoc(heredoc, limit)
-                key_position = False
+                key_position, operand = False, True
                 continue
             if c.isdigit():
                 m = _NUMBER.match(text, i, limit)
                 i = m.end() if m else i + 1
-                key_position = False
+                key_position, operand = False, True
                 continue
             if _IDENT.match(c):
+                if for_body and operand and text.startswith("if", i) and not _IDENT.match(text, i + 2, i + 3):
+                    i += 2  # the filter clause: its condition is scanned as the rest of the body
+                    operand = False
+                    continue
                 i = self.identifier(i, limit, key_position)
-                key_position = False
+                key_position, operand = False, True
                 continue
             if c in "([{":
                 i = self.bracket(i, limit)
-                key_position = False
+                key_position, operand = False, True
                 continue
             if c in ")]}":
                 raise ExpressionError("unbalanced brackets", i)
             if c == ",":
                 key_position = in_object
+                operand = False
                 i += 1
                 continue
             if c == ".":
+                if text.startswith("...", i):
+                    i += 3  # an object for's grouping mark ends the value: an operand
+                    key_position, operand = False, True
+                    continue
                 # An attribute of a computed value ((x).a, f().a, x[0].a) or a splat (.*).
                 attr = _IDENT.match(text, i + 1, limit)
-                i = attr.end() if attr is not None else i + 1
-                key_position = False
+                i = attr.end() if attr is not None else i + 2 if text.startswith(".*", i) else i + 1
+                key_position, operand = False, True
                 continue
             i += 1
-            key_position = False
+            key_position = operand = False
 
     def bracket(self, i: int, limit: int) -> int:
         text = self.text
@@ -296,7 +316,7 @@ class _Scanner:
             k = self.expression(k, limit, ":")
             self.scopes.append(frozenset(names))
             try:
-                k = self.expression(k + 1, limit, closer)
+                k = self.expression(k + 1, limit, closer, for_body=True)
             finally:
                 self.scopes.pop()
             return self._close(k, closer)

@@ -49,6 +49,30 @@ CASES: dict[str, str] = {
     "bare name": 'output "o" {\n  value = foo\n}\n',
     # 1.15 reads a type keyword as no reference ("Unknown variable"), 1.11 as a resource type.
     "bare type keyword": 'output "o" {\n  value = string\n}\n',
+    # An ``if`` clause against its parenthesis is the for expression's filter, not a call
+    # (issue 40); after an operator or at the start of the value it is a call to "if".
+    "for if against its parenthesis": (
+        'locals {\n  m = { a = { id = "x" } }\n}\noutput "o" {\n'
+        '  value = [for k, v in local.m : v if(v.id == "x")]\n}\n'
+    ),
+    "object for if against its parenthesis": (
+        'locals {\n  m = { a = { id = "x" } }\n}\noutput "o" {\n'
+        '  value = {for k, v in local.m : k => v if(v.id == "x")}\n}\n'
+    ),
+    "grouped object for if": (
+        'locals {\n  m = { a = { id = "x" } }\n}\noutput "o" {\n'
+        '  value = {for k, v in local.m : v.id => k... if(k != "")}\n}\n'
+    ),
+    "for if after a splat, an index and a call": (
+        'locals {\n  m = [{ id = ["x"] }]\n}\noutput "o" {\n'
+        "  value = [[for v in local.m : v.id.* if(true)], [for v in local.m : v.id[0] if(true)],"
+        ' [for v in local.m : upper(v.id[0])if(true)], [for v in local.m : "${v.id[0]}"if(true)]]\n}\n'
+    ),
+    "in against its parenthesis": 'output "o" {\n  value = [for v in(["a"]) : v if(v != "")]\n}\n',
+    "template if against its parenthesis": 'output "o" {\n  value = "%{if(true)}y%{endif}"\n}\n',
+    "unknown function in the filter": 'output "o" {\n  value = [for s in ["a"] : s if(lenght(s) > 0)]\n}\n',
+    "if called as the value": 'output "o" {\n  value = [for s in ["a"] : if(s)]\n}\n',
+    "if called after an operator": 'output "o" {\n  value = [for s in ["a"] : s == if(s)]\n}\n',
     "known functions": (
         'output "o" {\n  value = [length("a"), upper("b"), try(1, 2), can(1), jsonencode({})]\n}\n'
     ),
