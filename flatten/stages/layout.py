@@ -41,13 +41,14 @@ from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import release_text
+from flatten.lang.workdir import LOCK_FILE, TERRAFORM_ENTRIES
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
 from flatten.stages.files import is_ignored_name, split_extension
 from flatten.stages.guards import guard_files, is_foreign
 from flatten.stages.load import display_path
 from flatten.stages.memo import NO_MEMO, Memo
 from flatten.stages.pathreads import path_reads
-from flatten.stages.testfiles import TEST_SUFFIXES, Target, rewrite_test_file
+from flatten.stages.testfiles import TEST_DIRECTORY, TEST_SUFFIXES, Target, rewrite_test_file
 
 if TYPE_CHECKING:
     # Types only: an incremental rebuild (flatten/shell/incremental.py) emits a module with
@@ -97,6 +98,13 @@ _ROOT_HIDDEN_KEPT = frozenset({".terraform.lock.hcl"})
 # Terraform's own state in the root's working directory: a snapshot of that name the root reads
 # through path.module would be taken for the output's state, so it is named in a warning instead.
 _ROOT_STATE = frozenset({"terraform.tfstate", "terraform.tfstate.backup"})
+# Directories a test's helper module or mock data never comes from: git's (its config may hold a
+# checkout's credentials) and Terraform's data directory (issue 38).
+_NEVER_HELPERS = frozenset({".git", ".terraform"})
+# Terraform's entries in the output's root module directory (flatten/lang/workdir.py) that no file
+# of the build may be written into, whatever the configuration or a test names: the output's own
+# would be replaced by the source's. The lock file is the exception: the source's wins (docs/ci.md).
+_TERRAFORMS = TERRAFORM_ENTRIES - {LOCK_FILE}
 
 #: Decides whether a path below a module directory is left out (``.terraformignore``,
 #: ``--exclude``): ``(relative path, is a directory) -> left out``.
@@ -403,6 +411,10 @@ def module_copies(
                 # A subdirectory holding configuration is another module: vendored on its own.
                 if depth < 32 and not _is_module_dir(path, dialect):
                     visit(path, child_rel, depth + 1, chain | {real}, real)
+                elif depth == 0 and name == TEST_DIRECTORY and tests is not None:
+                    # Its test files are this module's whatever else it holds (a .tf debug root
+                    # calling "../"): terraform test runs them (stages/testfiles.py).
+                    _test_directory(path, child_rel, dest, boundary, left_out, tests, unreadable)
                 continue
             if not is_file:
                 continue
@@ -425,6 +437,38 @@ def module_copies(
     real_directory = real_path(directory)
     visit(directory, "", 0, frozenset({real_directory}), real_directory)
     return out
+
+
+def _test_directory(
+    directory: Path,
+    rel: str,
+    dest: str,
+    boundary: Path,
+    left_out: LeftOut | None,
+    tests: dict[str, Path],
+    unreadable: list[tuple[str, str]] | None,
+) -> None:
+    """Add the test files at the top of a module's test directory that holds configuration files
+    too (not walked as part of the module) to ``tests``, by output path under ``dest``."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        if unreadable is not None:
+            unreadable.append((rel + "/", exc.strerror or str(exc)))
+        return
+    for entry in entries:
+        child_rel = f"{rel}/{entry.name}"
+        if is_ignored_name(entry.name) or not entry.name.endswith(TEST_SUFFIXES):
+            continue
+        if left_out is not None and left_out(child_rel, False):
+            continue
+        path = Path(entry.path)
+        try:
+            if not path.is_file() or not _within(path.resolve(strict=True), boundary):
+                continue
+        except (OSError, RuntimeError):
+            continue
+        tests[posixpath.join(dest, child_rel) if dest else child_rel] = path
 
 
 def _unreadable(path: Path) -> str | None:
@@ -504,18 +548,33 @@ def _left_out_path(left_out: LeftOut | None, rel: str) -> bool:
     return any(left_out("/".join(parts[:i]), True) for i in range(1, len(parts))) or left_out(rel, False)
 
 
-def _whole_directory(directory: Path, dest: str, boundary: Path) -> dict[str, Path]:
-    """Every file below ``directory`` (configuration included; hidden names and links out of
-    ``boundary`` left out), by output path under ``dest``: a test's helper module, copied as is."""
+def _whole_directory(directory: Path, dest: str, boundary: Path, left_out: LeftOut | None) -> dict[str, Path]:
+    """Every file below ``directory`` a module directory's copy would take, configuration files
+    included, by output path under ``dest``: a test's helper module. The rules are a module
+    directory's (issue 38): hidden entries (``.git``, ``.terraform``) and editors' leftovers, state
+    files and saved plans, what ``.terraformignore`` and ``--exclude`` leave out (``left_out``,
+    the rules at ``directory``), and links out of ``boundary`` are not copied."""
     out: dict[str, Path] = {}
     for current, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not is_ignored_name(d))
+        rel_dir = os.path.relpath(current, directory).replace(os.sep, "/")
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not is_ignored_name(d) and not (left_out is not None and left_out(prefix + d, True))
+        )
         here = Path(current)
         for name in sorted(names):
             path = here / name
-            if is_ignored_name(name) or not path.is_file() or not _within(path.resolve(), boundary):
+            rel = prefix + name
+            if (
+                is_ignored_name(name)
+                or name.endswith(_SKIP_SUFFIXES)
+                or (left_out is not None and left_out(rel, False))
+                or not path.is_file()
+                or not _within(path.resolve(), boundary)
+            ):
                 continue
-            rel = os.path.relpath(path, directory).replace(os.sep, "/")
             out[posixpath.join(dest, rel) if dest else rel] = path
     return out
 
@@ -582,6 +641,40 @@ def _named_files(
     return _Carried(copies=copies, diagnostics=diags)
 
 
+def _keep_out_of_terraforms(
+    files: dict[str, bytes], copies: dict[str, Path], root_place: str, root: Path
+) -> Diagnostics:
+    """Drop from ``files`` and ``copies`` each path inside one of Terraform's entries of the
+    output's root module directory (``.terraform/``, ``terraform.tfstate.d/``, ``errored.tfstate``,
+    ...), with a warning naming it: the output's own entry is Terraform's and a rebuild keeps it
+    (flatten/stages/output.py), so a source file of that name must not replace it. Terraform run
+    in the output reads its own entry there, as it reads the source's when run in the source."""
+    prefix = root_place + "/" if root_place else ""
+    diags = Diagnostics()
+    for rel in sorted({*files, *copies}):
+        if not rel.startswith(prefix):
+            continue
+        entry = rel[len(prefix) :].split("/", 1)[0]
+        if entry not in _TERRAFORMS:
+            continue
+        source = copies.get(rel)
+        shown = display_path(source, root) if source is not None else rel
+        files.pop(rel, None)
+        copies.pop(rel, None)
+        diags.append(
+            Diagnostic.warning(
+                "File not copied",
+                f"{shown} was not copied into the output because it would go into {entry} in the "
+                f"root module's directory, which is Terraform's there: .terraform/ (modules, providers, "
+                "the selected workspace), the workspaces' states, errored.tfstate and crash.log in the "
+                "output belong to Terraform runs in the output, and a rebuild never replaces them. "
+                "Terraform run in the output reads its own; to ship this file, give it another name "
+                "or move it to another directory.",
+            )
+        )
+    return diags
+
+
 def _relative_calls(inlined: frozenset[str], address: str) -> frozenset[str]:
     """The inlined calls as the module at ``address`` names them (``module.x``), its own only."""
     prefix = address + "." if address else ""
@@ -601,6 +694,8 @@ def _carry_test(
     real_path: Callable[[Path], Path],
     options: Options,
     root: Path,
+    left_out: LeftOut | None,
+    user_rules: UserRules,
 ) -> _Carried:
     """Return a test file of ``node`` as the output carries it (stages/testfiles.py): as a copy
     when nothing in it changes, rewritten otherwise, with any helper module it names copied whole;
@@ -617,6 +712,12 @@ def _carry_test(
         place = posixpath.normpath(posixpath.join(here, below))
         if place == ".." or place.startswith("../"):
             return None
+        inside = os.path.relpath(real, boundary).replace(os.sep, "/").split("/")
+        hidden = next((part for part in inside if part in _NEVER_HELPERS), None)
+        if hidden is not None:
+            return Target(place, refused=f"is inside {hidden}, which is never copied into the output")
+        if _left_out_path(left_out, below):
+            return Target(place, refused="is left out by a .terraformignore rule or an --exclude pattern")
         return Target("" if place == "." else place, copy_from=real)
 
     try:
@@ -652,7 +753,7 @@ def _carry_test(
         )
     copies: dict[str, Path] = {}
     for place, directory in result.helpers:
-        copies.update(_whole_directory(directory, place, boundary))
+        copies.update(_whole_directory(directory, place, boundary, user_rules.at(directory)))
     if result.data is data:
         copies[rel] = path
         return _Carried(copies=copies)
@@ -756,6 +857,8 @@ def layout_tree(
                     real_path=real_path,
                     options=options,
                     root=root,
+                    left_out=left_out,
+                    user_rules=user_rules,
                 )
                 copies.update(carried.copies)
                 files.update(carried.files)
@@ -825,10 +928,11 @@ def layout_tree(
     if options.dialect.allows("terraform_releases"):
         manifest["terraform_version"] = release_text(options.terraform_version)
     if graph.early_values:
-        # Which root variable values chose a module source, version or the backend, and where
-        # each came from (a sensitive or ephemeral one's value is never written).
+        # Which root variables chose a module source, version or the backend, and where each
+        # value came from: names and sources, never a value (teams commit the output, and a value
+        # may be a token whether or not the variable is marked sensitive; issue 38).
         manifest["variables"] = {
-            v.name: {"source": v.source, **({"sensitive": True} if v.secret else {"value": v.value})}
+            v.name: {"source": v.source, **({"sensitive": True} if v.secret else {})}
             for v in graph.early_values
         }
     if inlined:
@@ -838,6 +942,7 @@ def layout_tree(
     # Generated files win over a copied file of the same name.
     for rel in files:
         copies.pop(rel, None)
+    diags.extend(_keep_out_of_terraforms(files, copies, root_place, root))
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
     copies.pop(MANIFEST_NAME, None)
     return OutputTree(files=files, copies=copies, diagnostics=diags, root=root_place)

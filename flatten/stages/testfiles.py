@@ -40,11 +40,18 @@ from flatten.lang.options import Options
 from flatten.syntax.hcl_fast import parse_any_blocks
 from flatten.syntax.references import ExpressionError, escape_literal, hcl_string, template_references
 
-__all__ = ["TEST_SUFFIXES", "Rewrite", "Target", "rewrite_test_file"]
+__all__ = ["TEST_DIRECTORY", "TEST_SUFFIXES", "Rewrite", "Target", "rewrite_test_file"]
 
 # Both engines' test file names: a Terraform build carries OpenTofu's too (and the other way
 # round), rewritten the same way, since either engine may run the output's tests.
 TEST_SUFFIXES = (".tftest.hcl", ".tftest.json", ".tofutest.hcl", ".tofutest.json")
+
+# The directory below a module whose test files ``terraform test`` also runs: ``-test-directory``'s
+# default (``configs.DefaultTestDirectory``, which internal/command/test.go passes to the loader;
+# internal/configs/parser_config_dir.go, ``LoadConfigDirWithTests``, reads the module directory's
+# test files and this directory's, nothing deeper). Its test files are carried whatever else it
+# holds: a ``.tf`` debug root beside them does not make them another module's.
+TEST_DIRECTORY = "tests"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,9 @@ class Target:
 
     place: str
     copy_from: Path | None = None
+    # Why the directory cannot come along (it is inside .git or .terraform, or the user's
+    # .terraformignore/--exclude leaves it out): the test file is then left out with this reason.
+    refused: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,8 +219,10 @@ def _relocate(
         return site_value, None, None
     real = Path(os.path.realpath(module_dir / site_value))
     target = locate(real)
+    what = "module" if kind == "module" else "mock data directory"
+    if target is not None and target.refused is not None:
+        return None, None, f'the {what} "{site_value}" it names {target.refused}'
     if target is None or not real.is_dir():
-        what = "module" if kind == "module" else "mock data directory"
         return None, None, f'the {what} "{site_value}" it names is not a directory inside the configuration'
     rel = posixpath.relpath(target.place or ".", here or ".")
     new = "./" if rel == "." else (rel if rel.startswith("../") else "./" + rel)

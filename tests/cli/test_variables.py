@@ -52,8 +52,8 @@ def test_default_when_nothing_sets_it(tree, tmp_path: Path) -> None:
     assert code == 0, output
     assert _chosen(tmp_path / "out") == (
         "./modules/dev",
-        "state/dev.tfstate",
-        {"env": {"source": "default", "value": "dev"}},
+        "state/${var.env}.tfstate",  # a reference: tofu init in the output evaluates it again
+        {"env": {"source": "default"}},
     )
 
 
@@ -97,8 +97,8 @@ def test_each_source_and_precedence(tree, tmp_path: Path, files, args, env, winn
     assert code == 0, output
     assert _chosen(tmp_path / "out") == (
         f"./modules/{winner}",
-        f"state/{winner}.tfstate",
-        {"env": {"source": source, "value": winner}},
+        "state/${var.env}.tfstate",
+        {"env": {"source": source}},
     )
 
 
@@ -166,3 +166,46 @@ def test_the_terraform_dialect_reads_no_values(tree, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["build", str(root), "--out", str(tmp_path / "out"), "--var", "env=x"])
     assert result.exit_code == 1
     assert "Variables not allowed" in result.output
+
+
+@pytest.mark.parametrize("sensitive", [True, False])
+def test_backend_and_cloud_values_from_variables_are_never_written(
+    tree, tmp_path: Path, sensitive: bool
+) -> None:
+    # Issue 38, item 5: an access key evaluated from a variable (sensitive or not) went into
+    # main.tf.json as a literal and into the manifest. The output keeps the reference, which
+    # `tofu init -var ...` (or -backend-config) in the output evaluates again.
+    marked = "  sensitive = true\n" if sensitive else ""
+    root = tree(
+        {
+            "main.tf": f'variable "key" {{\n  type = string\n{marked}}}\n'
+            'variable "org" {\n  type = string\n}\n'
+            'terraform {\n  backend "s3" {\n    bucket = "b"\n    key = "k"\n    region = "r"\n'
+            "    access_key = var.key\n  }\n}\n",
+            "modules/x/main.tf": "",
+        }
+    )
+    secret = "AKIAIOSFODNN7SECRETVALUE"
+    code, output = _build(root, tmp_path / "out", env={"TF_VAR_key": secret, "TF_VAR_org": "acme"})
+    assert code == 0, output
+    written = {p.name: p.read_text() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert written and not [name for name, text in written.items() if secret in text], written
+    main = json.loads(written["main.tf.json"])
+    assert main["terraform"]["backend"][0]["s3"]["access_key"] == "${var.key}"
+    variables = json.loads(written["flatten.manifest.json"])["variables"]
+    assert variables["key"]["source"] == "TF_VAR_key" and "value" not in variables["key"]
+    assert secret not in output
+
+
+def test_a_token_in_a_module_source_variable_is_not_in_the_manifest(tree, tmp_path: Path) -> None:
+    root = tree(
+        {
+            "main.tf": 'variable "dir" {\n  type = string\n}\n'
+            'module "c" {\n  source = "./modules/${var.dir}"\n}\n',
+            "modules/ghp_abc/main.tf": "",
+        }
+    )
+    code, output = _build(root, tmp_path / "out", "--var", "dir=ghp_abc")
+    assert code == 0, output
+    manifest = json.loads((tmp_path / "out" / "flatten.manifest.json").read_text())
+    assert manifest["variables"] == {"dir": {"source": "--var"}}
