@@ -1,8 +1,13 @@
-"""JUnit XML for CI test reports: one test case per root, one failure per error.
+"""JUnit XML for CI test reports: one test case per finding location, one failure per case.
 
-The root is the unit a pipeline checks, so it is the test case (named by its path in the
-repository); each error is a ``<failure>`` (JUnit readers count those elements), and warnings,
-which do not fail the build, are listed in the case's ``<system-out>``.
+A CI report view counts test cases, so each place a finding points at (a file and line: the
+source line, or the output file a ``--check`` finds stale) is one test case, named by its path
+in the repository and its line; the errors there are its ``<failure>`` (one element, which
+lists them all when several share the place), and the warnings, which do not fail the build,
+its ``<system-out>``. A finding with no place in the repository (a downloaded package's file,
+or none at all) belongs to the root's case, named by the root's path. A root with no finding is
+one passing case, so a green run still counts its roots. With several roots, each case name
+starts with its root (``live/prod: live/prod/main.tf:3``).
 """
 
 from __future__ import annotations
@@ -44,23 +49,46 @@ def render_junit(diags: Iterable[Diagnostic], base: SourceBase, *, command: str)
     return render_junit_many([(base.root_path, diags, base)], command=command)
 
 
+def _case_name(d: Diagnostic, base: SourceBase) -> str | None:
+    """Return the place ``d`` points at as a test case's name (``path:line``), or None."""
+    if d.range is None:
+        return None
+    path = base.path_of(d.range.filename)
+    return None if path is None else f"{path}:{d.range.start.line}"
+
+
+def _cases(name: str, items: list[Diagnostic], base: SourceBase) -> dict[str, list[Diagnostic]]:
+    """Return the root's findings by test case name, in the order of their first finding."""
+    cases: dict[str, list[Diagnostic]] = {}
+    for d in items:
+        cases.setdefault(_case_name(d, base) or name, []).append(d)
+    return cases or {name: []}
+
+
 def render_junit_many(roots: Sequence[tuple[str, Iterable[Diagnostic], SourceBase]], *, command: str) -> str:
-    """Return one JUnit XML report for ``flatten <command>`` on several roots: one test case each
-    (in the order given, named by the first of each tuple), in one suite."""
-    cases = [(name, list(diags), base) for name, diags, base in roots]
-    failed = sum(1 for _, items, _ in cases for d in items if d.severity is Severity.ERROR)
+    """Return one JUnit XML report for ``flatten <command>`` on several roots (in the order given,
+    each named by the first of its tuple), in one suite: a test case per finding location."""
+    many = len(roots) > 1
+    cases: list[tuple[str, list[Diagnostic], SourceBase]] = []
+    for name, diags, base in roots:
+        for case, items in _cases(name, list(diags), base).items():
+            shown = f"{name}: {case}" if many and case != name else case
+            cases.append((shown, items, base))
+    failed = sum(1 for _, items, _ in cases if any(d.severity is Severity.ERROR for d in items))
     counts = {"tests": str(len(cases)), "failures": str(failed), "errors": "0", "skipped": "0"}
     suites = ET.Element("testsuites", {"name": f"flatten {command}", **counts})
     suite = ET.SubElement(suites, "testsuite", {"name": f"flatten {command}", **counts})
     for name, items, base in cases:
         errors = [d for d in items if d.severity is Severity.ERROR]
         warnings = [d for d in items if d.severity is Severity.WARNING]
-        case = ET.SubElement(suite, "testcase", {"classname": f"flatten.{command}", "name": name})
-        for d in errors:
+        case = ET.SubElement(suite, "testcase", {"classname": f"flatten.{command}", "name": _xml_text(name)})
+        if errors:
+            first = errors[0]
+            message = first.summary if len(errors) == 1 else f"{first.summary} (and {len(errors) - 1} more)"
             failure = ET.SubElement(
-                case, "failure", {"message": _xml_text(d.summary), "type": rule_id(d.summary)}
+                case, "failure", {"message": _xml_text(message), "type": rule_id(first.summary)}
             )
-            failure.text = _xml_text(_entry(d, base))
+            failure.text = _xml_text("\n\n".join(_entry(d, base) for d in errors))
         if warnings:
             out = ET.SubElement(case, "system-out")
             out.text = _xml_text("\n\n".join(_entry(d, base) for d in warnings))

@@ -159,7 +159,8 @@ def test_sarif_file_outside_the_repository_is_placed_on_the_root(tmp_path: Path)
     assert "(../../shared/main.tf:2,3-8, in module.s)" in result["message"]["text"]
 
 
-def test_junit_one_case_per_root_one_failure_per_error(tmp_path: Path) -> None:
+def test_junit_one_case_per_finding_location(tmp_path: Path) -> None:
+    """Issue 39 item 7: a CI report view counts test cases, so each finding's place is one."""
     root = _repo(tmp_path, BROKEN)
     proc = flatten(tmp_path, "build", root, "--out", tmp_path / "out", "--format", "junit")
     assert proc.returncode == 1
@@ -172,15 +173,21 @@ def test_junit_one_case_per_root_one_failure_per_error(tmp_path: Path) -> None:
     diags = _json_diags(tmp_path, root)
     errors = [d for d in diags if d["severity"] == "error"]
     warnings = [d for d in diags if d["severity"] == "warning"]
-    assert (xml.tests, xml.failures, xml.errors) == (1, len(errors), 0) == (1, 2, 0)
+    assert (xml.tests, xml.failures, xml.errors) == (len(diags), len(errors), 0) == (3, 2, 0)
     (suite,) = xml
-    (case,) = suite
-    assert (case.classname, case.name) == ("flatten.build", "infra")
-    assert all(isinstance(r, Failure) for r in case.result)
-    assert [r.message for r in case.result] == [d["summary"] for d in errors]
-    assert [r.type for r in case.result] == ["invalid-quoted-type-constraints", "unsupported-argument"]
-    assert "on infra/modules/net/main.tf:3,3-8, in module.net" in case.result[1].text
-    assert warnings[0]["summary"] in case.system_out
+    cases = list(suite)
+    assert [(c.classname, c.name) for c in cases] == [
+        ("flatten.build", "infra/main.tf:6"),
+        ("flatten.build", "infra/modules/net/main.tf:2"),
+        ("flatten.build", "infra/modules/net/main.tf:3"),
+    ]
+    warned, *failed = cases
+    assert warned.is_passed and warnings[0]["summary"] in warned.system_out
+    for case, error in zip(failed, errors, strict=True):
+        (failure,) = case.result
+        assert isinstance(failure, Failure) and failure.message == error["summary"]
+    assert [c.result[0].type for c in failed] == ["invalid-quoted-type-constraints", "unsupported-argument"]
+    assert "on infra/modules/net/main.tf:3,3-8, in module.net" in failed[1].result[0].text
 
 
 def test_junit_passes_when_there_is_no_error(tmp_path: Path) -> None:
@@ -192,6 +199,13 @@ def test_junit_passes_when_there_is_no_error(tmp_path: Path) -> None:
     (suite,) = JUnitXml.fromfile(str(report))
     (case,) = suite
     assert case.is_passed and "Version constraints" in case.system_out
+    assert case.name == "infra/main.tf:2"
+    fresh = _repo(tmp_path / "fresh", {"infra/main.tf": 'resource "terraform_data" "a" {}\n'})
+    clean = flatten(tmp_path, "build", fresh, "--out", tmp_path / "out2", "--format", "junit")
+    report.write_text(clean.stdout)
+    (suite,) = JUnitXml.fromfile(str(report))
+    (case,) = suite
+    assert (case.name, case.is_passed, suite.tests) == ("infra", True, 1)  # a root without findings
     assert (tmp_path / "out" / "main.tf.json").is_file()  # the build itself happened
 
 
@@ -283,8 +297,8 @@ def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) ->
     report.write_text(junit.stdout)
     xml = JUnitXml.fromfile(str(report))
     (suite,) = xml
-    (case,) = suite
-    assert (case.classname, xml.failures) == ("flatten.providers", 2)
+    assert {case.classname for case in suite} == {"flatten.providers"}
+    assert (xml.tests, xml.failures) == (3, 2)
     annotated = flatten(tmp_path, "providers", root, GITHUB_ACTIONS="true")
     assert annotated.stdout == text.stdout
     # A usage error prints no half report: the usage error alone.
@@ -381,7 +395,17 @@ def test_any_diagnostics_give_valid_reports(
     report = repo.parent / "any.xml"
     report.write_text(render_junit(items, base, command="build"), encoding="utf-8")
     xml = JUnitXml.fromfile(str(report))
-    assert (xml.tests, xml.failures) == (1, len(items.errors))
+
+    def place(d: Diagnostic) -> str:
+        path = base.path_of(d.range.filename) if d.range is not None else None
+        return "" if path is None or d.range is None else f"{path}:{d.range.start.line}"
+
+    places = {place(d) for d in diags}
+    failing = {place(d) for d in diags if d.severity is Severity.ERROR}
+    assert (xml.tests, xml.failures) == (max(len(places), 1), len(failing))
+    stated = (xml.tests, xml.failures)
+    xml.update_statistics()
+    assert stated == (xml.tests, xml.failures)
     lines = render_github(items, base).split("\n")
     assert lines.pop() == ""
     assert [line.split(" ", 1)[0] for line in lines] == [f"::{d.severity.value}" for d in diags]

@@ -93,12 +93,13 @@ def test_stale_output_in_json_sarif_junit_and_github_annotations(tmp_path: Path)
     report.write_text(junit.stdout)
     xml = JUnitXml.fromfile(str(report))
     cases = [case for suite in xml for case in suite]
-    assert [case.name for case in cases] == ["live"]
-    failures = [r for r in cases[0].result if isinstance(r, Failure)]
+    # One test case per stale output file (issue 39 item 7), each failing once.
+    assert [case.name for case in cases] == [f"{path}:1" for path in STALE]
+    failures = [r for case in cases for r in case.result if isinstance(r, Failure)]
     assert [f.message for f in failures] == ["Output is out of date"] * len(STALE)
     assert [f.type for f in failures] == ["output-is-out-of-date"] * len(STALE)
     assert f"on {STALE[1]}:1,1-1" in failures[1].text
-    assert sum(suite.failures for suite in xml) == len(STALE)
+    assert sum(suite.failures for suite in xml) == sum(suite.tests for suite in xml) == len(STALE)
 
     text = flatten(*check, cwd=repo, GITHUB_ACTIONS="true")
     assert text.returncode == 1
