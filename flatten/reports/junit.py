@@ -81,16 +81,18 @@ def render_junit_many(roots: Sequence[tuple[str, Iterable[Diagnostic], SourceBas
     for name, items, base in cases:
         errors = [d for d in items if d.severity is Severity.ERROR]
         warnings = [d for d in items if d.severity is Severity.WARNING]
-        case = ET.SubElement(suite, "testcase", {"classname": f"flatten.{command}", "name": _xml_text(name)})
+        element = ET.SubElement(
+            suite, "testcase", {"classname": f"flatten.{command}", "name": _xml_text(name)}
+        )
         if errors:
             first = errors[0]
             message = first.summary if len(errors) == 1 else f"{first.summary} (and {len(errors) - 1} more)"
             failure = ET.SubElement(
-                case, "failure", {"message": _xml_text(message), "type": rule_id(first.summary)}
+                element, "failure", {"message": _xml_text(message), "type": rule_id(first.summary)}
             )
             failure.text = _xml_text("\n\n".join(_entry(d, base) for d in errors))
         if warnings:
-            out = ET.SubElement(case, "system-out")
+            out = ET.SubElement(element, "system-out")
             out.text = _xml_text("\n\n".join(_entry(d, base) for d in warnings))
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
