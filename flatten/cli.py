@@ -31,7 +31,7 @@ from flatten.lang.environ import build_environ
 from flatten.lang.options import Checks, Dialect, Options, VariableArg
 from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import KNOWN, NEWEST, parse_release, release_text
-from flatten.reports import GraphFormat, ReportFormat
+from flatten.reports import AffectedFormat, GraphFormat, ReportFormat
 
 if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostic, Diagnostics, TextStyle
@@ -1009,6 +1009,96 @@ def providers(
         else:
             sys.stdout.write(_render_many(fmt, labels, all_diags, command="providers"))
     raise typer.Exit(max(exit_code(diags) for _, diags in all_diags))
+
+
+@app.command(cls=_OrderedVars)
+def affected(
+    ctx: typer.Context,
+    roots: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Argument(
+            metavar="[ROOT...]",
+            help="The roots to consider (default: every root under the current directory: a "
+            "directory with configuration files that no other one calls as a module).",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--since",
+            metavar="REF",
+            help="Compare the working tree with this git revision (HEAD~1, origin/main, a commit).",
+            show_default=False,
+        ),
+    ] = None,
+    base_out: Annotated[
+        Optional[Path],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option(
+            "--base-out",
+            metavar="DIR",
+            help="Compare with an existing output of flatten build (a committed OUT); no git.",
+            show_default=False,
+        ),
+    ] = None,
+    report_format: Annotated[
+        AffectedFormat,
+        typer.Option(
+            "--format",
+            help="text (roots on stdout, why on stderr), json, github-matrix (a strategy.matrix "
+            "object) or atlantis (atlantis.yaml with when_modified from the files each root reads).",
+        ),
+    ] = AffectedFormat.TEXT,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also list unaffected roots, each with its reason.")
+    ] = False,
+    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help=_OFFLINE_HELP + " A root whose remote module is not installed is listed as undecided.",
+        ),
+    ] = False,
+    exclude: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--exclude", metavar="GLOB", help="As flatten build's --exclude."),
+    ] = None,
+    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
+    terraform_version: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
+    ] = None,
+    var: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
+    ] = None,
+    var_file: Annotated[
+        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
+    ] = None,
+) -> None:
+    """List the roots whose flattened output a change affects (--since REF or --base-out DIR)."""
+    from flatten.shell.affected import AffectedRequest, run_affected
+
+    request = AffectedRequest(
+        roots=tuple(roots or ()),
+        options=Options(
+            dialect=dialect,
+            offline=offline,
+            exclude=tuple(exclude or ()),
+            terraform_version=_release(terraform_version),
+            variables=_variables(ctx, var, var_file),
+            variable_env=_variable_env(os.environ, dialect),
+        ),
+        since=since,
+        base_out=base_out,
+        report_format=report_format.value,
+        verbose=verbose,
+        no_color=no_color,
+        environ=BuildRequest.environ_of(os.environ),
+    )
+    raise typer.Exit(run_affected(request))
 
 
 cache_app = typer.Typer(

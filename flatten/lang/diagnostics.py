@@ -50,6 +50,7 @@ class Code(StrEnum):
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
     STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")
     OS_ERROR = "os_error"  # the system refused a read or write (lang/oserror.py; subject: errno name)
+    NOT_INSTALLED = "not_installed"  # --offline: a remote module not installed (flatten affected: undecided)
 
 
 @dataclass(frozen=True, slots=True)

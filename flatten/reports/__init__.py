@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["GraphFormat", "ReportFormat"]
+__all__ = ["AffectedFormat", "GraphFormat", "ReportFormat"]
 
 
 class ReportFormat(StrEnum):
@@ -31,3 +31,12 @@ class GraphFormat(StrEnum):
     DOT = "dot"
     MERMAID = "mermaid"
     JSON = "json"
+
+
+class AffectedFormat(StrEnum):
+    """How ``flatten affected`` prints its answer (flatten.reports.affected)."""
+
+    TEXT = "text"
+    JSON = "json"
+    GITHUB_MATRIX = "github-matrix"
+    ATLANTIS = "atlantis"

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.options import Options
 from flatten.lang.oserror import describe_os_error
 from flatten.lang.redact import Scrubber, redact_url, strip_userinfo
@@ -112,10 +112,11 @@ class _Result:
 
 
 class _Problem(Exception):
-    def __init__(self, summary: str, detail: str) -> None:
+    def __init__(self, summary: str, detail: str, code: Code | None = None) -> None:
         super().__init__(detail)
         self.summary = summary
         self.detail = detail
+        self.code = code
 
 
 class RemoteFetcher:
@@ -239,7 +240,7 @@ class RemoteFetcher:
                 self._check_installed(call, installed)
                 package = self._from_installed(call, installed)
             elif self._options.offline or not self._downloads:
-                raise _Problem("Module not installed", self._offline_detail(call))
+                raise _Problem("Module not installed", self._offline_detail(call), Code.NOT_INSTALLED)
             elif isinstance(call.address, RegistrySource):
                 package = self._registry_package(call, result.diags)
             else:
@@ -251,7 +252,8 @@ class RemoteFetcher:
             self._check_lock(address, package, call)
             result.fetched = FetchedModule(package.directory, package)
         except _Problem as exc:
-            result.diags.append(Diagnostic.error(exc.summary, exc.detail, call.range))
+            extra = Extra(exc.code) if exc.code is not None else None
+            result.diags.append(replace(Diagnostic.error(exc.summary, exc.detail, call.range), extra=extra))
         except FetchError as exc:
             reason = str(exc)  # some reasons are sentences already: one period, not two
             detail = f'Could not download module "{call.name}" source code from "{call.address}": {reason}'
