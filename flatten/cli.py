@@ -1079,7 +1079,7 @@ def affected(
     ] = None,
 ) -> None:
     """List the roots whose flattened output a change affects (--since REF or --base-out DIR)."""
-    from flatten.shell.affected import AffectedRequest, run_affected
+    from flatten.shell.affected import AffectedRequest, UsageError, run_affected
 
     request = AffectedRequest(
         roots=tuple(roots or ()),
@@ -1095,10 +1095,14 @@ def affected(
         base_out=base_out,
         report_format=report_format.value,
         verbose=verbose,
-        no_color=no_color,
+        style=text_style(no_color, os.environ),
         environ=BuildRequest.environ_of(os.environ),
     )
-    raise typer.Exit(run_affected(request))
+    try:
+        code = run_affected(request)
+    except UsageError as exc:
+        raise _usage_error(str(exc)) from None
+    raise typer.Exit(code)
 
 
 cache_app = typer.Typer(

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flatten.lang.diagnostics import Code, Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostics, TextStyle
 from flatten.lang.options import Options
 from flatten.stages.changes import (
     Cause,
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from flatten.stages.graph import ModuleGraph
     from flatten.stages.layout import OutputTree
 
-__all__ = ["AffectedRequest", "run_affected"]
+__all__ = ["AffectedRequest", "UsageError", "run_affected"]
 
 INTERNAL_ERROR = 3
 _OVERRIDE_NAMES = ("override.tf", "override.tf.json", "override.tofu", "override.tofu.json")
@@ -74,8 +74,12 @@ class AffectedRequest:
     base_out: Path | None = None
     report_format: str = "text"
     verbose: bool = False
-    no_color: bool = False
+    style: TextStyle = field(default_factory=lambda: TextStyle(color=False, width=80))
     environ: tuple[tuple[str, str], ...] = ()
+
+
+class UsageError(Exception):
+    """A command line that cannot run (exit 2): the CLI prints it as its other usage errors."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +97,12 @@ class _Side:
 
 
 def run_affected(request: AffectedRequest) -> int:
-    """Run ``flatten affected`` (see the module docstring); print the answer; return the exit code."""
-    import typer
-
+    """Run ``flatten affected`` (see the module docstring); print the answer; return the exit code.
+    A command line that cannot run raises :class:`UsageError`."""
     from flatten.shell.git_ref import GitError
 
     try:
         verdicts, label = _run(request)
-    except typer.Exit as exc:  # a usage error (already printed)
-        return int(exc.exit_code)
     except GitError as exc:
         from flatten.lang.printable import printable
 
@@ -112,10 +113,9 @@ def run_affected(request: AffectedRequest) -> int:
     text, summary = render(request.report_format, verdicts, verbose=request.verbose, since=label)
     sys.stdout.write(text)
     if summary:
-        from flatten.cli import text_style
         from flatten.lang.diagnostics import render_text
 
-        style = text_style(request.no_color, dict(request.environ))
+        style = request.style
         for verdict in verdicts:
             if verdict.diagnostics and request.report_format == "text":
                 sys.stderr.write(render_text(verdict.diagnostics, label=verdict.root, style=style))
@@ -124,15 +124,14 @@ def run_affected(request: AffectedRequest) -> int:
 
 
 def _run(request: AffectedRequest) -> tuple[list[Verdict], str]:
-    from flatten.cli import _usage_error
     from flatten.shell.git_ref import changed_paths, ref_tree, repository_top, resolve_ref
     from flatten.shell.memo import DiskMemo
     from flatten.shell.shared_memo import SharedMemo
 
     if (request.since is None) == (request.base_out is None) and request.report_format != "atlantis":
-        raise _usage_error("give one of --since REF (a git revision) or --base-out DIR (an existing output).")
+        raise UsageError("give one of --since REF (a git revision) or --base-out DIR (an existing output).")
     if request.since is not None and request.base_out is not None:
-        raise _usage_error("--since and --base-out cannot be used together: choose one.")
+        raise UsageError("--since and --base-out cannot be used together: choose one.")
     environ = dict(request.environ)
     cwd = Path.cwd().resolve()
     memo = SharedMemo(DiskMemo())
@@ -247,14 +246,14 @@ def _build_all(
 ) -> list[_Side]:
     """Build each root (forked across CPUs); ``changed``: the changed paths, or None to take
     every root's output (no comparison by paths)."""
-    from flatten.cli import _source_env
     from flatten.shell.fanout import cpus, run_all
     from flatten.shell.prefetch import finish
     from flatten.shell.shared_memo import preload
+    from flatten.sources.env import SourceEnv
 
     if not roots:
         return []
-    env = replace(_source_env(environ), progress=False)
+    env = SourceEnv.from_environ(environ, progress=False)
     preload([r.absolute() for r in roots], options=options, memo=memo)
     progress = _Progress(len(roots)) if sys.stderr.isatty() else None
 
@@ -281,12 +280,13 @@ def _build_one(
     root: Path, top: Path, changed: set[str] | None, options: Options, env: SourceEnv, memo: SharedMemo
 ) -> _Side:
     from flatten.build import build as run_build
-    from flatten.cli import _fetcher
     from flatten.lang.diagnostics import Diagnostic
     from flatten.lang.oserror import describe_os_error
+    from flatten.shell import cache_auth
+    from flatten.sources.fetcher import RemoteFetcher
 
     try:
-        fetcher = _fetcher(root.absolute(), options=options, env=env)
+        fetcher = RemoteFetcher(root.absolute(), options=options, env=env, cache_auth=cache_auth)
         result, diags = run_build(root.absolute(), options=options, fetcher=fetcher, memo=memo)
         undecided = any(d.extra is not None and d.extra.code is Code.NOT_INSTALLED for d in diags)
         reads, dirs = _reads(result.graph, result.tree, top)
@@ -488,17 +488,16 @@ def _against_output(
 ) -> list[Verdict]:
     """``--base-out DIR``: each root against the output a build of the same roots wrote into DIR
     (the root itself with one ROOT, else DIR/<its path relative to the roots' common parent>)."""
-    from flatten.cli import _usage_error
     from flatten.stages.stale import Staleness, stale_files
 
     assert request.base_out is not None
     base = request.base_out
     if not base.is_dir():
-        raise _usage_error(f"--base-out {base} is not a directory.")
+        raise UsageError(f"--base-out {base} is not a directory.")
     labels, work = _roots(request.roots, cwd, cwd, request.options, memo)
     present = [(lab, p) for lab, p in zip(labels, work, strict=True) if p is not None]
     if not present:
-        raise _usage_error("no root to compare: give ROOT, or run it where roots are.")
+        raise UsageError("no root to compare: give ROOT, or run it where roots are.")
     resolved = [p.resolve() for _, p in present]
     common = Path(os.path.commonpath([str(r) for r in resolved])) if len(resolved) > 1 else resolved[0]
     sides = _build_all([p for _, p in present], cwd, None, request.options, environ, memo)
