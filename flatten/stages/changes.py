@@ -16,6 +16,7 @@ Pure: the shell (flatten/shell/affected.py) hands in the two trees as :class:`Sn
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,11 +35,13 @@ __all__ = [
     "Verdict",
     "compare",
     "module_outputs",
+    "normalized",
     "package_changes",
     "with_blocks",
 ]
 
 _CONFIG = "main.tf.json"
+_REMOTE = "modules/_remote/"
 #: Top-level block types labelled twice (type and name), and how a plan names each.
 _TWO_LABELS = MappingProxyType({"resource": "", "data": "data.", "ephemeral": "ephemeral."})
 #: Top-level block types labelled once, and how Terraform's addresses spell their prefix.
@@ -63,11 +66,62 @@ class Snapshot:
     def paths(self) -> set[str]:
         return {*self.generated, *self.copied}
 
-    def token(self, rel: str) -> object:
-        """What decides whether ``rel`` is the same file in another snapshot."""
+    def token(self, rel: str) -> str | None:
+        """What decides whether ``rel`` is the same file in another snapshot: its SHA-256."""
         if rel in self.generated:
-            return self.generated[rel]
+            return hashlib.sha256(self.generated[rel]).hexdigest()
         return self.copied.get(rel)
+
+
+def _remote_names(manifest: bytes | None) -> dict[str, str]:
+    """Return, for each vendored package directory (``modules/_remote/acme-m-aws-1.0.0``), a name
+    that does not hold its version: the module calls it serves (``modules/_remote/@module.m``)."""
+    try:
+        doc = json.loads(manifest) if manifest is not None else None
+    except (ValueError, RecursionError):
+        doc = None
+    modules = doc.get("modules") if isinstance(doc, dict) else None
+    users: dict[str, list[str]] = {}
+    for entry in modules if isinstance(modules, list) else ():
+        if not isinstance(entry, dict) or not isinstance(entry.get("package"), dict):
+            continue
+        out, address = entry.get("output"), entry.get("module")
+        at = out.find(_REMOTE) if isinstance(out, str) else -1
+        if isinstance(out, str) and isinstance(address, str) and at >= 0 and (at == 0 or out[at - 1] == "/"):
+            start = at + len(_REMOTE)
+            top = out[:start] + out[start:].split("/", 1)[0]
+            users.setdefault(top, []).append(address)
+    return {top: top.rsplit("/", 1)[0] + "/@" + ",".join(sorted(calls)) for top, calls in users.items()}
+
+
+def normalized(snapshot: Snapshot) -> Snapshot:
+    """Return ``snapshot`` with each vendored package directory named by the calls it serves.
+
+    The output names a package's directory by its address and version
+    (flatten/stages/layout.py), but Terraform names an installed module by its call
+    (``.terraform/modules/<key>``): a new version with the same files changes nothing Terraform
+    loads, so the comparison must not see the directory's name change either.
+    """
+    names = _remote_names(snapshot.generated.get(MANIFEST_NAME))
+    if not names:
+        return snapshot
+    order = sorted(names, key=len, reverse=True)
+
+    def rename(rel: str) -> str:
+        for old in order:
+            if rel == old or rel.startswith(old + "/"):
+                return names[old] + rel[len(old) :]
+        return rel
+
+    def rewrite(data: bytes) -> bytes:
+        for old in order:
+            data = data.replace(old.encode() + b"/", names[old].encode() + b"/")
+            data = data.replace(old.encode() + b'"', names[old].encode() + b'"')
+        return data
+
+    generated = {rename(rel): rewrite(data) for rel, data in snapshot.generated.items()}
+    copied = {rename(rel): digest for rel, digest in snapshot.copied.items()}
+    return Snapshot(generated, copied)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +174,7 @@ def compare(old: Snapshot, new: Snapshot) -> TreeChange:
     """Return how ``new`` differs from ``old``: the files (the manifest left out: Terraform never
     reads it, and it names constraints and digests, not configuration), then the blocks of each
     changed module file (sorted by file, then address)."""
+    old, new = normalized(old), normalized(new)
     files = []
     for rel in sorted((old.paths() | new.paths()) - {MANIFEST_NAME}):
         if rel not in old.paths():
