@@ -29,7 +29,6 @@ another version shows as a change.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import sys
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostics, TextStyle
 from flatten.lang.options import Options
 from flatten.stages.changes import (
@@ -171,12 +171,20 @@ def _run(request: AffectedRequest) -> tuple[list[Verdict], str]:
             and work_sides[lab].built
             and work_sides[lab].touched
         ]
-        for lab in needed:  # what terraform init installed is used at REF too (ignored by git)
-            _link_installed(at_work[lab], at_ref[lab])  # type: ignore[arg-type]
         ref_sides = dict(
             zip(
                 needed,
-                _build_all([at_ref[x] for x in needed], tree.top, None, options, environ, memo),  # type: ignore[misc]
+                _build_all(
+                    [at_ref[x] for x in needed],  # type: ignore[misc]
+                    tree.top,
+                    None,
+                    options,
+                    environ,
+                    memo,
+                    # What terraform init installed in the working tree (.terraform, which git
+                    # ignores) is what the build at REF may use too.
+                    installed_from=[at_work[x] for x in needed],  # type: ignore[misc]
+                ),
                 strict=True,
             )
         )
@@ -226,16 +234,6 @@ def _inside(path: Path, top: Path) -> bool:
     return True
 
 
-def _link_installed(work_root: Path, ref_root: Path) -> None:
-    """Let the build at REF use what ``terraform init`` installed for the working tree's root
-    (``.terraform`` is ignored by git, so the tree at REF has none)."""
-    installed = work_root / ".terraform"
-    link = ref_root / ".terraform"
-    if installed.is_dir() and not os.path.lexists(link):
-        with contextlib.suppress(OSError):  # then REF's build says which module is not installed
-            link.symlink_to(installed.resolve(), target_is_directory=True)
-
-
 def _build_all(
     roots: Sequence[Path],
     top: Path,
@@ -243,9 +241,11 @@ def _build_all(
     options: Options,
     environ: Mapping[str, str],
     memo: SharedMemo,
+    installed_from: Sequence[Path] | None = None,
 ) -> list[_Side]:
     """Build each root (forked across CPUs); ``changed``: the changed paths, or None to take
-    every root's output (no comparison by paths)."""
+    every root's output (no comparison by paths). ``installed_from``: for each root, the directory
+    whose ``.terraform/modules`` its remote modules may come from (default: the root's own)."""
     from flatten.shell.fanout import cpus, run_all
     from flatten.shell.prefetch import finish
     from flatten.shell.shared_memo import preload
@@ -258,7 +258,8 @@ def _build_all(
     progress = _Progress(len(roots)) if sys.stderr.isatty() else None
 
     def job(i: int) -> _Side:
-        return _build_one(roots[i], top, changed, options, env, memo)
+        installed = installed_from[i] if installed_from is not None else roots[i]
+        return _build_one(roots[i], top, changed, options, env, memo, installed)
 
     results = run_all(
         len(roots),
@@ -277,7 +278,13 @@ def _build_all(
 
 
 def _build_one(
-    root: Path, top: Path, changed: set[str] | None, options: Options, env: SourceEnv, memo: SharedMemo
+    root: Path,
+    top: Path,
+    changed: set[str] | None,
+    options: Options,
+    env: SourceEnv,
+    memo: SharedMemo,
+    installed: Path,
 ) -> _Side:
     from flatten.build import build as run_build
     from flatten.lang.diagnostics import Diagnostic
@@ -286,7 +293,7 @@ def _build_one(
     from flatten.sources.fetcher import RemoteFetcher
 
     try:
-        fetcher = RemoteFetcher(root.absolute(), options=options, env=env, cache_auth=cache_auth)
+        fetcher = RemoteFetcher(installed.absolute(), options=options, env=env, cache_auth=cache_auth)
         result, diags = run_build(root.absolute(), options=options, fetcher=fetcher, memo=memo)
         undecided = any(d.extra is not None and d.extra.code is Code.NOT_INSTALLED for d in diags)
         reads, dirs = _reads(result.graph, result.tree, top)
@@ -333,7 +340,7 @@ def _reads(
                 continue
             dirs.append((where, node.address))
             try:
-                names = os.listdir(node.directory)
+                names = [e.name for e in gate.list_dir(node.directory) if e.kind in ("file", "link")]
             except OSError:
                 names = []
             for name in names:
@@ -357,17 +364,7 @@ def _touched(changed: set[str], reads: Sequence[str], dirs: Sequence[tuple[str, 
 
 
 def _snapshot(tree: OutputTree) -> Snapshot:
-    copied = {}
-    for rel, path in tree.copies.items():
-        digest = hashlib.sha256()
-        try:
-            with open(path, "rb") as f:
-                for chunk in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(chunk)
-            copied[rel] = digest.hexdigest()
-        except OSError:
-            copied[rel] = "unreadable"
-    return Snapshot(dict(tree.files), copied)
+    return Snapshot(dict(tree.files), {rel: _digest(path) for rel, path in tree.copies.items()})
 
 
 def _causes(label: str, side: _Side, paths: Sequence[str]) -> tuple[Cause, ...]:
@@ -542,31 +539,42 @@ def _against_output(
             )
         else:
             verdicts.append(Verdict(label, "unaffected", f"its output is the one in {base}"))
-    for current, dirs, names in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        here = Path(current)
-        if (
-            MANIFEST_NAME in names
-            and here.resolve() not in seen
-            and not any(p in seen for p in here.resolve().parents)
-        ):
+    pending = [base]
+    while pending:  # outputs in DIR whose root is gone: a manifest in a directory no root owns
+        here = pending.pop()
+        if here.resolve() in seen:
+            continue
+        try:
+            entries = gate.list_dir(here)
+        except OSError:
+            continue
+        if any(e.name == MANIFEST_NAME and e.kind == "file" for e in entries):
             rel = here.relative_to(base).as_posix()
             verdicts.append(Verdict(rel, "removed", f"an output in {base} whose root is not among the roots"))
-            dirs[:] = []
+            continue
+        pending.extend(
+            here / e.name for e in reversed(entries) if e.kind == "dir" and not e.name.startswith(".")
+        )
     return verdicts
 
 
 def _read(path: Path) -> bytes:
+    """An output file's bytes (a symlink in OUT is not flatten's and reads as unreadable)."""
     try:
-        return path.read_bytes()
+        return gate.read_bytes(path, follow=False)
     except OSError:
         return b""
 
 
+#: Files beside modules are copied whatever their size (stages/layout.py); hashing streams them.
+_COPY_LIMIT = 1 << 40
+
+
 def _digest(path: Path) -> str:
+    """A file's SHA-256, streamed through the gate; an unreadable one compares as changed."""
     digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with gate.open_read(path, limit=_COPY_LIMIT) as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError:

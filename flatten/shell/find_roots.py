@@ -4,8 +4,8 @@ A root is a directory holding configuration files (``.tf``, ``.tf.json``; with O
 ``.tofu``, ``.tofu.json``) that no other such directory under the same top calls as a local
 module (``source = "../modules/net"``). That is the rule terragrunt-atlantis-config and Atlantis'
 own autodetection follow for plain Terraform: a directory somebody calls is a module, the others
-are where ``terraform plan`` runs. Hidden directories (``.terraform``, ``.git``) are never
-searched. A module's ``examples/`` directories are roots by this rule, which is what they are.
+are where ``terraform plan`` runs. Hidden directories (``.terraform``, ``.git``) and symlinked ones are
+never searched. A module's ``examples/`` directories are roots by this rule, which is what they are.
 Local calls are read from each directory's merged module (a literal ``source`` string), loaded
 through the memo, so the builds that follow find them already loaded.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.options import Options
 from flatten.stages.memo import Memo
 
@@ -27,10 +28,20 @@ def find_roots(top: Path, *, options: Options, memo: Memo) -> list[Path]:
 
     suffixes = options.dialect.values.config_suffixes
     candidates: list[Path] = []
-    for current, dirs, names in os.walk(top):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        if any(n.endswith(suffixes) and not n.startswith(".") for n in names):
-            candidates.append(Path(current))
+    pending = [top]
+    while pending:  # listed through the gate: symlinked directories are not followed
+        current = pending.pop()
+        try:
+            entries = gate.list_dir(current)
+        except OSError:
+            continue
+        if any(
+            e.kind == "file" and e.name.endswith(suffixes) and not e.name.startswith(".") for e in entries
+        ):
+            candidates.append(current)
+        pending.extend(
+            current / e.name for e in reversed(entries) if e.kind == "dir" and not e.name.startswith(".")
+        )
     called: set[str] = set()
     for directory in candidates:
         loaded, _ = load_module(directory, root=directory, options=options, memo=memo)

@@ -1,7 +1,8 @@
 """A git revision's tree, read for ``flatten affected --since REF`` without touching the checkout.
 
 The tree at REF is written by ``git archive`` into a private temporary directory (mode 0700,
-``tempfile.mkdtemp``) and extracted with the same checks as a downloaded package
+``tempfile.mkdtemp``; the archive is held in memory, then written and extracted through the
+gate, flatten/gate.py) and extracted with the same checks as a downloaded package
 (flatten/sources/archive.py: no member outside the directory, no device, no link leading out,
 sizes bounded). Nothing is written into the user's working tree or repository: ``git worktree
 add`` would register the worktree in ``.git/worktrees`` and leave it behind if the run were killed,
@@ -13,8 +14,8 @@ Git failures (not a repository, an unknown REF) are :class:`GitError` with the u
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -41,7 +42,19 @@ class RefTree:
     holder: Path  # the private temporary directory to remove when done
 
     def remove(self) -> None:
-        shutil.rmtree(self.holder, ignore_errors=True)
+        _remove(self.holder)
+
+
+_MARK = ".flatten-affected"  # written first into the temporary directory: only such a one is removed
+
+
+def _remove(holder: Path) -> None:
+    """Remove the temporary directory (through the gate; only one carrying the mark)."""
+    from flatten import gate
+
+    # A temporary directory left behind (a failure removing it) is the system's to clean.
+    with contextlib.suppress(OSError), gate.open_dir(holder.parent) as parent:
+        parent.remove(holder.name, owned=lambda d: d.kind(_MARK) == "file")
 
 
 def _git(top: Path, *args: str, binary: bool = False) -> bytes:
@@ -97,34 +110,38 @@ def changed_paths(top: Path, commit: str) -> set[str]:
 
 def ref_tree(top: Path, commit: str) -> RefTree:
     """Write the tree of ``commit`` into a new private temporary directory and return it."""
+    from flatten import gate
     from flatten.sources.archive import extract_archive
     from flatten.sources.env import ExtractLimits
     from flatten.sources.package import FetchError
 
     holder = Path(tempfile.mkdtemp(prefix="flatten-affected-"))
     try:
-        archive = holder / "tree.tar"
-        with archive.open("wb") as sink:
+        with gate.open_dir(holder) as place:
+            place.write(_MARK, b"")
             try:
                 done = subprocess.run(
                     ["git", "-C", str(top), "archive", "--format=tar", commit],
-                    stdout=sink,
-                    stderr=subprocess.PIPE,
+                    capture_output=True,
                     env={**os.environ, "LC_ALL": "C"},
                     check=False,
                     timeout=600,
                 )
             except (FileNotFoundError, subprocess.TimeoutExpired):
                 raise GitError("git archive could not run (is git on PATH?).") from None
-        if done.returncode != 0:
-            raise GitError(f"git archive failed: {done.stderr.decode('utf-8', 'replace').strip()}")
-        tree = holder / "tree"
-        try:
-            extract_archive(archive, "tar", tree, limits=ExtractLimits(_MAX_BYTES, _MAX_FILES))
-        except FetchError as exc:
-            raise GitError(f"the tree at {commit[:12]} could not be extracted: {exc}") from None
-        archive.unlink()
+            if done.returncode != 0:
+                raise GitError(f"git archive failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+            place.write("tree.tar", done.stdout, mode=0o600)
+            del done
+            tree = holder / "tree"
+            try:
+                extract_archive(
+                    holder / "tree.tar", "tar", tree, limits=ExtractLimits(_MAX_BYTES, _MAX_FILES)
+                )
+            except FetchError as exc:
+                raise GitError(f"the tree at {commit[:12]} could not be extracted: {exc}") from None
+            place.unlink("tree.tar")
         return RefTree(commit, tree, holder)
     except BaseException:
-        shutil.rmtree(holder, ignore_errors=True)
+        _remove(holder)
         raise
