@@ -787,6 +787,9 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
                 f'{MANIFEST_NAME} "inlined" lists their new addresses',
                 err=True,
             )
+    close = getattr(fetcher, "close", None)  # a RemoteFetcher: its packages are in OUT now, so
+    if close is not None:  # `cache clean` and the prune may take them
+        close()
     prune_cache(env.cache_dir)
     return exit_code(diags)
 
@@ -1122,6 +1125,13 @@ def cache(ctx: typer.Context) -> None:
 
     found = usage(_source_env(os.environ).cache_dir)
     limit = max_size(os.environ)
+    if not found.owned:
+        typer.echo(
+            f"{found.root} (not flatten's cache: it holds files flatten did not make and no "
+            "CACHEDIR.TAG of flatten's, so flatten neither uses nor cleans it; point "
+            "FLATTEN_CACHE_DIR at an empty or new directory; docs/cache.md)"
+        )
+        return
     typer.echo(f"{found.root}" + ("" if found.root.is_dir() else " (not created yet)"))
     typer.echo(f"  {format_size(found.total)} in {found.count} entries")
     for area, (count, size) in found.areas.items():
@@ -1152,11 +1162,19 @@ def cache_clean(
     ] = None,
 ) -> None:
     """Remove cached entries: all of them by default. Everything there is made again when needed."""
-    from flatten.shell.cache_admin import clean, format_size, parse_size, prune
+    from flatten.shell.cache_admin import clean, format_size, parse_days, parse_size, prune, usage
 
     root = _source_env(os.environ).cache_dir
     if older_than is not None and max_size is not None:
         raise _usage_error("--older-than and --max-size choose differently what to remove: give one.")
+    if not usage(root).owned:
+        typer.echo(
+            f"flatten: {root} is not flatten's cache (it holds files flatten did not make and no "
+            "CACHEDIR.TAG of flatten's): nothing was removed. Point FLATTEN_CACHE_DIR at an empty "
+            "or new directory (docs/cache.md).",
+            err=True,
+        )
+        raise typer.Exit(1)
     if max_size is not None:
         try:
             limit = parse_size(max_size)
@@ -1164,7 +1182,15 @@ def cache_clean(
             raise _usage_error(f"--max-size: {exc}.") from None
         count, size = prune(root, limit)
     else:
-        count, size = clean(root, older_than=None if older_than is None else older_than * 86400)
+        try:
+            seconds = None if older_than is None else parse_days(older_than)
+        except ValueError as exc:
+            raise _usage_error(f"--older-than: {exc}.") from None
+
+        def waiting() -> None:
+            typer.echo("flatten: waiting for running builds to finish using the cache's packages", err=True)
+
+        count, size = clean(root, older_than=seconds, waiting=waiting)
     typer.echo(f"flatten: removed {count} entries ({format_size(size)}) from {root}", err=True)
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import io
 import os
 import shutil
@@ -46,12 +47,16 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 __all__ = [
+    "CACHE_ADOPT",
+    "CACHE_AREAS",
+    "CACHE_OWNER",
     "CONFIG_LIMIT",
     "STAMP_NAME",
     "Dir",
     "DirEntry",
     "Kind",
     "Refused",
+    "atomic_writer",
     "check_deadline",
     "kind_of",
     "list_dir",
@@ -288,7 +293,7 @@ def open_read(
     inside: Sequence[str | os.PathLike[str]] | None = None,
     follow: bool = True,
     dir_fd: int | None = None,
-) -> Iterator[BinaryIO]:
+) -> Iterator[io.BufferedReader[_Bounded]]:
     """A regular file opened for streaming (hashing, comparing, copying), under the same rules as
     :func:`read_bytes`: reading past ``limit`` bytes raises :class:`Refused`."""
     fd, _ = _open_regular(path, limit=limit, deadline=deadline, inside=inside, follow=follow, dir_fd=dir_fd)
@@ -368,9 +373,11 @@ class Dir:
     def join(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def sub(self, rel: str, *, create: bool = False, mode: int = 0o755) -> Dir:
-        """The directory ``rel`` below this one (``a/b``), each component without following."""
-        return _descend(self.fd, self.path, rel, create=create, mode=mode)
+    def sub(self, rel: str, *, create: bool = False, mode: int = 0o755, replace_links: bool = False) -> Dir:
+        """The directory ``rel`` below this one (``a/b``), each component without following.
+        ``replace_links`` (with ``create``): a symlink where a component should be is removed
+        (the link, never its target) and the directory made: for directories flatten owns."""
+        return _descend(self.fd, self.path, rel, create=create, mode=mode, replace_links=replace_links)
 
     def list(self) -> tuple[DirEntry, ...]:
         return list_dir(self.fd)
@@ -414,8 +421,55 @@ class Dir:
     def remove(self, name: str, *, owned: Callable[[Dir], bool] | None = None) -> bool:
         return remove_owned(self, name, owned=owned)
 
+    def mkdir(self, name: str, *, mode: int = 0o755, exist_ok: bool = False) -> None:
+        try:
+            os.mkdir(name, mode, dir_fd=self.fd)
+        except FileExistsError:
+            if not exist_ok or self.kind(name) != "dir":
+                raise
 
-def _descend(base_fd: int, base_path: str, rel: str, *, create: bool, mode: int) -> Dir:
+    def lock(self, name: str, *, shared: bool, wait: bool) -> int | None:
+        """Take ``flock`` on the file ``name`` (made if missing, never through a symlink): a
+        descriptor to close to release it, or None when ``wait`` is false and another holds it."""
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o644, dir_fd=self.fd)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise _special(self.join(name), st.st_mode)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def size(self, name: str = ".") -> int:
+        """The bytes a file or tree takes on disk (what ``du`` counts), no link followed."""
+        total = 0
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except OSError:
+            return 0
+        total += _disk_size(st)
+        if not stat.S_ISDIR(st.st_mode):
+            return total
+        for _, _, files, dirfd in os.fwalk(name, dir_fd=self.fd):
+            for each in files:
+                with contextlib.suppress(OSError):
+                    total += _disk_size(os.stat(each, dir_fd=dirfd, follow_symlinks=False))
+        return total
+
+
+def _disk_size(st: os.stat_result) -> int:
+    blocks = getattr(st, "st_blocks", None)
+    return blocks * 512 if blocks is not None else st.st_size
+
+
+def _descend(
+    base_fd: int, base_path: str, rel: str, *, create: bool, mode: int, replace_links: bool = False
+) -> Dir:
     fd = os.dup(base_fd)
     path = base_path
     try:
@@ -430,6 +484,8 @@ def _descend(base_fd: int, base_path: str, rel: str, *, create: bool, mode: int)
                 )
             path = os.path.join(path, part)
             if create:
+                if replace_links and kind_of(part, dir_fd=fd) == "link":
+                    os.unlink(part, dir_fd=fd)
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, mode, dir_fd=fd)
             try:
@@ -483,6 +539,24 @@ def write_atomic(directory: Dir, name: str, data: bytes, *, mode: int = 0o644) -
         raise
 
 
+@contextlib.contextmanager
+def atomic_writer(
+    directory: Dir, name: str, *, mode: int = 0o644, buffering: int = 1 << 20
+) -> Iterator[BinaryIO]:
+    """A new file to stream into, renamed over ``name`` in ``directory`` when the block ends
+    without an exception (removed otherwise); as :func:`write_atomic`, never through a symlink."""
+    tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=directory.fd)
+    try:
+        with open(fd, "wb", buffering=buffering) as f:  # gate: the one open of a new file's descriptor
+            yield f
+        os.replace(tmp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=directory.fd)
+        raise
+
+
 def _not_owned(path: str) -> Refused:
     return Refused(
         errno.EPERM,
@@ -523,6 +597,14 @@ def remove_owned(directory: Dir, name: str, *, owned: Callable[[Dir], bool] | No
     return True
 
 
+#: The owner named in the cache directory's stamp, and the directories an unstamped cache an
+#: earlier flatten made may hold (it is adopted: stamped, when it holds nothing else).
+CACHE_OWNER = "flatten's cache: everything here is derived and may be deleted (docs/cache.md)"
+CACHE_AREAS = frozenset(
+    {"parse", "modules", "emit", "builds", "commands", "module-keys", "code", "lark", "v1"}
+)
+CACHE_ADOPT = CACHE_AREAS | {".pruned", ".use.lock"}
+
 #: The Cache Directory Tagging Specification's signature (https://bford.info/cachedir/): backup
 #: tools skip a directory holding it, and flatten deletes only in a directory whose tag it wrote.
 _CACHEDIR_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -555,7 +637,8 @@ def open_owned_root(
         others = [
             e
             for e in root.list()
-            if not e.name.startswith(f".{STAMP_NAME}.") and not (e.kind == "dir" and e.name in adopt)
+            if not e.name.startswith(f".{STAMP_NAME}.")
+            and not (e.kind in ("dir", "file") and e.name in adopt)
         ]
         if found is None and create and not others:
             root.write(STAMP_NAME, stamp)

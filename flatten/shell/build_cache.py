@@ -490,11 +490,10 @@ def write_sealed(
     if holds_userinfo(head):  # a module source with a password: never at rest (storable())
         return False
     taggers = [t for t in whole if t is not None]
-    tmp: Path | None = None
+    from flatten.shell.cache_dir import entry_writer
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with tmp.open("wb", buffering=1 << 20) as f:
+        with entry_writer(path) as f:
             f.write(magic)
             f.write(bytes(cache_auth.TAG_SIZE * len(tags)))
             out = _Tee(f, taggers)
@@ -504,11 +503,8 @@ def write_sealed(
             done = iter(taggers)
             for kind, length in tags:
                 f.write(cache_auth.tag(kind, key, head[:length]) if length >= 0 else next(done).digest())
-        os.replace(tmp, path)
         return True
     except Exception:
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
         return False
 
 
@@ -743,10 +739,9 @@ def _path(key: str) -> Path:
 
 def read(key: str) -> bytes | None:
     """Return the stored bytes of ``key``'s entry, or None (``entry_calls`` and ``decode`` verify them)."""
-    try:
-        return _path(key).read_bytes()
-    except OSError:
-        return None
+    from flatten.shell.cache_dir import read_entry
+
+    return read_entry(_path(key))
 
 
 def write(key: str, data: bytes) -> None:
@@ -765,26 +760,11 @@ def _write_file(path: Path, data: bytes | tuple[bytes, ...]) -> None:
     parts = (data,) if isinstance(data, bytes) else data
     if not all(storable(part) for part in parts):
         return
-    tmp: Path | None = None
-    try:
-        parent = path.parent
-        if parent not in _MADE:
-            # Made once per process: a cold build writes about 400 entries into 2 directories,
-            # and each mkdir of an existing one is a system call and an exception.
-            parent.mkdir(parents=True, exist_ok=True)
-            _MADE.add(parent)
-        tmp = parent / f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with tmp.open("wb") as f:
-            for part in parts:
-                f.write(part)
-        os.replace(tmp, path)
-    except Exception:
-        _MADE.discard(path.parent)  # removed meanwhile (a cache cleared): made again next time
-        if tmp is not None:
-            tmp.unlink(missing_ok=True)
+    # The directory is opened once per process (cache_dir.area): a cold build writes about 400
+    # entries into 2 directories, each then one openat and one renameat.
+    from flatten.shell.cache_dir import write_entry
 
-
-_MADE: set[Path] = set()  # entry directories this process made or found
+    write_entry(path, parts)
 
 
 # What the background writer takes: an entry's bytes, its parts in order, or a module to encode.
@@ -966,8 +946,12 @@ def _read_emitted(path: Path, digest: str) -> bytes | None:
     """Return the output bytes stored at ``path`` when their tag verifies, else None."""
     # The magic and the tag are read apart from the bytes they precede, which are returned as read:
     # slicing them off the whole file copied the module's output once more (docs/reliability.md).
+    from flatten.shell.cache_dir import open_entry
+
     try:
-        with path.open("rb") as f:
+        with open_entry(path) as f:
+            if f is None:
+                return None
             head = f.read(len(_EMIT_MAGIC) + cache_auth.TAG_SIZE)
             data = f.read(max(os.fstat(f.fileno()).st_size - len(head), 0))  # read() would grow a copy
     except OSError:

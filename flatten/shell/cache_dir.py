@@ -1,7 +1,12 @@
 """Where flatten's caches live, and the version tag of the code behind a parse result.
 
-A leaf of flatten.shell (it imports nothing of flatten but its version and cache_auth): the parse cache, the
-module cache, replay records and the parser's own table cache all start here.
+A leaf of flatten.shell (it imports nothing of flatten but its version, cache_auth and the
+gate): the parse cache, the module cache, replay records and the parser's own table cache all
+start here, and every entry is read and written through :func:`read_entry`, :func:`write_entry`
+and :func:`entry_writer`: inside the directory flatten made and stamped (``CACHEDIR.TAG``), each
+directory below it reached without following a symlink (flatten/gate.py; issue 38, item 1). A
+cache directory that is not flatten's (``FLATTEN_CACHE_DIR`` set to a home directory) is never
+written: every entry is a miss.
 """
 
 from __future__ import annotations
@@ -10,12 +15,29 @@ import contextlib
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
+from flatten import gate
 from flatten.shell import cache_auth
 
-__all__ = ["SCHEMA_VERSION", "cache_root", "code_digest", "file_digest", "files_digest", "parser_version"]
+__all__ = [
+    "ENTRY_LIMIT",
+    "SCHEMA_VERSION",
+    "area",
+    "cache_root",
+    "code_digest",
+    "entry_writer",
+    "file_digest",
+    "files_digest",
+    "open_entry",
+    "parser_version",
+    "read_entry",
+    "write_entry",
+]
+
+ENTRY_LIMIT = 1 << 30  # the largest cache entry read back (a module's output of hundreds of MB)
 
 SCHEMA_VERSION = 3  # of parse cache entries: bump when the stored form changes
 
@@ -30,12 +52,113 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path.home() / ".cache" / "flatten"
 
 
+# The cache's directories this process opened: (cache root, area) -> the open directory, or None
+# when the root is not flatten's. Only the current root's are kept (tests change it per test).
+_AREAS: dict[tuple[str, str], gate.Dir | None] = {}
+
+
+def area(directory: Path, *, create: bool = True) -> gate.Dir | None:
+    """The cache's directory ``directory`` (``<root>/parse``, ``<root>/v1/...``) opened through
+    the gate, made (and the root stamped) when missing; None when it cannot be, or the root is not
+    flatten's cache (nothing is then read or written there)."""
+    root = os.fspath(cache_root())
+    try:
+        rel = os.path.relpath(directory, root)
+    except ValueError:
+        return None
+    if rel == os.curdir or rel.startswith(os.pardir):
+        return None
+    found = _AREAS.get((root, rel), False)
+    if found is not False:
+        assert found is None or isinstance(found, gate.Dir)
+        return found
+    for key in [k for k in _AREAS if k[0] != root]:
+        stale = _AREAS.pop(key)
+        if stale is not None:
+            stale.close()
+    opened: gate.Dir | None = None
+    try:
+        top = gate.open_owned_root(root, gate.CACHE_OWNER, create=create, adopt=gate.CACHE_ADOPT)
+        if top is not None:
+            with top:
+                opened = top.sub(rel, create=create, mode=0o700, replace_links=create)
+    except OSError:
+        opened = None
+    if opened is not None or create:  # a miss without create is asked again once made
+        _AREAS[root, rel] = opened
+    return opened
+
+
+def _forget(directory: Path) -> None:
+    """Drop an area whose write failed (removed meanwhile, say): opened again next time."""
+    root = os.fspath(cache_root())
+    found = _AREAS.pop((root, os.path.relpath(directory, root)), None)
+    if found is not None:
+        found.close()
+
+
+def read_entry(path: Path, *, limit: int = ENTRY_LIMIT) -> bytes | None:
+    """Return the bytes of the cache entry at ``path`` (a regular file, not a symlink), or None."""
+    directory = area(path.parent, create=False)
+    if directory is None:
+        return None
+    try:
+        return directory.read(path.name, limit=limit)
+    except OSError:
+        return None
+
+
+@contextlib.contextmanager
+def open_entry(path: Path, *, limit: int = ENTRY_LIMIT) -> Iterator[BinaryIO | None]:
+    """The cache entry at ``path`` opened for streaming (None when missing or refused)."""
+    directory = area(path.parent, create=False)
+    if directory is None:
+        yield None
+        return
+    try:
+        reader = gate.open_read(path.name, limit=limit, follow=False, dir_fd=directory.fd)
+        f = reader.__enter__()
+    except OSError:
+        yield None
+        return
+    try:
+        yield f
+    finally:
+        reader.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def entry_writer(path: Path) -> Iterator[BinaryIO]:
+    """A new cache entry at ``path`` to stream into, in place when the block ends (``OSError``
+    when the cache cannot be written: the caller ignores it)."""
+    directory = area(path.parent)
+    if directory is None:
+        raise gate.Refused(1, "not-owned", str(path), "the cache directory is not flatten's", "")
+    try:
+        with gate.atomic_writer(directory, path.name) as f:
+            yield f
+    except OSError:
+        _forget(path.parent)
+        raise
+
+
+def write_entry(path: Path, data: bytes | Sequence[bytes]) -> bool:
+    """Write the cache entry at ``path`` atomically; False (nothing written) on any trouble."""
+    try:
+        with entry_writer(path) as f:
+            for part in (data,) if isinstance(data, bytes) else data:
+                f.write(part)
+    except OSError:
+        return False
+    return True
+
+
 def file_digest(paths: Iterable[Path], h: hashlib.blake2b) -> None:
     """Add each file's name and bytes to ``h``, in sorted order (a missing file adds ``?``)."""
     for path in sorted(paths):
         h.update(path.name.encode())
         try:
-            h.update(path.read_bytes())
+            h.update(gate.read_bytes(path))
         except OSError:
             h.update(b"?")
 
@@ -90,11 +213,7 @@ def files_digest(files: Sequence[tuple[str, Path]], memo: Path) -> str:
         line = f"{name}\0{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}\n"
         stats.update(line.encode("utf-8", "surrogatepass"))
     kept = memo / stats.hexdigest()
-    try:
-        with open(kept, "rb") as f:
-            data = f.read(cache_auth.TAG_SIZE + 33)
-    except OSError:
-        data = b""
+    data = read_entry(kept, limit=cache_auth.TAG_SIZE + 32) or b""
     # Tagged with the machine's key like every cache entry: a forged memo could otherwise name an
     # older version of the code, whose own (genuine) entries would then be served to this one.
     if len(data) == cache_auth.TAG_SIZE + 32 and cache_auth.verify("code", kept.name, data):
@@ -105,7 +224,7 @@ def files_digest(files: Sequence[tuple[str, Path]], memo: Path) -> str:
     for name, path in files:
         h.update(name.encode("utf-8", "surrogatepass") + b"\0")
         try:
-            h.update(path.read_bytes())
+            h.update(gate.read_bytes(path))
         except OSError:
             h.update(b"?")
         h.update(b"\0")
@@ -121,14 +240,18 @@ _KEEP_DIGESTS = 16  # memos kept in a ``files_digest`` directory: one per versio
 def _prune(memo: Path) -> None:
     """Remove all but the ``_KEEP_DIGESTS`` most recently written memos in ``memo`` (each edit of
     a checkout adds one; a few flattens sharing one cache each keep theirs)."""
-    try:
-        found = [(e.stat().st_mtime_ns, e.path) for e in os.scandir(memo) if not e.name.startswith(".")]
-    except OSError:
+    directory = area(memo, create=False)
+    if directory is None:
         return
+    found = []
+    for entry in directory.list():
+        if entry.kind == "file" and not entry.name.startswith("."):
+            with contextlib.suppress(OSError):
+                found.append((directory.stat(entry.name).st_mtime_ns, entry.name))
     found.sort(reverse=True)
-    for _, path in found[_KEEP_DIGESTS:]:
+    for _, name in found[_KEEP_DIGESTS:]:
         with contextlib.suppress(OSError):
-            os.unlink(path)
+            directory.unlink(name)
 
 
 def _code_files() -> list[tuple[str, Path]]:
@@ -158,15 +281,8 @@ def _code_files() -> list[tuple[str, Path]]:
 
 
 def _keep(path: Path, digest: str) -> None:
-    """Write ``digest``, tagged, to ``path`` (a temporary file renamed into place); failures are
-    ignored, and without a key nothing is kept (nothing could verify it)."""
+    """Write ``digest``, tagged, to ``path`` (atomically); failures are ignored, and without a key
+    nothing is kept (nothing could verify it)."""
     if cache_auth.key() is None:
         return
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(cache_auth.seal("code", path.name, digest.encode("ascii")))
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    write_entry(path, cache_auth.seal("code", path.name, digest.encode("ascii")))

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatten.shell import cache_auth, replay
+from flatten.shell.cache_dir import read_entry, write_entry
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
@@ -57,24 +58,23 @@ def save_keys(record: Path, keys: dict[str, str | None]) -> None:
     """Keep each module directory's key (by display path) for ``record``, which the build that
     loaded them has just written."""
     try:
-        data = record.read_bytes()
+        data = read_entry(record)
+        if data is None:
+            return
         payload = json.dumps(
             {"record": _digest(data), "keys": {d: k for d, k in keys.items() if k is not None}},
             sort_keys=True,
         ).encode()
         path = _keys_path(record)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(_HEAD + cache_auth.seal("incr", path.name, payload))
-        os.replace(tmp, path)
+        write_entry(path, _HEAD + cache_auth.seal("incr", path.name, payload))
     except Exception:  # no keys: the next rebuild is a full one
         return
 
 
 def _load_keys(record: Path, data: bytes) -> dict[str, str] | None:
     path = _keys_path(record)
-    raw = path.read_bytes()
-    if not raw.startswith(_HEAD) or not cache_auth.verify("incr", path.name, raw, len(_HEAD)):
+    raw = read_entry(path)
+    if raw is None or not raw.startswith(_HEAD) or not cache_auth.verify("incr", path.name, raw, len(_HEAD)):
         return None
     found = json.loads(raw[len(_HEAD) + cache_auth.TAG_SIZE :])
     if not isinstance(found, dict) or found.get("record") != _digest(data):
@@ -181,7 +181,9 @@ def _plan(
     options = request.options
     if options.explicit_providers or options.variables:  # a --var-file changed: a full build
         return None
-    data = record_path.read_bytes()
+    data = read_entry(record_path)
+    if data is None:
+        return None
     record = replay._load(record_path)
     if record is None:
         return None

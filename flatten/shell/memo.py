@@ -23,7 +23,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, Module
 from flatten.lang.options import Dialect, Options
 from flatten.shell import build_cache, parse_cache
-from flatten.shell.cache_dir import cache_root
+from flatten.shell.cache_dir import area, cache_root
 from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path
 from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource, Raws
@@ -175,7 +175,8 @@ def _redirect(parser: ModuleType) -> None:
         if not _needs_redirect(Path(getattr(parser, "PARSER_FILE"))):  # noqa: B009 - untyped module
             return
         directory = cache_root() / "lark"
-        directory.mkdir(parents=True, exist_ok=True)
+        if area(directory) is None:  # made through the gate; python-hcl2 writes its file there
+            return
         setattr(parser, "PARSER_FILE", directory / "hcl2.lark_cache.bin")  # noqa: B010
     except Exception:  # the default location then; only slower
         return

@@ -24,14 +24,13 @@ import gc
 import hashlib
 import os
 import pickle
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flatten.lang.options import Dialect, Options
 from flatten.shell import cache_auth
-from flatten.shell.cache_dir import SCHEMA_VERSION, cache_root, parser_version
+from flatten.shell.cache_dir import SCHEMA_VERSION, cache_root, parser_version, read_entry, write_entry
 from flatten.syntax.sourcetext import SourceText
 
 if TYPE_CHECKING:
@@ -79,9 +78,8 @@ class ParseCache:
 
     def read(self, key: str) -> tuple[tuple[str, ...], bytes, int] | None:
         """Return a verified entry's module sources, bytes and result offset, or None."""
-        try:
-            data = self._path(key).read_bytes()
-        except OSError:
+        data = read_entry(self._path(key))
+        if data is None:
             return None
         # Only an entry this machine's key tagged is ever unpickled (its bytes may be anyone's).
         if not data.startswith(_MAGIC) or not cache_auth.verify("parse", key, data, len(_MAGIC)):
@@ -120,16 +118,7 @@ class ParseCache:
 
         if not storable(data):
             return
-        tmp: Path | None = None
-        try:
-            path = self._path(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.parent / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, path)
-        except Exception:
-            if tmp is not None:
-                tmp.unlink(missing_ok=True)
+        write_entry(self._path(key), data)
 
 
 def encode(key: str, result: Result) -> tuple[tuple[str, ...], bytes]:

@@ -90,16 +90,13 @@ def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None = None) 
     if plain is None or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
         return
     try:
-        from flatten.shell.cache_dir import cache_root
+        from flatten.shell.cache_dir import area, cache_root
 
         # Checked first: a warm build imports nothing more here (a replay into a new --out never
         # loads the model: tests/project/test_api.py).
-        try:
-            with os.scandir(cache_root() / "builds") as entries:
-                if any(True for _ in entries):
-                    return
-        except FileNotFoundError:
-            pass
+        builds = area(cache_root() / "builds", create=False)
+        if builds is not None and builds.list():
+            return
         from pathlib import Path
 
         from flatten.lang.options import Options

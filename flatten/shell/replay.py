@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from flatten.lang.environ import build_environ
 from flatten.shell import cache_auth
-from flatten.shell.cache_dir import cache_root, file_digest, parser_version
+from flatten.shell.cache_dir import cache_root, file_digest, parser_version, read_entry, write_entry
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
@@ -321,7 +321,9 @@ class _Record(NamedTuple):
 
 def _load(path: Path) -> _Record | None:
     """Return the record at ``path`` when this machine's key tagged it, else None."""
-    data = path.read_bytes()
+    data = read_entry(path)
+    if data is None:
+        return None
     # Only a record this machine's key tagged is unpickled (the file may be anyone's).
     if not data.startswith(_RECORD_HEAD) or not cache_auth.verify(
         "build", path.name, data, len(_RECORD_HEAD)
@@ -475,11 +477,7 @@ def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: P
         paths = (str(request.root), str(root), str(request.out), str(out))
         payload = pickle.dumps((str(record), paths, code))
         path = _alias_path(argv)
-        data = _ALIAS_HEAD + cache_auth.seal("argv", path.name, payload)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_entry(path, _ALIAS_HEAD + cache_auth.seal("argv", path.name, payload))
     except Exception:  # no alias: the next build parses its command line first
         return
 
@@ -492,9 +490,11 @@ def replay_argv(argv: Sequence[str]) -> bool:
         if argv[:1] != ["build"] or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
             return False
         path = _alias_path(argv)
-        data = path.read_bytes()
-        if not data.startswith(_ALIAS_HEAD) or not cache_auth.verify(
-            "argv", path.name, data, len(_ALIAS_HEAD)
+        data = read_entry(path)
+        if (
+            data is None
+            or not data.startswith(_ALIAS_HEAD)
+            or not cache_auth.verify("argv", path.name, data, len(_ALIAS_HEAD))
         ):
             return False
         record, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
@@ -512,11 +512,8 @@ def replay_argv(argv: Sequence[str]) -> bool:
 
 def _save(path: Path, record: _Record) -> None:
     payload = pickle.dumps(tuple(record))
-    data = _RECORD_HEAD + cache_auth.seal("build", path.name, payload)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    if not write_entry(path, _RECORD_HEAD + cache_auth.seal("build", path.name, payload)):
+        raise OSError(f"the build record {path} could not be written")
 
 
 def save_record(

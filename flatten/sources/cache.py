@@ -24,20 +24,21 @@ downloaded again into a fresh entry, never vendored as found.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import hashlib
 import hmac
 import json
 import os
-import shutil
+import secrets
 import stat
-import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from flatten import gate
 from flatten.lang.oserror import describe_os_error
 from flatten.lang.redact import Scrubber
 from flatten.sources.package import FetchError
@@ -49,31 +50,41 @@ def tree_digest(root: Path) -> str:
     """Return a ``sha256:`` digest of a directory's files: names, content, executable bits, links.
 
     ``.git`` directories are left out, so a clone and an unpacked archive of the same files agree.
+    Walked by descriptors through the gate: no symlink is followed, a FIFO or device is never
+    opened (reading one may never end).
     """
     h = hashlib.sha256()
-    entries: list[tuple[str, Path]] = []
-    for current, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(current, d)))
-        rel_dir = os.path.relpath(current, root)
-        for name in files + [d for d in os.listdir(current) if os.path.islink(os.path.join(current, d))]:
-            if name == ".git":
+    entries: list[tuple[str, str, int, gate.Dir]] = []  # (rel, name, kind, directory)
+    opened: list[gate.Dir] = []
+    try:
+        stack = [("", gate.open_dir(root))]
+        opened.append(stack[0][1])
+        while stack:
+            rel_dir, directory = stack.pop()
+            for item in directory.list():
+                if item.name == ".git":
+                    continue
+                rel = f"{rel_dir}/{item.name}" if rel_dir else item.name
+                if item.kind == "dir":
+                    sub = directory.sub(item.name)
+                    opened.append(sub)
+                    stack.append((rel, sub))
+                else:
+                    entries.append((rel, item.name, 0, directory))
+        for rel, name, _, directory in sorted(entries, key=lambda e: e[0]):
+            st = directory.stat(name)
+            if stat.S_ISLNK(st.st_mode):
+                h.update(f"L {rel}\0{os.readlink(name, dir_fd=directory.fd)}\0".encode())
                 continue
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            entries.append((rel.replace(os.sep, "/"), Path(current) / name))
-    for rel, path in sorted(set(entries)):
-        st = path.lstat()
-        if stat.S_ISLNK(st.st_mode):
-            h.update(f"L {rel}\0{os.readlink(path)}\0".encode())
-            continue
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or device: never opened (reading one may never end)
-            h.update(f"O {rel}\0{stat.S_IFMT(st.st_mode)}\0".encode())
-            continue
-        h.update(f"F {rel}\0{'x' if st.st_mode & 0o111 else '-'}\0".encode())
-        fh = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 16):
-                fh.update(chunk)
-        h.update(fh.digest())
+            if not stat.S_ISREG(st.st_mode):
+                h.update(f"O {rel}\0{stat.S_IFMT(st.st_mode)}\0".encode())
+                continue
+            h.update(f"F {rel}\0{'x' if st.st_mode & 0o111 else '-'}\0".encode())
+            with gate.open_read(name, limit=1 << 40, follow=False, dir_fd=directory.fd) as f:
+                h.update(hashlib.file_digest(f, "sha256").digest())
+    finally:
+        for directory in opened:
+            directory.close()
     return "sha256:" + h.hexdigest()
 
 
@@ -97,16 +108,34 @@ class CacheAuth(Protocol):
     def tag(self, kind: str, name: str, payload: bytes | memoryview) -> bytes: ...
 
 
+_USE_LOCK = ".use.lock"  # shared while a build uses packages; exclusive while they are removed
+_META_LIMIT = 1 << 20
+
+
+def _is_package(entry: gate.Dir) -> bool:
+    """A package entry as :meth:`PackageCache.install` makes it (the mark ``cache clean`` and a
+    replacing install look for before removing a directory)."""
+    return entry.kind("meta.json") == "file" or entry.kind("files") == "dir"
+
+
 class PackageCache:
     """A content-addressed package store in ``root`` (see the module docstring for the layout).
 
     ``auth`` tags and verifies entries; None is a machine without a key: every entry is a miss.
+    Every path below ``root`` is reached through the gate without following a symlink, and only
+    when ``root`` is flatten's cache (stamped; flatten/gate.py). From its first use the cache
+    holds the cache's use lock shared (``.use.lock``), until :meth:`close`: ``flatten cache clean``
+    removes packages only once no build holds it, so a build never copies from a package that is
+    being removed (issue 38, item 11).
     """
 
     def __init__(self, root: Path, auth: CacheAuth | None, scrub: Scrubber | None = None) -> None:
+        self.base = root
         self.root = root / "v1"
         self._auth = auth
         self._scrub = scrub or Scrubber()  # the build's secrets: never written into meta.json
+        self._guard = threading.Lock()
+        self._use: int | None = None  # the shared lock's descriptor
 
     @staticmethod
     def key(identity: str) -> str:
@@ -115,34 +144,71 @@ class PackageCache:
     def _entry(self, identity: str) -> Path:
         return self.root / "packages" / self.key(identity)
 
+    def _top(self, *, create: bool) -> gate.Dir | None:
+        """The cache's root (flatten's, stamped), with the use lock taken shared; None when there
+        is none or it is not flatten's."""
+        top = gate.open_owned_root(self.base, gate.CACHE_OWNER, create=create, adopt=gate.CACHE_ADOPT)
+        if top is None:
+            return None
+        with self._guard:
+            if self._use is None:
+                try:
+                    self._use = top.lock(_USE_LOCK, shared=True, wait=True)
+                except OSError:
+                    top.close()
+                    raise
+        return top
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the use lock (the build has written its output)."""
+        with self._guard:
+            if self._use is not None:
+                os.close(self._use)
+                self._use = None
+
+    def _v1(self, rel: str, *, create: bool) -> gate.Dir | None:
+        top = self._top(create=create)
+        if top is None:
+            return None
+        with top:
+            return top.sub(f"v1/{rel}" if rel else "v1", create=create, mode=0o700, replace_links=create)
+
     def lookup(self, identity: str) -> CachedPackage | None:
         """Return the cached package for ``identity``, or None when there is none, or it is damaged
         or not what was made (see the module docstring)."""
-        entry = self._entry(identity)
+        name = self.key(identity)
         try:
-            meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            packages = self._v1("packages", create=False)
+        except OSError:
             return None
-        if not isinstance(meta, dict) or meta.get("identity") != identity:
+        if packages is None:
             return None
-        mac = meta.pop("mac", None)
-        if not isinstance(mac, str) or not _verify_meta(self._auth, self.key(identity), meta, mac):
-            return None
-        digest = meta.get("digest")
-        try:
-            if not isinstance(digest, str) or not stat.S_ISDIR(os.lstat(entry / "files").st_mode):
+        with packages:
+            try:
+                with packages.sub(name) as entry:
+                    meta = json.loads(entry.read("meta.json", limit=_META_LIMIT).decode("utf-8"))
+                    if not isinstance(meta, dict) or meta.get("identity") != identity:
+                        return None
+                    mac = meta.pop("mac", None)
+                    if not isinstance(mac, str) or not _verify_meta(self._auth, name, meta, mac):
+                        return None
+                    digest = meta.get("digest")
+                    if not isinstance(digest, str) or entry.kind("files") != "dir":
+                        return None
+                    if tree_digest(Path(entry.path) / "files") != digest:
+                        return None
+                    # Its last use, for the size limit's pruning: one used lately may be in use by
+                    # a build running now (flatten/shell/cache_admin.py). A read-only cache stays.
+                    with contextlib.suppress(OSError):
+                        entry.touch("meta.json")
+            except (OSError, ValueError):
                 return None
-            if tree_digest(entry / "files") != digest:
-                return None
-        except (OSError, ValueError):
-            return None
-        # Its last use, for the size limit's pruning: one used lately may be in use by a build
-        # running now (flatten/shell/cache_admin.py). A read-only cache stays as it is.
-        with contextlib.suppress(OSError):
-            os.utime(entry / "meta.json")
         commit = meta.get("commit")
         return CachedPackage(
-            entry / "files",
+            self._entry(identity) / "files",
             identity,
             digest,
             commit if isinstance(commit, str) else None,
@@ -151,14 +217,32 @@ class PackageCache:
 
     @contextmanager
     def _locked(self, identity: str) -> Iterator[None]:
-        locks = self.root / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"{self.key(identity)}.lock", "a+b") as fd:
-            fcntl.flock(fd.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd.fileno(), fcntl.LOCK_UN)
+        locks = self._v1("locks", create=True)
+        if locks is None:
+            raise _not_flattens(self.base)
+        with locks:
+            fd = locks.lock(f"{self.key(identity)}.lock", shared=False, wait=True)
+        assert fd is not None
+        try:
+            yield
+        finally:
+            os.close(fd)
+
+    def sweep(self, older_than: float) -> None:
+        """Remove the temporary directories downloads killed outright left (``pkg-*`` in
+        ``v1/tmp``, last changed before ``older_than``, seconds since the epoch)."""
+        try:
+            tmp = self._v1("tmp", create=False)
+        except OSError:
+            return
+        if tmp is None:
+            return
+        with tmp:
+            for item in tmp.list():
+                if item.name.startswith("pkg-") and item.kind == "dir":
+                    with contextlib.suppress(OSError):
+                        if tmp.stat(item.name).st_mtime < older_than:
+                            tmp.remove(item.name)
 
     def install(
         self, identity: str, fill: Callable[[Path], tuple[str | None, str]]
@@ -171,48 +255,58 @@ class PackageCache:
         found = self.lookup(identity)
         if found is not None:
             return found, False
+        name = self.key(identity)
         try:
             with self._locked(identity):
                 found = self.lookup(identity)  # another build may have made it while we waited
                 if found is not None:
                     return found, False
-                tmp_root = self.root / "tmp"
-                tmp_root.mkdir(parents=True, exist_ok=True)
-                work = Path(tempfile.mkdtemp(prefix="pkg-", dir=tmp_root))
-                try:
-                    commit, subdir = fill(work / "files")
-                    digest = tree_digest(work / "files")
-                    meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
-                    if self._scrub.holds_credential(json.dumps(meta, ensure_ascii=False)):
-                        # A server echoed a credential into the address (its //subdir, a query):
-                        # not stored, and not used (the directory it names holds the secret too).
-                        raise FetchError(
-                            "the package's address holds a credential (a URL password or the "
-                            "registry's token), which flatten never stores; fix the server's answer"
-                        )
-                    meta["mac"] = _meta_mac(self._auth, self.key(identity), meta)
-                    (work / "meta.json").write_text(json.dumps(meta, sort_keys=True) + "\n", encoding="utf-8")
-                    entry = self._entry(identity)
-                    entry.parent.mkdir(parents=True, exist_ok=True)
-                    if entry.is_symlink():
-                        entry.unlink()
-                    elif entry.exists():  # a damaged or untrusted entry: replace it
-                        shutil.rmtree(entry)
-                    os.rename(work, entry)
-                finally:
-                    if work.exists():
-                        shutil.rmtree(work, ignore_errors=True)
+                tmp = self._v1("tmp", create=True)
+                packages = self._v1("packages", create=True)
+                assert tmp is not None and packages is not None  # _locked: flatten's cache
+                with tmp, packages:
+                    work = f"pkg-{os.getpid()}-{secrets.token_hex(8)}"
+                    tmp.mkdir(work, mode=0o700)
+                    try:
+                        commit, subdir = fill(Path(tmp.path) / work / "files")
+                        digest = tree_digest(Path(tmp.path) / work / "files")
+                        meta = {"identity": identity, "commit": commit, "subdir": subdir, "digest": digest}
+                        if self._scrub.holds_credential(json.dumps(meta, ensure_ascii=False)):
+                            # A server echoed a credential into the address (its //subdir, a
+                            # query): not stored, and not used (the directory it names holds the
+                            # secret too).
+                            raise FetchError(
+                                "the package's address holds a credential (a URL password or the "
+                                "registry's token), which flatten never stores; fix the server's answer"
+                            )
+                        meta["mac"] = _meta_mac(self._auth, name, meta)
+                        with tmp.sub(work) as made:
+                            made.write("meta.json", (json.dumps(meta, sort_keys=True) + "\n").encode())
+                        # A damaged or untrusted entry (or a symlink) is replaced; a directory
+                        # without flatten's mark is refused, never removed.
+                        packages.remove(name, owned=_is_package)
+                        tmp.rename(work, name, into=packages)
+                    finally:
+                        with contextlib.suppress(OSError):
+                            tmp.remove(work)
         except OSError as exc:
             raise FetchError(
-                describe_os_error(exc, doing=f"write to the module cache at {self.root.parent}")
+                describe_os_error(exc, doing=f"write to the module cache at {self.base}")
                 + " FLATTEN_CACHE_DIR moves the cache elsewhere."
             ) from None
         # Not read back through lookup: without a key (flatten.shell.cache_auth) nothing is trusted, and
         # this build made the entry a moment ago.
-        files = self._entry(identity) / "files"
-        if not files.is_dir():
-            raise FetchError(f"the module cache entry at {self._entry(identity)} could not be read back")
-        return CachedPackage(files, identity, digest, commit, subdir), True
+        return CachedPackage(self._entry(identity) / "files", identity, digest, commit, subdir), True
+
+
+def _not_flattens(base: Path) -> OSError:
+    return gate.Refused(
+        errno.EPERM,
+        "not-owned",
+        str(base),
+        "the directory exists and holds files flatten did not make, so it is not used as flatten's cache",
+        "Point FLATTEN_CACHE_DIR at an empty or new directory (docs/cache.md).",
+    )
 
 
 def _meta_mac(auth: CacheAuth | None, name: str, meta: Mapping[str, object]) -> str:

@@ -22,7 +22,6 @@ import glob
 import json
 import os
 import posixpath
-import shutil
 import sys
 import threading
 import time
@@ -469,18 +468,11 @@ class RemoteFetcher:
             if self._swept:
                 return
             self._swept = True
-        tmp = self._cache.root / "tmp"
-        limit = time.time() - max(STALE_TMP_AGE, 2 * self._env.download_timeout)
-        try:
-            leftovers = [p for p in tmp.iterdir() if p.name.startswith("pkg-")]
-        except OSError:
-            return  # no temporary directory yet
-        for path in leftovers:
-            try:
-                if path.lstat().st_mtime < limit:
-                    shutil.rmtree(path, ignore_errors=True)
-            except OSError:
-                pass  # removed by another build meanwhile
+        self._cache.sweep(time.time() - max(STALE_TMP_AGE, 2 * self._env.download_timeout))
+
+    def close(self) -> None:
+        """Release the package cache's use lock: the build has written its output (or failed)."""
+        self._cache.close()
 
     def _with_subdir(self, package: ModulePackage, call: ModuleCall) -> ModulePackage:
         addr = call.address

@@ -4,6 +4,7 @@ item 8; docs/cache.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from support.files import write_tree
 
+from flatten import gate
 from flatten.shell import cache_admin
 
 MAIN = 'resource "terraform_data" "a" {\n  input = "x"\n}\n'
@@ -33,7 +35,22 @@ def _tree(tmp_path: Path, modules: int = 12, name: str = "src") -> Path:
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != ".pruned")
+    return sorted(
+        p for p in root.rglob("*") if p.is_file() and p.name not in (".pruned", "CACHEDIR.TAG", ".use.lock")
+    )
+
+
+def _stamped(cache: Path) -> Path:
+    """A cache directory as flatten makes it (stamped with its CACHEDIR.TAG)."""
+    made = gate.open_owned_root(cache, gate.CACHE_OWNER, create=True)
+    assert made is not None
+    made.close()
+    return cache
+
+
+def _key(name: str, size: int = 40) -> str:
+    """An entry's name in flatten's format (hex digits) for a readable label."""
+    return hashlib.sha256(name.encode()).hexdigest()[:size]
 
 
 def _output(out: Path) -> dict[Path, bytes]:
@@ -72,15 +89,15 @@ def test_cache_shows_where_and_how_much_then_clean_empties_it(tmp_path: Path) ->
 
 
 def test_clean_older_than_keeps_recent_entries(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    old = write_tree(cache / "parse", {"old1": "x" * 100, "old2": "y"})
-    new = write_tree(cache / "modules", {"new": "z"})
+    cache = _stamped(tmp_path / "cache")
+    old = write_tree(cache / "parse", {_key("old1"): "x" * 100, _key("old2"): "y"})
+    new = write_tree(cache / "modules", {_key("new"): "z"})
     for name in ("old1", "old2"):
-        _age(old / name, 10)
-    _age(new / "new", 2)
+        _age(old / _key(name), 10)
+    _age(new / _key("new"), 2)
     proc = flatten("cache", "clean", "--older-than", "7", cache=cache)
     assert proc.returncode == 0 and "removed 2 entries" in proc.stderr
-    assert _files(cache) == [new / "new"]
+    assert _files(cache) == [new / _key("new")]
     assert flatten("cache", "clean", "--older-than", "1", cache=cache).returncode == 0
     assert _files(cache) == []
     usage_error = flatten("cache", "clean", "--older-than", "1", "--max-size", "1G", cache=cache)
@@ -88,17 +105,19 @@ def test_clean_older_than_keeps_recent_entries(tmp_path: Path) -> None:
 
 
 def _package(cache: Path, name: str, size: int, used_days_ago: float) -> Path:
-    entry = write_tree(cache / "v1" / "packages" / name, {"meta.json": "{}", "files/main.tf": "#" * size})
+    entry = write_tree(
+        cache / "v1" / "packages" / _key(name, 64), {"meta.json": "{}", "files/main.tf": "#" * size}
+    )
     _age(entry / "meta.json", used_days_ago)
     return entry
 
 
 def test_prune_removes_the_oldest_first_and_nothing_in_use(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
+    cache = _stamped(tmp_path / "cache")
     for i in range(10):  # 10 entries of 64 KiB, the older the lower i
-        write_tree(cache / "parse", {f"e{i}": b"\0" * 65536})
-        _age(cache / "parse" / f"e{i}", 30 - i)
-    fresh = write_tree(cache / "emit", {"now": b"\0" * 65536})  # written just now: maybe in use
+        write_tree(cache / "parse", {_key(f"e{i}"): b"\0" * 65536})
+        _age(cache / "parse" / _key(f"e{i}"), 30 - i)
+    fresh = write_tree(cache / "emit", {_key("now"): b"\0" * 65536})  # written just now: maybe in use
     old_package = _package(cache, "old", 65536, 40)
     used_package = _package(cache, "used", 65536, 0)  # looked up by a build running now
     total = cache_admin.usage(cache).total
@@ -107,29 +126,28 @@ def test_prune_removes_the_oldest_first_and_nothing_in_use(tmp_path: Path) -> No
     assert count > 0 and cache_admin.usage(cache).total == total - size <= total // 2 * 9 // 10
     left = {p.name for p in (cache / "parse").iterdir()}
     assert not old_package.exists()  # the oldest of all went first
-    assert left == {f"e{i}" for i in range(10 - len(left), 10)}  # the newest stay
-    assert (fresh / "now").exists() and used_package.exists()
-    assert cache_admin.prune(cache, 0) == (0, 0)  # 0: no limit
+    assert left == {_key(f"e{i}") for i in range(10 - len(left), 10)}  # the newest stay
+    assert (fresh / _key("now")).exists() and used_package.exists()
 
 
 def test_a_build_applies_the_limit_at_most_once_an_hour(tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    write_tree(cache / "parse", {"big": b"\0" * (1 << 20)})
-    _age(cache / "parse" / "big", 5)
+    cache = _stamped(tmp_path / "cache")
+    write_tree(cache / "parse", {_key("big"): b"\0" * (1 << 20)})
+    _age(cache / "parse" / _key("big"), 5)
     root = _tree(tmp_path, modules=2)
     proc = flatten("build", root, "--out", tmp_path / "out", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
     assert proc.returncode == 0, proc.stderr
-    assert not (cache / "parse" / "big").exists()
+    assert not (cache / "parse" / _key("big")).exists()
     assert cache_admin.usage(cache).total > 0  # this build's own entries are kept (in use)
     # Within the hour the next build does not look again (a stat of the stamp).
-    write_tree(cache / "parse", {"big2": b"\0" * (1 << 20)})
-    _age(cache / "parse" / "big2", 5)
+    write_tree(cache / "parse", {_key("big2"): b"\0" * (1 << 20)})
+    _age(cache / "parse" / _key("big2"), 5)
     flatten("build", root, "--out", tmp_path / "out3", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
-    assert (cache / "parse" / "big2").exists()
+    assert (cache / "parse" / _key("big2")).exists()
     _age(cache / ".pruned", 1 / 12)  # two hours ago
     other = _tree(tmp_path, modules=3, name="other")  # a build that runs (a replay writes no entries)
     flatten("build", other, "--out", tmp_path / "out4", cache=cache, FLATTEN_CACHE_MAX_SIZE="256K")
-    assert not (cache / "parse" / "big2").exists()
+    assert not (cache / "parse" / _key("big2")).exists()
     # Without the limit's variable, 1 GiB: nothing this small is pruned.
     assert cache_admin.max_size({}) == 1 << 30 and cache_admin.max_size({"FLATTEN_CACHE_MAX_SIZE": "0"}) == 0
 
@@ -188,5 +206,9 @@ def test_clean_removes_only_what_flatten_made(tmp_path: Path) -> None:
     cache = write_tree(
         tmp_path / "home", {"notes/todo.txt": "keep", "parse/e": "x", "v1/packages/p/meta.json": "{}"}
     )
-    assert flatten("cache", "clean", cache=cache).returncode == 0
-    assert _files(cache) == [cache / "notes" / "todo.txt"]
+    before = _files(cache)
+    proc = flatten("cache", "clean", cache=cache)
+    assert proc.returncode == 1 and "not flatten's cache" in proc.stderr
+    assert "nothing was removed" in proc.stderr
+    assert _files(cache) == before
+    assert "not flatten's cache" in flatten("cache", cache=cache).stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from flatten.shell import cache_dir
-from flatten.shell.cache_dir import files_digest
+from flatten.shell.cache_dir import cache_root, files_digest
 
 
 def _files(tmp_path: Path) -> list[tuple[str, Path]]:
@@ -31,43 +31,43 @@ def _files(tmp_path: Path) -> list[tuple[str, Path]]:
 
 def test_an_unchanged_source_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _files(tmp_path)
-    first = files_digest(files, tmp_path / "memo")
+    first = files_digest(files, cache_root() / "memo-test")
 
     def boom(self: Path) -> bytes:
         raise AssertionError(f"read {self}")
 
     monkeypatch.setattr(Path, "read_bytes", boom)
-    assert files_digest(files, tmp_path / "memo") == first
+    assert files_digest(files, cache_root() / "memo-test") == first
 
 
 def test_an_edit_that_keeps_size_and_mtime_changes_the_digest(tmp_path: Path) -> None:
     files = _files(tmp_path)
-    first = files_digest(files, tmp_path / "memo")
+    first = files_digest(files, cache_root() / "memo-test")
     path = files[0][1]
     st = path.stat()
     path.write_text("A = 2\n")  # the same size
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same modification time
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
-    edited = files_digest(files, tmp_path / "memo")
+    edited = files_digest(files, cache_root() / "memo-test")
     assert edited != first
-    assert edited == files_digest(files, tmp_path / "fresh memo")  # what hashing the bytes gives
+    assert edited == files_digest(files, cache_root() / "fresh memo")  # what hashing the bytes gives
 
 
 def test_a_damaged_memo_is_a_miss(tmp_path: Path) -> None:
     files = _files(tmp_path)
-    memo = tmp_path / "memo"
+    memo = cache_root() / "memo-test"
     first = files_digest(files, memo)
     for kept in memo.iterdir():
         kept.write_text("not a digest")
     assert files_digest(files, memo) == first
-    assert files_digest(files, tmp_path / "no such" / "memo") == first
+    assert files_digest(files, cache_root() / "no such" / "memo") == first
 
 
 def test_a_forged_memo_is_a_miss(tmp_path: Path) -> None:
     """A memo naming another digest (that of an older flatten, whose own entries would then be
     served to this one) is not trusted without the machine key's tag."""
     files = _files(tmp_path)
-    memo = tmp_path / "memo"
+    memo = cache_root() / "memo-test"
     first = files_digest(files, memo)
     (kept,) = memo.iterdir()
     kept.write_bytes(bytes(32) + b"0" * 32)  # the size of a tagged digest, a tag it does not verify
@@ -88,9 +88,9 @@ def test_the_code_digest_covers_every_source_file_of_the_package() -> None:
 
 def test_the_memo_keeps_only_the_latest_versions(tmp_path: Path) -> None:
     files = _files(tmp_path)
-    memo = tmp_path / "memo"
+    memo = cache_root() / "memo-test"
     for n in range(cache_dir._KEEP_DIGESTS + 5):  # every edit of a checkout is a new version
         files[0][1].write_text(f"A = {n}\n")
         latest = files_digest(files, memo)
     assert len(list(memo.iterdir())) == cache_dir._KEEP_DIGESTS
-    assert files_digest(files, tmp_path / "fresh memo") == latest
+    assert files_digest(files, cache_root() / "fresh memo") == latest
