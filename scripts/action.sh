@@ -156,6 +156,14 @@ run() {
     local flatten="${FLATTEN_BIN:-$(venv_dir)/bin/flatten}"
     local output="${GITHUB_OUTPUT:?GITHUB_OUTPUT is set by GitHub Actions}"
     [ -x "$flatten" ] || die "flatten is not installed (the action's install step did not run)."
+    case "${INPUT_MODE:-build}" in
+    build) ;;
+    affected)
+        affected "$flatten" "$output"
+        return
+        ;;
+    *) die "the mode input is 'build' or 'affected'." ;;
+    esac
     [ -n "${INPUT_OUT:-}" ] || die "the out input is required: where the flattened tree goes."
     check_path out "$INPUT_OUT"
     local workdir="${INPUT_WORKING_DIRECTORY:-${GITHUB_WORKSPACE:?GITHUB_WORKSPACE is set by GitHub Actions}}"
@@ -226,6 +234,73 @@ run() {
         printf '%s\n' "${roots[@]}" | "$python" "$(dirname -- "${BASH_SOURCE[0]}")/action_summary.py" \
             --json "$report" --out "$INPUT_OUT" --exit-code "$code" --check "${INPUT_CHECK:-true}" \
             >>"$GITHUB_STEP_SUMMARY" || annotate warning "the step summary could not be written."
+    fi
+}
+
+# Check the args input (one option per line) into the array named $1.
+read_args() {
+    local -n _args="$1"
+    read_list "${INPUT_ARGS:-}" _args
+    local arg
+    for arg in "${_args[@]}"; do
+        case "$arg" in
+        -*) ;;
+        *) die "the args input is one option per line (--name or --name=value); $(shown "$arg") is not one." ;;
+        esac
+        case "$arg" in
+        *=*) ;;
+        *[[:space:]]*) die "the args input is one option per line (--name or --name=value); $(shown "$arg") holds a space." ;;
+        esac
+    done
+}
+
+# Affected mode: flatten affected --format github-matrix; the matrix (one line of JSON) goes to
+# $GITHUB_OUTPUT as matrix=, any-affected= says whether it has a root, and why each root is listed
+# goes to the log (flatten's stderr).
+affected() {
+    local flatten="$1" output="$2"
+    local workdir="${INPUT_WORKING_DIRECTORY:-${GITHUB_WORKSPACE:?GITHUB_WORKSPACE is set by GitHub Actions}}"
+    check_path working-directory "$workdir"
+    [ -d "$workdir" ] || die "the working-directory input $(shown "$workdir") is not a directory."
+    cd -- "$workdir"
+    local -a roots extra against
+    read_list "${INPUT_ROOTS:-}" roots
+    local root
+    for root in "${roots[@]}"; do
+        check_path roots "$root"
+    done
+    read_args extra
+    case "${INPUT_DIALECT:-terraform}" in
+    terraform | opentofu) ;;
+    *) die "the dialect input is 'terraform' or 'opentofu'." ;;
+    esac
+    if [ -n "${INPUT_BASE_OUT:-}" ]; then
+        check_path base-out "$INPUT_BASE_OUT"
+        against=("--base-out=$INPUT_BASE_OUT")
+    else
+        local since="${INPUT_SINCE:-}"
+        check_path since "$since"
+        case "$since" in
+        0000000000000000000000000000000000000000)
+            die "the since input is empty and this push has no previous commit (a new branch): set since (for example origin/main)." ;;
+        -*) die "the since input $(shown "$since") is not a git revision." ;;
+        esac
+        against=("--since=$since")
+    fi
+    local matrix code=0
+    matrix="$("$flatten" affected --format github-matrix "--dialect=${INPUT_DIALECT:-terraform}" "${against[@]}" "${extra[@]}" -- "${roots[@]}")" || code=$?
+    echo "exit-code=$code" >>"$output"
+    if [ "$code" -ne 0 ]; then
+        return
+    fi
+    case "$matrix" in
+    *[$'\n\r']*) die "flatten affected printed more than one line." ;;
+    esac
+    echo "matrix=$matrix" >>"$output"
+    if [ "$matrix" = '{"include":[]}' ]; then
+        echo "any-affected=false" >>"$output"
+    else
+        echo "any-affected=true" >>"$output"
     fi
 }
 

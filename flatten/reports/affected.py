@@ -6,7 +6,8 @@
   ``verbose`` every unaffected root with its reason, then a summary line.
 - ``json``: one object (``format_version``, ``roots``: every root with its status, reason, causes,
   changed files and blocks, package changes and diagnostics).
-- ``github-matrix``: ``{"include": [{"root": ...}, ...]}`` for a job's ``strategy.matrix``.
+- ``github-matrix``: ``{"include": [{"root": ...}, ...]}`` for a job's ``strategy.matrix``, on
+  one line (a ``GITHUB_OUTPUT`` value); stderr as with text.
 - ``atlantis``: an ``atlantis.yaml`` (version 3) with one project per root, whose
   ``autoplan.when_modified`` lists exactly the files the root reads, relative to it.
 
@@ -31,8 +32,8 @@ def render(fmt: str, verdicts: Sequence[Verdict], *, verbose: bool, since: str) 
     """Return what goes to stdout and what goes to stderr."""
     if fmt == "json":
         return _json(verdicts, since), ""
-    if fmt == "github-matrix":
-        return matrix(verdicts) + "\n", ""
+    if fmt == "github-matrix":  # the why goes to the log, as text's does
+        return matrix(verdicts) + "\n", _text(verdicts, verbose=verbose, since=since)[1]
     if fmt == "atlantis":
         return _atlantis(verdicts), ""
     return _text(verdicts, verbose=verbose, since=since)

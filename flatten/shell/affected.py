@@ -117,7 +117,7 @@ def run_affected(request: AffectedRequest) -> int:
 
         style = request.style
         for verdict in verdicts:
-            if verdict.diagnostics and request.report_format == "text":
+            if verdict.diagnostics:
                 sys.stderr.write(render_text(verdict.diagnostics, label=verdict.root, style=style))
         sys.stderr.write(summary)
     return 0

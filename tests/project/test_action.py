@@ -131,7 +131,8 @@ def test_action_yml_wires_the_script_and_the_sarif_upload() -> None:
     upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
     assert "inputs.upload-sarif == 'true'" in upload["if"] and upload["if"].startswith("always()")
     assert upload["with"]["sarif_file"] == "${{ steps.build.outputs.sarif-file }}"
-    assert set(action["outputs"]) == {"exit-code", "sarif-file"}
+    assert set(action["outputs"]) == {"exit-code", "sarif-file", "matrix", "any-affected"}
+    assert build["env"]["INPUT_MODE"] == "${{ inputs.mode }}"
     docs = (REPO / "docs" / "action.md").read_text()
     for name in action["inputs"]:
         assert f"`{name}`" in docs, name
@@ -379,3 +380,40 @@ def test_second_job_installs_from_the_cache_without_pip(tmp_path: Path, workspac
     (action_path / "flatten" / "cli.py").write_text((action_path / "flatten" / "cli.py").read_text() + "\n")
     proc, _ = _step(offline, "install")
     assert proc.returncode != 0  # pip ran, and had no index to install from
+
+
+def test_affected_mode_writes_the_matrix_of_the_roots_to_plan(tmp_path: Path) -> None:
+    from support.servers import git
+
+    workspace = write_tree(
+        tmp_path / "workspace",
+        {"live/prod/main.tf": MAIN, "live/dev/main.tf": MAIN, "live/web sites/main.tf": MAIN},
+    )
+    git("init", "--quiet", "--initial-branch=main", cwd=workspace)
+    git("add", "-A", cwd=workspace)
+    git("commit", "--quiet", "-m", "base", cwd=workspace)
+    base = git("rev-parse", "HEAD", cwd=workspace)
+    (workspace / "live/prod/main.tf").write_text(MAIN.replace('"x"', '"y"'))
+    (workspace / "live/web sites/main.tf").write_text("# a comment\n" + MAIN)
+    env = _github_env(tmp_path, mode="affected", since=base)
+    env["FLATTEN_BIN"] = str(FLATTEN)
+    proc, outputs = _step(env, "run")
+    assert proc.returncode == 0, proc.stderr
+    assert outputs == {
+        "exit-code": "0",
+        "matrix": '{"include":[{"root":"live/prod"}]}',
+        "any-affected": "true",
+    }
+    assert "live/prod: affected: its output changed" in proc.stderr  # why, in the log
+    # Roots as lines (a space inside one is part of its name), and nothing to plan.
+    listed = _github_env(tmp_path, mode="affected", since=base, roots="live/dev\nlive/web sites")
+    listed["FLATTEN_BIN"] = str(FLATTEN)
+    proc, outputs = _step(listed, "run")
+    assert outputs == {"exit-code": "0", "matrix": '{"include":[]}', "any-affected": "false"}, proc.stderr
+    # A new branch's first push has no previous commit: a clear error, not a git failure.
+    new_branch = {**env, "INPUT_SINCE": "0" * 40}
+    proc, _ = _step(new_branch, "run")
+    assert proc.returncode == 2 and "set since" in proc.stderr
+    bad = {**env, "INPUT_MODE": "plan"}
+    proc, _ = _step(bad, "run")
+    assert proc.returncode == 2 and "the mode input is 'build' or 'affected'." in proc.stderr
