@@ -34,7 +34,7 @@ from ._addresses import Moves, move_address, split_address
 from ._count import MAX_INSTANCES, Instances, for_instance, literal_count, literal_for_each, split_call
 from ._providers import ProviderNames, instance_of
 from ._rewrite import Scope, rewrite_block
-from ._step import Context, Work, inline_call, settle
+from ._step import NO_JOURNAL, Context, Journal, Work, inline_call, settle
 
 __all__ = ["InlineResult", "KeptCall", "inline_graph", "move_address", "split_address"]
 
@@ -115,7 +115,20 @@ def _under_any(address: str, others: Mapping[str, str]) -> bool:
 
 
 def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
+    # One answer per directory: a module called thousands of times is resolved once (resolving
+    # is a stat per path component).
+    seen: dict[Path, str] = {}
+    real_root = root.resolve()
+
     def module_dir(node: ModuleNode) -> str:
+        if node.package is None and node.directory is not None and node.directory in seen:
+            return seen[node.directory]
+        found = _dir_of(node)
+        if node.package is None and node.directory is not None:
+            seen[node.directory] = found
+        return found
+
+    def _dir_of(node: ModuleNode) -> str:
         # The directory layout.py vendors a module to (without its collision numbering).
         if node.package is not None:
             base = "modules/_remote/" + node.package.name
@@ -123,7 +136,7 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
         assert node.directory is not None
         # Terraform's own value (symlinks resolved, relative to the root), which is also where the
         # layout keeps the module's files relative to the root module, inside the root or out.
-        real = Path(os.path.relpath(node.directory.resolve(), root.resolve())).as_posix()
+        real = Path(os.path.relpath(node.directory.resolve(), real_root)).as_posix()
         return real if real != "." else "modules/_root"
 
     return module_dir
@@ -267,13 +280,19 @@ class _Walk:
         if for_each is not None:
             each = literal_for_each(for_each.value)
         assert each is not None  # _ineligible refused any other count or for_each
-        split, instances = split_call(self.ctx, work, call.name, each)
-        for i, (name, origin) in enumerate(instances):
-            result = inline_call(self.ctx, split, name, for_instance(child, each, i), origin)
-            if isinstance(result, str):
-                return result
-            split = result
-        return split
+        # In place, each change journaled: when one instance cannot be inlined, all are undone.
+        journal = Journal(work)
+        work.journal = journal
+        try:
+            instances = split_call(self.ctx, work, call.name, each)
+            for i, (name, origin) in enumerate(instances):
+                result = inline_call(self.ctx, work, name, for_instance(child, each, i), origin)
+                if isinstance(result, str):
+                    journal.rollback()
+                    return result
+        finally:
+            work.journal = NO_JOURNAL
+        return work
 
 
 def _note_block(notes: Mapping[str, str], at: Range) -> Block | None:

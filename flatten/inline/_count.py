@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.model import Block, Expr, JsonValue
 from flatten.syntax.evaluate import Unsupported, constant_expression
@@ -40,7 +41,7 @@ from flatten.syntax.references import (
 )
 
 from ._rewrite import Scope, rewrite_block
-from ._step import Context, Work
+from ._step import Context, HostRule, Work, position, taken_names
 
 __all__ = ["MAX_INSTANCES", "Instances", "for_instance", "literal_count", "literal_for_each", "split_call"]
 
@@ -111,62 +112,48 @@ def literal_for_each(value: JsonValue) -> Instances | None:
     return Instances(tuple(keys), tuple(json_to_hcl(literal_to_expression(found[k])) for k in keys))
 
 
-def split_call(ctx: Context, host: Work, name: str, each: Instances) -> tuple[Work, list[tuple[str, str]]]:
-    """Return ``host`` with the call ``name`` split into one plain call per instance, and their
-    (name, origin)."""
-    taken = {b.labels[0] for b in host.module.blocks_of("module") if b.labels}
+def split_call(ctx: Context, host: Work, name: str, each: Instances) -> list[tuple[str, str]]:
+    """Split the call ``name`` of ``host`` into one plain call per instance, in place; return their
+    (name, origin).
+
+    Only the call's own block is touched: the caller's references to ``module.<name>`` are
+    rewritten later, with those of every other call, in ``settle``'s one pass (``HostRule.parts``
+    makes them the instances' values), so a split costs what the call holds, not the caller's
+    size (issue 42). Changes go through ``host.journal``, which undoes them when an instance
+    cannot be inlined.
+    """
+    if host.calls is None:
+        host.calls = {b.labels[0]: b for b in host.module.blocks_of("module") if b.labels}
+    if host.taken is None:
+        host.taken = taken_names(host.module)
+    taken, calls, j = host.taken, host.calls, host.journal
     instances: list[tuple[str, str]] = []
     for key in each.keys:
         base, n = f"{name}__{key if isinstance(key, int) else _UNSAFE.sub('_', key)}", 2
         new = base
-        while new in taken:
+        while f"module.{new}" in taken or new in calls:
             new, n = f"{base}_{n}", n + 1
-        taken.add(new)
+        j.add(taken, f"module.{new}")
         instances.append((new, f"module.{name}[{key if isinstance(key, int) else hcl_string(key)}]"))
-    if each.values:
-        pairs = zip(each.keys, instances, strict=True)
-        whole = "{" + ", ".join(f"{hcl_string(str(k))} = module.{new}" for k, (new, _) in pairs) + "}"
-    else:
-        whole = "[" + ", ".join(f"module.{new}" for new, _ in instances) + "]"
-
-    def host_replace(ref: Reference, text: str) -> str | None:
-        if ref.root == "module" and ref.name(1) == name:
-            return whole + ref.tail(text, 1)
-        return None
-
-    def host_expand(ref: Reference) -> list[str] | None:
-        if ref.root == "module" and ref.name(1) == name and len(ref.steps) == 1:
-            return [f"module.{new}" for new, _ in instances]
-        return None
 
     schema = ctx.schema.blocks["module"]
-    blocks: list[Block] = []
-    for b in host.module.blocks:
-        if b.type == "module" and b.labels and b.labels[0] == name:
-            items = tuple(i for i in b.body.items if getattr(i, "name", None) not in ("count", "for_each"))
-            plain = replace(b, body=replace(b.body, items=items))
-            for i, (new, _) in enumerate(instances):
-                scope = Scope(_instance(each, i))
-                blocks.append(replace(_providers(rewrite_block(plain, schema, scope), scope), labels=(new,)))
-            continue
-        block_schema = ctx.schema.blocks.get(b.type)
-        scope = Scope(host_replace, host_expand)
-        blocks.append(rewrite_block(b, block_schema, scope) if block_schema is not None else b)
-    module = replace(host.module, blocks=tuple(blocks))
-    # Fresh tables: the instances' steps grow them in place, and when one instance cannot be
-    # inlined the caller goes on with ``host`` as it was.
-    split = Work(
-        host.node,
-        module,
-        dict(host.targets),
-        dict(host.origins),
-        dict(host.kept),
-        dict(host.notes),
-        dict(host.copies),
-        dict(host.pending),
-        instances=dict(host.instances),
-    )
-    return split, instances
+    b = calls[name]
+    items = tuple(i for i in b.body.items if getattr(i, "name", None) not in ("count", "for_each"))
+    plain = replace(b, body=replace(b.body, items=items))
+    split: list[Block] = []
+    for i, (new, _) in enumerate(instances):
+        scope = Scope(_instance(each, i))
+        split.append(replace(_providers(rewrite_block(plain, schema, scope), scope), labels=(new,)))
+    at = position(host.module.blocks, b, host.hint)
+    blocks = host.module.blocks
+    host.module = replace(host.module, blocks=blocks[:at] + tuple(split) + blocks[at + 1 :])
+    host.hint = at
+    j.pop(calls, name)
+    j.update(calls, {blk.labels[0]: blk for blk in split})
+    keys = tuple(str(k) for k in each.keys) if each.values else None
+    rule = HostRule(MappingProxyType({}), "", (), tuple(new for new, _ in instances), keys)
+    j.update(host.pending, {name: rule})
+    return instances
 
 
 def _instance(each: Instances, i: int) -> Callable[[Reference, str], str | None]:

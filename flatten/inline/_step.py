@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
-from typing import cast
+from typing import Any, cast
 
 from flatten.lang.fields import BlockSchema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
@@ -47,7 +47,18 @@ from ._providers import (
 )
 from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
 
-__all__ = ["MODES", "Context", "HostRule", "Work", "inline_call", "settle"]
+__all__ = [
+    "MODES",
+    "NO_JOURNAL",
+    "Context",
+    "HostRule",
+    "Journal",
+    "Work",
+    "inline_call",
+    "position",
+    "settle",
+    "taken_names",
+]
 
 MODES = MappingProxyType({"resource": "managed", "data": "data", "ephemeral": "ephemeral"})
 _PREFIX = MappingProxyType({"managed": "", "data": "data.", "ephemeral": "ephemeral."})
@@ -65,6 +76,67 @@ class _Unset:
 
 
 UNSET = _Unset()
+
+
+_MISSING = object()
+
+
+class Journal:
+    """The changes made to one caller's ``Work`` since a split call began, to undo them.
+
+    A call with a literal ``count`` or ``for_each`` is inlined instance by instance (``_count.py``),
+    each step growing the caller in place; when one instance cannot be inlined the call stays a
+    call and the caller must be as it was. Undoing the few entries each step wrote costs what the
+    steps touched, where copying the caller's tables before the split would cost the whole caller
+    (issue 42). ``NO_JOURNAL`` records nothing.
+    """
+
+    def __init__(self, work: Work | None = None) -> None:
+        self.undo: list[tuple[dict[Any, Any] | set[Any], Any, Any]] = []
+        self.saved = (
+            (work, work.module, work.view, work.hint, work.calls, work.taken) if work is not None else None
+        )
+
+    def update(self, table: dict[Any, Any], items: Mapping[Any, Any]) -> None:
+        if self.saved is not None:
+            self.undo.extend((table, k, table.get(k, _MISSING)) for k in items)
+        table.update(items)
+
+    def pop(self, table: dict[Any, Any], key: Any) -> None:
+        if key in table:
+            if self.saved is not None:
+                self.undo.append((table, key, table[key]))
+            del table[key]
+
+    def add(self, names: set[str], name: str) -> None:
+        if name not in names:
+            if self.saved is not None:
+                self.undo.append((names, name, _MISSING))
+            names.add(name)
+
+    def discard(self, names: set[str], name: str) -> None:
+        if name in names:
+            if self.saved is not None:
+                self.undo.append((names, name, True))
+            names.discard(name)
+
+    def rollback(self) -> None:
+        """Undo every recorded change, newest first, and restore the caller's blocks."""
+        for table, key, old in reversed(self.undo):
+            if isinstance(table, set):
+                (table.discard if old is _MISSING else table.add)(key)
+            elif old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+        self.undo.clear()
+        if self.saved is not None:
+            work, module, view, hint, calls, taken = self.saved
+            assert work is not None
+            work.module, work.view, work.hint, work.calls, work.taken = module, view, hint, calls, taken
+
+
+NO_JOURNAL = Journal()
 
 ResourceKey = tuple[str, str, str]  # (mode, type, name)
 
@@ -107,6 +179,9 @@ class Work:
     calls: dict[str, Block] | None = None
     view: Module | None = None
     hint: int = 0  # where the last inlined call's blocks end: the next call is usually just after
+    # Records each change while a split call's instances are inlined (``Journal``); a no-op one
+    # outside them.
+    journal: Journal = field(default_factory=lambda: NO_JOURNAL)
 
 
 def taken_names(module: Module) -> set[str]:
@@ -303,7 +378,7 @@ def inline_call(
         return f"an expression could not be read ({exc})"
 
 
-def _position(blocks: tuple[Block, ...], block: Block, hint: int) -> int:
+def position(blocks: tuple[Block, ...], block: Block, hint: int) -> int:
     """Return where ``block`` (this very object) is in ``blocks``, looking from just before
     ``hint`` on first: a caller's calls are inlined in their order, so each is found a few blocks
     after the last one's replacement, not by scanning thousands of blocks per call."""
@@ -616,40 +691,66 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
         for m, t, n in [(MODES[b.type], *b.labels)]
     ] + [f"module.{n}" for n in kept]
 
-    at_call = _position(host_mod.blocks, call, host.hint)
+    at_call = position(host_mod.blocks, call, host.hint)
     blocks = host_mod.blocks[:at_call] + tuple(new_blocks) + host_mod.blocks[at_call + 1 :]
     module = add_required_version(replace(host_mod, blocks=blocks), versions, at)
     view = add_required_version(view, versions, at)
 
     # Nothing can fail from here on: the caller's tables grow in place (a step that refused left
     # them untouched), which keeps inlining N calls linear instead of copying N tables N times.
-    host.copies.update(child.copies)
+    # Inside a split call (``Journal``) each change is recorded, so that the instances already
+    # inlined can be undone when a later one cannot be.
+    j = host.journal
+    j.update(host.copies, child.copies)
     if used_path and child.node.directory is not None:
-        host.copies.update(ctx.files(child.node, path_module))
-    host.kept.pop(p, None)
-    host.kept.update(kept)
-    host.targets.update(targets)
-    host.instances.update(instances)
-    host.origins.update(origins)
-    host.notes.update(notes)
-    taken |= names.new
-    taken.discard(f"module.{p}")  # the call is gone
+        j.update(host.copies, ctx.files(child.node, path_module))
+    j.pop(host.kept, p)
+    j.update(host.kept, kept)
+    j.update(host.targets, targets)
+    j.update(host.instances, instances)
+    j.update(host.origins, origins)
+    j.update(host.notes, notes)
+    for name in names.new:
+        j.add(taken, name)
+    j.discard(taken, f"module.{p}")  # the call is gone
     # The caller's references to module.p are rewritten once for all its calls (``settle``).
-    host.pending[p] = HostRule(MappingProxyType(out_names), whole, tuple(addresses))
+    j.update(host.pending, {p: HostRule(MappingProxyType(out_names), whole, tuple(addresses))})
     host.module, host.view = module, view
     host.hint = at_call + len(new_blocks)
-    del host.calls[p]
-    host.calls.update((b.labels[0], b) for b in new_blocks if b.type == "module" and b.labels)
+    j.pop(host.calls, p)
+    j.update(host.calls, {b.labels[0]: b for b in new_blocks if b.type == "module" and b.labels})
     return host
 
 
 @dataclass(frozen=True, slots=True)
 class HostRule:
-    """How the caller's references to one inlined call are rewritten (``settle``)."""
+    """How the caller's references to one inlined call are rewritten (``settle``).
+
+    A split call (a literal ``count`` or ``for_each``, ``_count.py``) has ``parts``: the calls of
+    its instances, in order, whose own rules give its value: ``module.x`` is the tuple of their
+    objects (``keys`` None) or the object of them by key, with any traversal after it
+    (``module.x[0].id``), and ``depends_on = [module.x]`` is everything inlined from every part.
+    """
 
     outputs: Mapping[str, str]  # output name -> its local
     whole: str  # module.p as a whole: an object of the output locals
     addresses: tuple[str, ...]  # depends_on = [module.p]: everything inlined from it
+    parts: tuple[str, ...] = ()
+    keys: tuple[str, ...] | None = None
+
+
+def _compose(rule: HostRule, rules: Mapping[str, HostRule]) -> HostRule:
+    """Return a split call's rule with its value and addresses made of its parts' own."""
+    wholes = [rules[p].whole if p in rules else f"module.{p}" for p in rule.parts]
+    addresses: list[str] = []
+    for p in rule.parts:
+        addresses.extend(rules[p].addresses if p in rules else (f"module.{p}",))
+    if rule.keys is None:
+        whole = "[" + ", ".join(wholes) + "]"
+    else:
+        pairs = zip(rule.keys, wholes, strict=True)
+        whole = "{" + ", ".join(f"{hcl_string(k)} = {w}" for k, w in pairs) + "}"
+    return replace(rule, whole=whole, addresses=tuple(addresses))
 
 
 def settle(ctx: Context, work: Work) -> Work:
@@ -657,16 +758,22 @@ def settle(ctx: Context, work: Work) -> Work:
 
     ``module.p.<output>`` becomes the output's local, ``module.p`` the object of them all, and
     ``depends_on = [module.p]`` every address inlined from ``p``. One pass over the module for all
-    its calls, not one per call: inlining N calls stays linear in N.
+    its calls, not one per call: inlining N calls stays linear in N. A split call's references
+    (``module.x[0].id``) are rewritten in the same pass, to its instances' values.
     """
     if not work.pending:
         return work
     rules = dict(work.pending)
+    for name, rule in work.pending.items():
+        if rule.parts:
+            rules[name] = _compose(rule, work.pending)
 
     def host_replace(ref: Reference, text: str) -> str | None:
         rule = rules.get(ref.name(1) or "") if ref.root == "module" else None
         if rule is None:
             return None
+        if rule.parts:
+            return rule.whole + ref.tail(text, 1)
         out = ref.name(2)
         if out is not None and out in rule.outputs:
             return f"local.{rule.outputs[out]}{ref.tail(text, 2)}"
