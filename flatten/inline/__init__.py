@@ -27,7 +27,7 @@ from flatten.providers import ConfigAddr, ConfigRef, How, ProviderWiring, wire_p
 from flatten.providers.addresses import Naming, parse_config_ref
 from flatten.stages.emit import dumps, module_json
 from flatten.stages.graph import ModuleCall, ModuleGraph, ModuleNode
-from flatten.stages.layout import UserRules, copy_boundary, module_copies
+from flatten.stages.layout import UserRules, copy_boundary, module_copies, named_files
 from flatten.syntax.references import ExpressionError, Reference, hcl_string
 
 from ._addresses import Moves, move_address, split_address
@@ -142,26 +142,44 @@ def _module_dir(root: Path) -> Callable[[ModuleNode], str]:
     return module_dir
 
 
-def _files(options: Options, root: Path) -> Callable[[ModuleNode, str], dict[str, Path]]:
+def _files(
+    options: Options, root: Path, warnings: dict[str, Diagnostic]
+) -> Callable[[ModuleNode, str], dict[str, Path]]:
     # The same walk the output layout uses, so an inlined module carries exactly the files (and
     # refuses exactly the escaping or looping symlinks, and leaves out what .terraformignore and
-    # --exclude keep out) it would carry as a vendored module.
+    # --exclude keep out) it would carry as a vendored module, and the files its configuration
+    # names through path.module that the walk leaves out (state snapshots, hidden files), which
+    # the plain build copies too (stages/pathreads.py). ``warnings`` collects, once each, the
+    # plain build's warnings about a named file the user excluded.
     rules = UserRules(root.resolve(), options.exclude)
+    root_rules = rules.at(root.resolve())
+    seen: dict[tuple[Path, str], dict[str, Path]] = {}
 
     def files(node: ModuleNode, dest: str) -> dict[str, Path]:
         if node.directory is None:
             return {}
+        key = (node.directory, dest)
+        if key in seen:  # a module called many times is walked once
+            return seen[key]
         boundary = copy_boundary(node, root)
+        left_out = rules.at(node.directory.resolve())
         # An inlined module is never laid out, so its refused symlinks are left out without a warning.
-        return module_copies(
+        found = module_copies(
             node.directory,
             dest,
             dialect=options.dialect,
             is_root=False,
             boundary=boundary,
             skipped=[],
-            left_out=rules.at(node.directory.resolve()),
+            left_out=left_out,
         )
+        named = named_files(node, dest, root, "", boundary, found, left_out, root_rules, options)
+        for rel, path in named.copies.items():
+            found.setdefault(rel, path)
+        for d in named.diagnostics:
+            warnings.setdefault(d.detail, d)
+        seen[key] = found
+        return found
 
     return files
 
@@ -535,12 +553,13 @@ def inline_graph(
     """
     naming = Naming(options.dialect)
     root_dir = graph.root.directory or Path(".")
+    file_warnings: dict[str, Diagnostic] = {}
     ctx = Context(
         options,
         top_schema(options.dialect),
         ProviderNames(wiring, naming),
         _module_dir(root_dir),
-        _files(options, root_dir),
+        _files(options, root_dir, file_warnings),
     )
     exclude: frozenset[str] = frozenset()
     while True:
@@ -576,6 +595,7 @@ def inline_graph(
             )
         )
     diags.extend(pin_diags)
+    diags.extend(file_warnings.values())
     diags.extend(checked)
     if diags.has_errors:
         return InlineResult(graph, kept=tuple(walk.kept)), diags

@@ -23,6 +23,7 @@ __all__ = [
     "add_requirements",
     "instance_of",
     "module_requirements",
+    "passed_types",
 ]
 
 Slot = tuple[Provider, str]  # (FQN, alias)
@@ -92,6 +93,27 @@ def _effective(mw: ModuleWiring) -> dict[Slot, Binding]:
         elif slot not in slots:
             slots[slot] = b
     return slots
+
+
+def passed_types(
+    parent: dict[str, Requirement], passed: str, child: dict[str, Requirement], key: str, naming: Naming
+) -> tuple[Provider, Provider]:
+    """Return the provider types Terraform compares for the ``providers`` map item ``key = passed``
+    (``validateProviderConfigs`` in internal/configs/provider_validation.go): the parent's, then
+    the child's, from each module's ``required_providers`` entries (``parent``, ``child``).
+
+    The child's name is its entry's provider, else ``NewDefaultProvider`` (``hashicorp/<name>``,
+    no builtin special case). The parent's is its entry for the passed name, else
+    ``NewDefaultProvider`` of it, and Terraform then prefers the parent's entry under the child's
+    name, when the parent has one (it looks the child's name up among the parent's requirements).
+    """
+    parent_name = passed.split(".", 1)[0].split("[", 1)[0]
+    child_name = key.split(".", 1)[0]
+    parent_ty = parent[parent_name].provider if parent_name in parent else naming.default(parent_name)
+    if key in parent:
+        parent_ty = parent[key].provider
+    child_ty = child[child_name].provider if child_name in child else naming.default(child_name)
+    return parent_ty, child_ty
 
 
 class ProviderNames:

@@ -44,6 +44,7 @@ from ._providers import (
     add_requirements,
     instance_of,
     module_requirements,
+    passed_types,
 )
 from ._rewrite import Scope, rewrite_block, rewrite_body, rewrite_value
 
@@ -621,18 +622,6 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                 key, new = ctx.names.local_name(kw.module, binding.addr.provider, binding.key)
                 if new:
                     return f"module.{k} inside it cannot be given provider {binding.addr.provider} explicitly"
-                if (
-                    key not in module_requirements(kw.module, naming)
-                    and naming.default(key) != binding.addr.provider
-                ):
-                    # A providers map item names the child's provider by NewDefaultProvider, without
-                    # the builtin special case resources get (validateProviderConfigs in
-                    # internal/configs/provider_validation.go): a child without required_providers
-                    # would take "terraform" for hashicorp/terraform ("Provider type mismatch").
-                    # Declaring the provider it already uses changes nothing else in it.
-                    req = Requirement(key, binding.addr.provider, None)
-                    module = add_requirements(kw.module, [(req, ctx.names.source(req.provider))], at)
-                    kw = replace(kw, module=module, calls=None, view=None)
             else:
                 continue
             found = ctx.names.reference(
@@ -653,6 +642,34 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
                     f"module.{k} inside it uses provider configuration {target}, which the caller "
                     "cannot refer to"
                 )
+            # The providers map item must type-check as Terraform checks it (``passed_types``). A
+            # kept module gets a required_providers entry only when that makes it take what its
+            # new caller passes, as the provider its resources already use: an entry that types
+            # it differently from its caller ("Provider type mismatch", issue 42) is never added.
+            host_entries = module_requirements(view, naming)
+            if found[1] is not None:
+                host_entries[found[1].name] = found[1]
+            passed_ty, taken_ty = passed_types(
+                host_entries, found[0], module_requirements(kw.module, naming), key, naming
+            )
+            if passed_ty != taken_ty:
+                if (
+                    binding.how is not How.INHERITED
+                    or key in module_requirements(kw.module, naming)
+                    or passed_ty != binding.addr.provider
+                ):
+                    return (
+                        f"module.{k} inside it would be passed {found[0]}, which "
+                        f"{ctx.options.dialect.product} types as {passed_ty.for_display()} there, where "
+                        f"the module's {key} is "
+                        f"{taken_ty.for_display()}"
+                    )
+                # A child without required_providers takes "terraform" for hashicorp/terraform in
+                # a providers map, without the builtin special case resources get; declaring the
+                # provider it already uses changes nothing else in it.
+                req = Requirement(key, binding.addr.provider, None)
+                module = add_requirements(kw.module, [(req, ctx.names.source(req.provider))], at)
+                kw = replace(kw, module=module, calls=None, view=None)
             passes[key] = found[0]
             if found[1] is not None:
                 entry = (found[1], ctx.names.source(found[1].provider))

@@ -62,6 +62,7 @@ __all__ = [
     "copy_boundary",
     "layout_tree",
     "module_copies",
+    "named_files",
     "output_digest",
     "relative_source",
     "render",
@@ -588,7 +589,7 @@ class _Carried:
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
 
 
-def _named_files(
+def named_files(
     node: ModuleNode,
     here: str,
     root: Path,
@@ -601,7 +602,8 @@ def _named_files(
 ) -> _Carried:
     """Copy each file ``node``'s configuration names through ``path.module``/``path.root`` that
     the walk left out as an engine or hidden file (stages/pathreads.py); warn naming one the
-    user excluded, or one that would be taken for the output's own state."""
+    user excluded, or one that would be taken for the output's own state. ``build --inline``
+    copies the same files for a module it inlines (flatten/inline/__init__.py)."""
     assert node.directory is not None
     copies: dict[str, Path] = {}
     diags = Diagnostics()
@@ -839,7 +841,7 @@ def layout_tree(
             )
             for rel, path in found.items():
                 copies.setdefault(rel, path)
-            named = _named_files(
+            named = named_files(
                 node, here, root, root_place, boundary, {**found, **tests}, left_out, root_left_out, options
             )
             for rel, path in named.copies.items():
