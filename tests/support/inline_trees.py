@@ -14,6 +14,12 @@ modules declare ``required_providers`` (or not), some expect ``configuration_ali
 provider-defined function ``provider::terraform::encode_expr``; calls pass configurations in
 ``providers`` maps (aliases, and the default as ``terraform.src``), and some repeated calls use
 ``for_each`` instead of ``count``.
+
+``tree(seed, providers="bare")`` (issue 42) has no ``required_providers`` anywhere: the root
+configures ``terraform.src`` and passes it (or its default) to some calls as ``terraform``, which
+Terraform accepts with a "Reference to undefined provider" warning, and some repeated calls use a
+``for_each`` known only at plan time (``toset(local.keys_N)``), so they stay calls and move up,
+with the configuration they inherit, when their caller is inlined.
 """
 
 from __future__ import annotations
@@ -71,11 +77,12 @@ class _Module:
 
 
 class _Gen:
-    def __init__(self, seed: int, providers: bool = False) -> None:
+    def __init__(self, seed: int, providers: bool | str = False) -> None:
         self.rng = random.Random(seed)
         self.files: dict[str, str] = {}
         self.count = 0
-        self.providers = providers
+        self.bare = providers == "bare"
+        self.providers = bool(providers) and not self.bare
         self.prng = random.Random(f"providers {seed}")  # provider choices only
 
     def wiring(self, m: _Module, caller_has_src: bool) -> None:
@@ -195,8 +202,12 @@ class _Gen:
             for use in ["a", "b"] if rng.random() < 0.35 else ["a"]:
                 counted = rng.random() < 0.15
                 lines = [f'module "c{n}{use}" {{', f'  source = "{src}"']
-                keyed = counted and self.providers and self.prng.random() < 0.5
-                if keyed:
+                keyed = counted and (self.providers or self.bare) and self.prng.random() < 0.5
+                if keyed and self.bare:
+                    # Known only at plan time: the call stays a call.
+                    m.lines += ["locals {", f'  keys_{n}{use} = ["x"]', "}"]
+                    lines.append(f"  for_each = toset(local.keys_{n}{use})")
+                elif keyed:
                     lines.append('  for_each = toset(["x"])')
                 elif counted:
                     lines.append("  count  = 1")
@@ -204,6 +215,10 @@ class _Gen:
                     items = self.passes(m, child)
                     if items:
                         lines.append("  providers = { " + ", ".join(items) + " }")
+                elif self.bare and m.directory == "." and self.prng.random() < 0.6:
+                    # Undeclared in the child: Terraform takes it for hashicorp/terraform and warns.
+                    src = "terraform.src" if self.prng.random() < 0.75 else "terraform"
+                    lines.append(f"  providers = {{ terraform = {src} }}")
                 for name, type_, choices in child.inputs:
                     arg = rng.choice(choices)
                     # Sometimes a reference of the same type instead of a literal: a variable of
@@ -227,11 +242,13 @@ class _Gen:
                     ]
 
 
-def tree(seed: int, *, providers: bool = False) -> dict[str, str]:
+def tree(seed: int, *, providers: bool | str = False) -> dict[str, str]:
     """Return a random tree of ``terraform_data`` modules for ``seed`` (``providers``: see above)."""
     gen = _Gen(seed, providers)
     root = _Module(".")
-    if providers:
+    if providers == "bare":
+        root.lines += ['provider "terraform" {', '  alias = "src"', "}"]
+    elif providers:
         root.lines += [
             "terraform {",
             "  required_providers {",
