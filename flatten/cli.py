@@ -27,8 +27,10 @@ import typer
 from typer._click.core import Context as ClickContext
 from typer.core import TyperCommand
 
+from flatten import gate
 from flatten.lang.environ import build_environ
 from flatten.lang.options import Checks, Dialect, Options, VariableArg
+from flatten.lang.printable import printable
 from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import KNOWN, NEWEST, parse_release, release_text
 from flatten.reports import AffectedFormat, GraphFormat, ReportFormat
@@ -755,14 +757,23 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
     else:
         shown = _empty_root(root_abs, options) + diags
         if shown:
-            sys.stderr.write(render_text(shown, root=root_abs, style=text_style(request.no_color, environ)))
+            sys.stderr.write(
+                render_text(
+                    shown,
+                    root=root_abs,
+                    style=text_style(request.no_color, environ),
+                    read=gate.source_reader(root_abs),
+                )
+            )
         if diags:
             _annotate(diags, root=root_abs, environ=environ)
     if diags.has_errors or request.check:
         return exit_code(diags)
     _check_out_modules(out, out_abs, root_abs, result.graph)
     if progress is not None:
-        progress.writing(f"{len(result.tree.files) + len(result.tree.copies)} files to {out}", force=True)
+        progress.writing(
+            f"{len(result.tree.files) + len(result.tree.copies)} files to {printable(str(out))}", force=True
+        )
     try:
         write_tree(out_abs, result.tree.files, result.tree.copies)
     except (OutputError, OSError) as exc:
@@ -776,8 +787,12 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
     if fmt is ReportFormat.TEXT and not request.quiet:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.
-        where = f" (root module in {out / result.tree.root})" if result.tree.root else ""
-        typer.echo(f"flatten: wrote {len(result.tree.paths())} files to {out}{where}", err=True)
+        # --out as typed may hold a newline or a control character: printed as an escape, so no
+        # line of ours can start a workflow command (issue 38, item 10).
+        where = f" (root module in {printable(str(out / result.tree.root))})" if result.tree.root else ""
+        typer.echo(
+            f"flatten: wrote {len(result.tree.paths())} files to {printable(str(out))}{where}", err=True
+        )
         if result.inlined is not None and result.inlined.inlined:
             from flatten.stages.emit import MANIFEST_NAME
 
@@ -866,7 +881,9 @@ def graph(
         elif diagnostics_json:
             sys.stderr.write(render_json(diags))
         elif diags:
-            sys.stderr.write(render_text(diags, root=root_abs, label=label, style=style))
+            sys.stderr.write(
+                render_text(diags, root=root_abs, label=label, style=style, read=gate.source_reader(root_abs))
+            )
         rendered = render_graph(module_graph, format, root=root_abs)
         if label is None:
             sys.stdout.write(rendered)

@@ -67,6 +67,7 @@ __all__ = [
     "read_bytes",
     "read_text",
     "remove_owned",
+    "source_reader",
     "within",
     "write_atomic",
 ]
@@ -300,6 +301,24 @@ def open_read(
     raw = _Bounded(fd, os.fspath(path), limit, deadline)
     with io.BufferedReader(raw, _CHUNK) as f:
         yield f
+
+
+def source_reader(root: str | os.PathLike[str]) -> Callable[[str], str | None]:
+    """A reader of the files diagnostics name (by their path relative to ``root``), for the
+    source line a text diagnostic quotes: under the rule configuration files are read by (a
+    regular file inside ``root`` or its own directory, at most ``CONFIG_LIMIT`` bytes), so a
+    link leading out of the root is never quoted into a CI log (issue 38, item 6)."""
+    base = os.fspath(root)
+
+    def read(name: str) -> str | None:
+        path = os.path.join(base, name)
+        try:
+            data = read_bytes(path, inside=(base, os.path.dirname(path)))
+        except (OSError, ValueError):
+            return None
+        return data.decode("utf-8-sig", errors="replace")
+
+    return read
 
 
 def kind_of(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> Kind:

@@ -9,13 +9,13 @@ Rendering follows ``terraform validate`` for text and ``terraform validate -json
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
 from flatten.lang.model import Range
-from flatten.lang.printable import printable
+from flatten.lang.printable import no_commands, printable
 from flatten.lang.redact import redact_url
 
 __all__ = [
@@ -203,16 +203,15 @@ _BOLD, _RED, _YELLOW, _UNDERLINE, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[33m", "\
 _RULE_WIDTH = 2  # "│ ": the left rule's cells in a coloured diagnostic
 
 
-def _snippet(root: Path | None, r: Range, color: bool, sources: dict[str, list[str] | None]) -> str | None:
-    if root is None:
+def _snippet(
+    read: Callable[[str], str | None] | None, r: Range, color: bool, sources: dict[str, list[str] | None]
+) -> str | None:
+    if read is None:
         return None
     # Each file is read once per rendering (``sources``): a large file with thousands of errors
     # was read again for each of them, as many times its size.
     if r.filename not in sources:
-        try:
-            text = (root / r.filename).read_text(encoding="utf-8-sig", errors="replace")
-        except OSError:
-            text = None
+        text = read(r.filename)
         sources[r.filename] = text.splitlines() if text is not None else None
     lines = sources[r.filename]
     if lines is None or not 1 <= r.start.line <= len(lines):
@@ -254,12 +253,19 @@ def render_text(
     root: Path | None = None,
     label: str | None = None,
     style: TextStyle = TextStyle(),
+    read: Callable[[str], str | None] | None = None,
 ) -> str:
     """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail.
 
     ``label`` names the root module in each location (``in root live/prod``), for a run that
     builds several roots. ``style`` draws them for a terminal (``TextStyle``); the default is
-    plain and unwrapped.
+    plain and unwrapped. ``read`` returns a file's text by its name in a range, for the source
+    line quoted under the location (``gate.source_reader(root)``: only what the build itself
+    could read, so a file linking out of the root is never quoted; issue 38, item 6); without
+    it, no source line. ``root`` is kept for callers and no longer read from.
+
+    Wrapped first, then every line made safe for CI logs (``printable.no_commands``): no line
+    of the result starts a GitHub workflow command, however a detail wraps (issue 38, item 10).
     """
     blocks: list[str] = []
     sources: dict[str, list[str] | None] = {}  # each file's lines, read when a snippet needs them
@@ -282,7 +288,7 @@ def render_text(
             if in_root is not None:
                 where += f", {printable(in_root)}"
             lines.append(where + ":")
-            snippet = _snippet(root, d.range, color, sources)
+            snippet = _snippet(read, d.range, color, sources)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:
@@ -297,4 +303,4 @@ def render_text(
             ruled = [f"{rule} {line}" if line else rule for line in lines]
             lines = [f"{hue}╷{_RESET}", *ruled, f"{hue}╵{_RESET}"]
         blocks.append("\n".join(lines))
-    return ("\n" if color else "\n\n").join(blocks) + ("\n" if blocks else "")
+    return no_commands(("\n" if color else "\n\n").join(blocks) + ("\n" if blocks else ""))

@@ -12,6 +12,11 @@ again here rather than approximated with ``fnmatch``:
 - ``*`` and ``?`` never match ``/``, ``**`` matches any number of directories (zero included),
   ``\\`` escapes the next character, and anything else is Go's regular expression syntax (so
   ``[a-z]`` is a character class; a rule that is not a valid expression never matches);
+- the expression is matched by RE2 (``google-re2``), the engine whose syntax and guarantees Go's
+  ``regexp`` implements: linear in the path's length whatever the rule (issue 38, item 8: with
+  Python's backtracking ``re``, ``(a+)+b`` against a 40-character name ran past every deadline),
+  and Go's syntax exactly (``[[:alpha:]]``, ``\\z``; backreferences and lookarounds are not
+  valid there, so such a rule never matches, as in go-slug);
 - the default rules ``.git/``, ``.terraform/`` and ``!.terraform/modules/`` always come first.
 
 A directory is left out (not descended into) only when ``dir/`` matches a rule and no negation
@@ -27,6 +32,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 __all__ = ["IgnoreRules", "Rule"]
 
@@ -39,13 +47,23 @@ class Rule:
     pattern: str
     negated: bool
     negations_after: bool
-    regex: re.Pattern[str]
+    regex: Any  # an re2 pattern, or None for a rule that never matches
+
+    def matches(self, path: str) -> bool:
+        if self.regex is None:
+            return False
+        try:
+            return self.regex.search(path) is not None
+        except UnicodeEncodeError:
+            # A name that is not UTF-8 (surrogate-escaped bytes): Go reads each such byte as
+            # utf8.RuneError, one rune each.
+            return self.regex.search(_SURROGATES.sub("\ufffd", path)) is not None
 
 
-_NEVER = re.compile(r"(?!)")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Any:
     # go-slug's rule.compile: a character walk, not a glob library.
     out = ["^"]
     i, n = 0, len(pattern)
@@ -64,10 +82,10 @@ def _compile(pattern: str) -> re.Pattern[str]:
             out.append("[^/]")
         elif ch == "\\":
             if i < n:
-                out.append(re.escape(pattern[i]))
+                out.append("\\" + pattern[i])  # as go-slug: the backslash and the character
                 i += 1
             else:
-                out.append(r"\\")
+                out.append("\\")  # go-slug: the backslash alone, which escapes the closing "$"
         elif ch in ".$":
             out.append("\\" + ch)
         else:
@@ -75,10 +93,12 @@ def _compile(pattern: str) -> re.Pattern[str]:
             # "[a-z]" is a character class there, and here.
             out.append(ch)
     out.append("$")
+    options = re2.Options()
+    options.log_errors = False
     try:
-        return re.compile("".join(out), re.DOTALL)
-    except re.error:
-        return _NEVER  # go-slug: a rule that does not compile never matches
+        return re2.compile("".join(out), options)
+    except (re2.error, UnicodeEncodeError):
+        return None  # go-slug: a rule that does not compile never matches
 
 
 def _rule(pattern: str, negated: bool, negations_after: bool = False) -> Rule:
@@ -127,7 +147,7 @@ class IgnoreRules:
     def _match(self, path: str) -> tuple[bool, bool]:
         excluded = dominating = False
         for rule in self.rules:
-            if rule.regex.match(path):
+            if rule.matches(path):
                 excluded = not rule.negated
                 dominating = excluded and not rule.negations_after
         return excluded, dominating

@@ -19,8 +19,10 @@ from __future__ import annotations
 import errno
 import os
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from flatten.lang.diagnostics import Code, Diagnostic, Extra
+if TYPE_CHECKING:
+    from flatten.lang.diagnostics import Diagnostic
 
 __all__ = ["Refused", "describe_os_error", "os_error_diagnostic"]
 
@@ -158,6 +160,10 @@ def os_error_diagnostic(
 ) -> Diagnostic:
     """Return ``exc`` as an error diagnostic: ``summary`` (Terraform's, where it has one), and the
     detail of :func:`describe_os_error`. ``extra`` carries the errno's name for later stages."""
+    # Imported here: the gate (flatten/gate.py) raises Refused on a replayed build's path, which
+    # never loads the model the diagnostics bring in (tests/project/test_api.py).
+    from flatten.lang.diagnostics import Code, Diagnostic, Extra
+
     name = exc.reason if isinstance(exc, Refused) else errno.errorcode.get(exc.errno or -1, "")
     return Diagnostic.error(
         summary, describe_os_error(exc, doing=doing, path=path), extra=Extra(Code.OS_ERROR, subject=name)

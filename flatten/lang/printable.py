@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+__all__ = ["no_commands", "printable"]
 
 # C0 controls but tab and newline, DEL, C1 controls, the bidirectional embeddings, overrides and
 # isolates, and the line and paragraph separators (a new line for some terminals and viewers).
@@ -53,4 +53,15 @@ def printable(text: str, *, lines: bool = False) -> str:
     if not lines:
         text = text.replace("\n", "\\x0a")
     text = _CONTROL_RE.sub(_escape, text)
+    return _COMMAND_RE.sub(r"\1\\x3a", text)
+
+
+def no_commands(text: str) -> str:
+    r"""Return ``text`` with every line that would start a workflow command defused, and nothing
+    else changed (terminal colours kept): the last step of a renderer, after wrapping, since
+    wrapping a safe line can make a new line start with ``::`` (issue 38, item 10).
+
+    >>> no_commands("Error: x\n::stop-commands::tok\n\x1b[1mok")
+    'Error: x\n\\x3a:stop-commands::tok\n\x1b[1mok'
+    """
     return _COMMAND_RE.sub(r"\1\\x3a", text)

@@ -25,7 +25,7 @@ from flatten.lang.options import Dialect, Options
 from flatten.shell import build_cache, parse_cache
 from flatten.shell.cache_dir import area, cache_root
 from flatten.stages.files import DirectoryListing
-from flatten.stages.load import display_path
+from flatten.stages.load import display_path, read_config
 from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource, Raws
 
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys"]
@@ -92,7 +92,7 @@ class DiskMemo:
                 return _loaded(entry), MemoKey(entry.module, key)
         # Keyed by the exact bytes read here, which are also what is parsed.
         try:
-            raws = [entry.path.read_bytes() for entry in source.listing.files]
+            raws = [read_config(entry.path, source.root) for entry in source.listing.files]
         except OSError:
             return compute(None), None  # the stage reports the file; such a module is not kept
         key = build_cache.module_key(

@@ -314,7 +314,7 @@ def _prefetch(
     meanwhile: Callable[[], object] | None,
 ) -> int:
     from flatten.stages.files import list_config_files
-    from flatten.stages.load import display_path
+    from flatten.stages.load import display_path, read_config
 
     if workers:
         cpus = workers
@@ -340,7 +340,7 @@ def _prefetch(
                     continue
                 for entry in listing.files:
                     try:
-                        text = entry.path.read_bytes().decode("utf-8")
+                        text = read_config(entry.path, root).decode("utf-8")
                     except (OSError, UnicodeDecodeError):
                         continue
                     name = display_path(entry.path, root)
@@ -615,7 +615,7 @@ def _prefetch_modules(
     """
     from flatten.shell import build_cache
     from flatten.stages.files import list_config_files
-    from flatten.stages.load import display_path
+    from flatten.stages.load import display_path, read_config
 
     cpus = _cpus(workers)
     pool: ProcessPoolExecutor | None = None
@@ -637,7 +637,7 @@ def _prefetch_modules(
             for directory in level:
                 try:
                     listing = list_config_files(directory, dialect=options.dialect)
-                    raws = [e.path.read_bytes() for e in listing.files]
+                    raws = [read_config(e.path, root) for e in listing.files]
                 except OSError:
                     continue
                 rel = display_path(directory, root)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.cli import (
     BuildRequest,
     _check_out,
@@ -219,7 +220,9 @@ def _build_one(
             out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
         ):
             return RootOutcome(
-                exit_code(diags), diags, wrote=f"{len(files)} files in {out} up to date{where}"
+                exit_code(diags),
+                diags,
+                wrote=f"{len(files)} files in {out} up to date{where}",
             )
         try:
             write_tree(out_abs, result.tree.files, result.tree.copies)
@@ -294,7 +297,9 @@ def _report(
         if outcome.code:
             failed.append(label)
         if fmt is ReportFormat.TEXT and outcome.diags:
-            sys.stderr.write(render_text(outcome.diags, root=root, label=label, style=style))
+            sys.stderr.write(
+                render_text(outcome.diags, root=root, label=label, style=style, read=gate.source_reader(root))
+            )
             if environ.get("GITHUB_ACTIONS") == "true":
                 from flatten.reports.github import render_github
 

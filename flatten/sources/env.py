@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from flatten import gate
+
 __all__ = ["ExtractLimits", "Secret", "SourceEnv", "read_cli_credentials", "token_env_host"]
 
 
@@ -202,7 +204,7 @@ def read_cli_credentials(path: Path) -> dict[str, Secret]:
     >>> os.unlink(f.name)
     """
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = gate.read_text(path, encoding="utf-8-sig")  # the user's own file: a regular one
     except (OSError, UnicodeDecodeError):
         return {}
     out: dict[str, Secret] = {}

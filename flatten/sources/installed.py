@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from flatten import gate
+
 __all__ = ["Installed", "InstalledModule", "read_installed"]
 
 
@@ -88,7 +90,9 @@ def read_installed(root: Path, data_dir: str) -> Installed:
     modules_dir = base / "modules"
     records: dict[str, tuple[str, str | None, str]] = {}
     try:
-        doc = json.loads((modules_dir / "modules.json").read_text(encoding="utf-8"))
+        # Through the gate (issue 38, item 9): a regular file inside the modules directory, at
+        # most gate.CONFIG_LIMIT bytes; a FIFO or a link to /dev/zero is refused unread.
+        doc = json.loads(gate.read_text(modules_dir / "modules.json", inside=(modules_dir,)))
     except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep for json
         doc = None
     found = doc.get("Modules") if isinstance(doc, dict) else None

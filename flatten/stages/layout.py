@@ -34,10 +34,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.ignore import IgnoreRules
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
+from flatten.lang.oserror import describe_os_error
+from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.lang.terraform_releases import release_text
@@ -506,11 +509,21 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
-def _read_ignore(directory: Path) -> str | None:
+def _read_ignore(directory: Path, problems: list[tuple[Path, OSError]] | None = None) -> str | None:
+    """A directory's ``.terraformignore`` through the gate (issue 38, items 6 and 9): a regular
+    file of at most ``gate.CONFIG_LIMIT`` bytes whose target, links resolved, is inside
+    ``directory`` (a FIFO or ``/dev/zero`` link is refused unread; a link to the runner's files
+    is never read). None when there is none or it is refused: go-slug's ``parseIgnoreFile``
+    then applies its default rules and says so on stderr (here: ``problems``, a warning)."""
+    path = directory / ".terraformignore"
     try:
-        return (directory / ".terraformignore").read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return None  # none, or unreadable: go-slug falls back to its default rules as well
+        return gate.read_bytes(path, inside=(directory,)).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if problems is not None:
+            problems.append((path, exc))
+        return None
 
 
 class UserRules:
@@ -521,11 +534,15 @@ class UserRules:
     def __init__(self, real_root: Path, exclude: tuple[str, ...]) -> None:
         self._root = real_root
         self._exclude = exclude
-        text = _read_ignore(real_root)
+        self.problems: list[tuple[Path, OSError]] = []  # ignore files refused (once per directory)
+        self._seen: set[Path] = set()
+        text = _read_ignore(real_root, self.problems)
+        self._seen.add(real_root)
         self._root_rules = IgnoreRules.parse(text) if text is not None else None
 
     def at(self, real: Path) -> LeftOut | None:
-        text = _read_ignore(real)
+        text = _read_ignore(real, None if real in self._seen else self.problems)
+        self._seen.add(real)
         own = IgnoreRules.parse(text or "", self._exclude) if text is not None or self._exclude else None
         outer = self._root_rules if real != self._root and _within(real, self._root) else None
         prefix = os.path.relpath(real, self._root).replace(os.sep, "/") if outer is not None else ""
@@ -945,6 +962,15 @@ def layout_tree(
     for rel in files:
         copies.pop(rel, None)
     diags.extend(_keep_out_of_terraforms(files, copies, root_place, root))
+    for path, exc in user_rules.problems:
+        shown = printable(display_path(path, root))
+        diags.append(
+            Diagnostic.warning(
+                "Failed to read .terraformignore",
+                describe_os_error(exc, doing="read an ignore file", path=shown)
+                + " Its rules were not applied: the default exclusions apply, as go-slug does.",
+            )
+        )
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
     copies.pop(MANIFEST_NAME, None)
     return OutputTree(files=files, copies=copies, diagnostics=diags, root=root_place)

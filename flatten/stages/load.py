@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.model import Body, ParsedFile, Range
 from flatten.lang.options import Options
@@ -26,10 +27,20 @@ from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSour
 from flatten.stages.merge import merge_module
 from flatten.syntax.sourcetext import source_text
 
-__all__ = ["display_path", "load_dir", "load_file", "load_module"]
+__all__ = ["display_path", "load_dir", "load_file", "load_module", "read_config"]
 
 # A file or directory that could not be read: the module graph ties it to the call that loads it.
 _UNREADABLE = Extra(Code.UNREADABLE)
+
+
+def read_config(path: Path, root: Path) -> bytes:
+    """Return a configuration file's bytes through the gate (flatten/gate.py; issue 38, items 6
+    and 9): a regular file of at most ``gate.CONFIG_LIMIT`` bytes (a FIFO, device or socket is
+    refused without blocking), and a symlink only when its target lies inside the root module's
+    directory or the file's own module directory (a committed ``leak.tf.json`` linking to the
+    runner's credentials is never read). The memo and prefetch read through this too, so what is
+    keyed and parsed passed the same rule."""
+    return gate.read_bytes(path, inside=(root, path.parent))
 
 
 def display_path(path: Path, root: Path) -> str:
@@ -50,7 +61,7 @@ def load_file(
     name = display_path(entry.path, root)
     try:
         if raw is None:
-            raw = entry.path.read_bytes()
+            raw = read_config(entry.path, root)
     except OSError as exc:
         diags.error(
             "Failed to read file",

@@ -261,6 +261,8 @@ def rewrite_test_file(
             top = json.loads(text, object_pairs_hook=_Pairs)
         except ValueError as exc:
             return Rewrite(None, problem=f"it is not valid JSON ({exc})")
+        except RecursionError:  # issue 38, item 12: nested deeper than Python's json reads
+            return Rewrite(None, problem="it nests arrays or objects deeper than flatten reads")
         if not isinstance(top, _Pairs):
             return Rewrite(None, problem="its top level is not a JSON object")
         moved = _moved_modules(_strings(top), inlined) if inlined else []

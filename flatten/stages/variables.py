@@ -19,15 +19,17 @@ The Terraform dialect reads none of them: Terraform evaluates no variables in mo
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Block, JsonValue, Module, Range
 from flatten.lang.options import Options
+from flatten.lang.oserror import describe_os_error
+from flatten.lang.printable import printable
 from flatten.lang.types import Primitive, TypeExprError, parse_type
 
 __all__ = ["InputValue", "root_inputs"]
@@ -63,16 +65,37 @@ def _unescape(value: JsonValue, rng: Range, diags: Diagnostics) -> JsonValue:
     return value
 
 
-def _read_file(path: Path, shown: str, source: str, into: dict[str, InputValue], diags: Diagnostics) -> None:
-    """``addVarsFromFile``: every attribute of a .tfvars or .tfvars.json file."""
+def _read_file(
+    path: Path,
+    shown: str,
+    source: str,
+    into: dict[str, InputValue],
+    diags: Diagnostics,
+    *,
+    inside: tuple[Path, ...] | None,
+) -> None:
+    """``addVarsFromFile``: every attribute of a .tfvars or .tfvars.json file.
+
+    Read through the gate (issue 38, items 6 and 9): a regular file only (``--var-file
+    /dev/zero`` or a FIFO is refused at once), of at most ``gate.CONFIG_LIMIT`` bytes; a file
+    found in the root (``inside``) only when a symlink's target lies inside the root. A file named
+    on the command line is the user's choice and is followed wherever it leads.
+    """
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = gate.read_bytes(path, inside=inside).decode("utf-8")
     except FileNotFoundError:
         diags.error("Failed to read variables file", f"Given variables file {shown} does not exist.")
         return
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        diags.error("Failed to read variables file", f"Error while reading {shown}: {reason}.")
+    except OSError as exc:
+        diags.error(
+            "Failed to read variables file",
+            describe_os_error(
+                exc, doing=f"read the variables file {printable(shown)}", path=printable(shown)
+            ),
+        )
+        return
+    except UnicodeDecodeError as exc:
+        diags.error("Failed to read variables file", f"Error while reading {shown}: {exc}.")
         return
     is_json = shown.endswith(".json") or (not shown.endswith(".tfvars") and text.lstrip().startswith("{"))
     if is_json:
@@ -107,13 +130,24 @@ def _read_json(text: str, shown: str, source: str, into: dict[str, InputValue], 
     except ValueError as exc:
         diags.error("Invalid JSON", f"{shown} is not valid JSON: {exc}.", at)
         return
+    except RecursionError:  # issue 38, item 12: nested deeper than Python's json reads
+        diags.error(
+            "Invalid JSON",
+            f"{shown} nests arrays or objects deeper than flatten reads (about 900 levels); no "
+            "variable value needs that depth.",
+            at,
+        )
+        return
     if not isinstance(doc, dict):
         diags.error(
             "Root value must be object", "The root value in a JSON-based configuration must be an object.", at
         )
         return
     for name, value in doc.items():
-        into[name] = InputValue(_unescape(value, at, diags), source)
+        try:
+            into[name] = InputValue(_unescape(value, at, diags), source)
+        except RecursionError:
+            diags.error("Invalid JSON", f"The value of {name!r} in {shown} nests too deep to read.", at)
 
 
 def _hcl_mode(decl: Block | None) -> bool:
@@ -157,18 +191,21 @@ def root_inputs(root: Path, module: Module, *, options: Options) -> tuple[dict[s
         value = _from_string(name, raw, key, module, diags)
         if value is not None:
             found[name] = value
-    for name in _DEFAULT_FILES:
-        if (root / name).is_file():
-            _read_file(root / name, name, name, found, diags)
     try:
-        entries = sorted(e.name for e in os.scandir(root) if e.name.endswith(_AUTO_SUFFIXES) and e.is_file())
+        listed = {e.name: e.kind for e in gate.list_dir(root)}
     except OSError:
-        entries = []  # the root's own loading reports an unreadable directory
-    for name in entries:
-        _read_file(root / name, name, name, found, diags)
+        listed = {}  # the root's own loading reports an unreadable directory
+    # A symlink is read (if its target is inside the root); a directory or a FIFO by such a name
+    # is not a variables file Terraform would take, and the gate refuses the FIFO unread anyway.
+    candidates = {name for name, kind in listed.items() if kind in ("file", "link", "other")}
+    for name in _DEFAULT_FILES:
+        if name in candidates:
+            _read_file(root / name, name, name, found, diags, inside=(root,))
+    for name in sorted(n for n in candidates if n.endswith(_AUTO_SUFFIXES)):
+        _read_file(root / name, name, name, found, diags, inside=(root,))
     for kind, text in options.variables:
         if kind == "var-file":
-            _read_file(Path(text), text, text, found, diags)
+            _read_file(Path(text), text, text, found, diags, inside=None)
             continue
         name, eq, raw = text.partition("=")
         if not eq:

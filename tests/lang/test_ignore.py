@@ -88,3 +88,24 @@ def test_exclude_patterns_come_after_the_file() -> None:
 def test_a_pattern_that_is_not_a_valid_expression_never_matches() -> None:
     rules = IgnoreRules.parse("broken(\nok.txt\n")
     assert not rules.excludes("broken(") and rules.excludes("ok.txt")
+
+
+def test_matching_is_linear_whatever_the_rule() -> None:
+    """Issue 38, item 8: `(a+)+b` against a 40-character name ran past every deadline with
+    Python's backtracking engine (0.4 s at 20 characters, x4 per 2 more). RE2 is linear."""
+    import time
+
+    rules = IgnoreRules.parse("(a+)+b\n(x*)*y\n((c|cc)+)+d\n", ("(a|aa)+$z",))
+    names = ["a" * n for n in range(1, 2_000, 37)] + ["x" * 5_000, "c" * 3_000, "sub/" + "a" * 10_000]
+    started = time.monotonic()
+    assert not any(rules.excludes(name) for name in names)
+    assert time.monotonic() - started < 5  # linear: milliseconds; backtracking: past the universe
+    assert rules.excludes("aaab") and rules.excludes("dir/xxy")
+
+
+def test_go_regexp_syntax_is_go_s() -> None:
+    """RE2 is the syntax of Go's regexp, which go-slug compiles rules with: POSIX classes work,
+    a backreference is no valid expression there (the rule never matches)."""
+    rules = IgnoreRules.parse("[[:digit:]]*.bak\n(a)\\1\n")
+    assert rules.excludes("1.bak") and rules.excludes("x/9z.bak") and not rules.excludes("a.bak")
+    assert not rules.excludes("aa")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from flatten import gate
 from flatten.lang.diagnostics import Diagnostic, render_text
 from flatten.lang.model import Range
 
@@ -21,15 +22,28 @@ def test_each_file_is_read_once_however_many_diagnostics_it_has(
     diags = [
         Diagnostic.error("Bad", "detail", Range.point("main.tf", i + 2, 3, 0), "") for i in range(2_000)
     ] + [Diagnostic.error("Bad", "detail", Range.point("other.tf", 2, 3, 0), "")]
-    reads: list[Path] = []
-    read_text = Path.read_text
+    reads: list[str] = []
+    read = gate.source_reader(tmp_path)
 
-    def counting(self: Path, *args: object, **kwargs: object) -> str:
-        reads.append(self)
-        return read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counting(name: str) -> str | None:
+        reads.append(name)
+        return read(name)
 
-    monkeypatch.setattr(Path, "read_text", counting)
-    text = render_text(diags, root=tmp_path)
-    assert sorted(p.name for p in reads) == ["main.tf", "other.tf"]
+    text = render_text(diags, root=tmp_path, read=counting)
+    assert sorted(reads) == ["main.tf", "other.tf"]
     # Every snippet is still its own line of the file.
     assert '   2:   a0 = "x"' in text and '2001:   a1999 = "x"' in text and "   2:   b = 1" in text
+
+
+def test_wrapping_never_makes_a_line_that_starts_a_workflow_command() -> None:
+    """Issue 38, item 10: a name or server message holding ` ::stop-commands::x` and no control
+    character was wrapped so that `::stop-commands::` started a line (the runner then ignored
+    flatten's own annotations). Wrapped first, then every line made safe."""
+    from flatten.lang.diagnostics import TextStyle
+
+    for pad in range(0, 90):
+        detail = "x" * pad + " ::stop-commands::tok ::warning file=a.tf::forged and more words follow here"
+        for color in (False, True):
+            text = render_text([Diagnostic.error("Bad", detail)], style=TextStyle(color=color, width=80))
+            for line in text.splitlines():  # as the runner reads a line: leading white space trimmed
+                assert not line.lstrip(" \t").startswith("::"), (pad, line)

@@ -22,6 +22,7 @@ import pytest
 from support.fuzzing import Link, check_diagnostics, check_tree, write_spec
 from support.paths import SAMPLES
 
+from flatten import gate
 from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics, render_json, render_text
 from flatten.lang.options import Dialect, Options
@@ -522,7 +523,7 @@ def test_child_module_diagnostics_name_module_path_and_file(
     assert err.summary.startswith(summary), err
     assert err.module == "module.g17.module.leaf4"
     assert err.range is not None and err.range.filename == f"leaves/l17_4/{name}"
-    text = render_text([err], root=root)
+    text = render_text([err], root=root, read=gate.source_reader(root))
     assert f"on leaves/l17_4/{name} line" in text and "in module.g17.module.leaf4" in text, text
     doc = json.loads(render_json([err]))["diagnostics"][0]
     assert doc["module"] == "module.g17.module.leaf4" and doc["range"]["filename"] == f"leaves/l17_4/{name}"

@@ -19,7 +19,7 @@ from support.files import write_tree
 from support.paths import DATA
 from typer.testing import CliRunner
 
-from flatten import cli
+from flatten import cli, gate
 from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity, render_json, render_text
 from flatten.lang.model import Pos, Range
 from flatten.lang.options import Options
@@ -427,7 +427,7 @@ def test_diagnostic_data_is_never_rendered(tmp_path: Path) -> None:
     base = find_base(tmp_path)
     for render in (
         lambda ds: render_json(ds),
-        lambda ds: render_text(ds, root=tmp_path),
+        lambda ds: render_text(ds, root=tmp_path, read=gate.source_reader(tmp_path)),
         lambda ds: render_sarif(ds, base),
         lambda ds: render_junit(ds, base, command="build"),
         lambda ds: render_github(ds, base),

@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from flatten import gate
 from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics, render_text
 from flatten.lang.options import Dialect, Options
@@ -220,7 +221,7 @@ def check_names(root: Path, dialect: Dialect) -> Diagnostics:
     invariant (module docstring) breaks."""
     options = Options(dialect=dialect, offline=True)
     result, diags = build(root, options=options)
-    assert_terminal_safe(render_text(diags, root=root), "build text")
+    assert_terminal_safe(render_text(diags, root=root, read=gate.source_reader(root)), "build text")
     assert_terminal_safe(render_github(diags, find_base(root)), "annotations")
     if diags.has_errors:
         assert not result.tree.files, "output despite errors"

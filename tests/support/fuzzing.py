@@ -20,6 +20,7 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from flatten import gate
 from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics, render_json, render_text
 from flatten.lang.model import ParsedFile
@@ -952,7 +953,7 @@ def check_registry(case: RegistryCase, srv: object, work: Path) -> Diagnostics:
         root, options=options, fetcher=RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth)
     )
     check_diagnostics(diags)
-    text = render_text(diags, root=root)
+    text = render_text(diags, root=root, read=gate.source_reader(root))
     for ch in ("\x1b", "\x07", "\x00", "\r", "\u202e"):
         assert ch not in text, f"a control character {ch!r} from the server reaches the terminal: {text}"
     shown = text + render_json(diags)
