@@ -42,13 +42,10 @@ from flatten.lang.diagnostics import Code, Diagnostics, TextStyle
 from flatten.lang.options import Options
 from flatten.stages.changes import (
     Cause,
-    FileChange,
     Snapshot,
-    TreeChange,
     Verdict,
     compare,
     package_changes,
-    with_blocks,
 )
 from flatten.stages.output import MANIFEST_NAME
 
@@ -485,7 +482,6 @@ def _against_output(
 ) -> list[Verdict]:
     """``--base-out DIR``: each root against the output a build of the same roots wrote into DIR
     (the root itself with one ROOT, else DIR/<its path relative to the roots' common parent>)."""
-    from flatten.stages.stale import Staleness, stale_files
 
     assert request.base_out is not None
     base = request.base_out
@@ -514,25 +510,9 @@ def _against_output(
             continue
         assert side.snapshot is not None
         snap = side.snapshot
-        copies = {rel: Path("/dev/null") for rel in snap.copied}  # placeholders; compared below
-        stale = stale_files(out, snap.generated, copies=copies, root_place=side.root_place)
-        how = {Staleness.CHANGED: "changed", Staleness.MISSING: "added", Staleness.EXTRA: "removed"}
-        files = []
-        old: dict[str, bytes] = {MANIFEST_NAME: _read(manifest)}
-        missing = set()
-        for item in stale:
-            if item.path == MANIFEST_NAME or (item.how is Staleness.CHANGED and item.path in snap.copied):
-                continue  # copies are compared by digest below
-            missing.update([item.path] if item.how is Staleness.MISSING else [])
-            files.append(FileChange(item.path, how[item.how]))
-            if item.path.endswith(".tf.json") and item.how is not Staleness.MISSING:
-                old[item.path] = _read(out / item.path)
-        for rel, digest in snap.copied.items():
-            if rel not in missing and _digest(out / rel) != digest:
-                files.append(FileChange(rel, "changed"))
-        files.sort(key=lambda f: f.path)
-        change: TreeChange = with_blocks(files, old, snap.generated)
-        packages = package_changes(old[MANIFEST_NAME], snap.generated.get(MANIFEST_NAME))
+        old_snap = _output_snapshot(out, side.root_place, snap.paths())
+        change = compare(old_snap, snap)
+        packages = package_changes(old_snap.generated.get(MANIFEST_NAME), snap.generated.get(MANIFEST_NAME))
         if change.changed:
             verdicts.append(
                 Verdict(label, "affected", f"its output differs from {base}", (), change, packages)
@@ -556,6 +536,44 @@ def _against_output(
             here / e.name for e in reversed(entries) if e.kind == "dir" and not e.name.startswith(".")
         )
     return verdicts
+
+
+def _output_snapshot(out: Path, root_place: str, written: set[str]) -> Snapshot:
+    """Return an existing output directory as a :class:`Snapshot`: its JSON files' bytes, the
+    others' digests; what Terraform keeps in the root module's directory (``.terraform``, state,
+    lock files, saved plans: stages/output.py ``terraform_entries``) left out, as ``--check``
+    leaves it out."""
+    from flatten.stages.output import terraform_entries
+
+    generated: dict[str, bytes] = {}
+    copied: dict[str, str] = {}
+    root_dir = os.path.normpath(out / root_place)
+    pending = [(out, "")]
+    while pending:
+        here, prefix = pending.pop()
+        try:
+            entries = gate.list_dir(here)
+        except OSError:
+            continue
+        skipped: set[str] = set()
+        if os.path.normpath(here) == root_dir:
+            mine = {
+                rel[len(prefix) :]
+                for rel in written
+                if rel.startswith(prefix) and "/" not in rel[len(prefix) :]
+            }
+            skipped = set(terraform_entries(here, mine))
+        for entry in entries:
+            if entry.name in skipped:
+                continue
+            rel = prefix + entry.name
+            if entry.kind == "dir":
+                pending.append((here / entry.name, rel + "/"))
+            elif entry.name.endswith(".json"):
+                generated[rel] = _read(here / entry.name)
+            elif entry.kind in ("file", "link"):
+                copied[rel] = _digest(here / entry.name)
+    return Snapshot(generated, copied)
 
 
 def _read(path: Path) -> bytes:
