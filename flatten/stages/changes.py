@@ -114,9 +114,14 @@ def normalized(snapshot: Snapshot) -> Snapshot:
         return rel
 
     def rewrite(data: bytes) -> bytes:
+        # Module files name a package by a path relative to themselves ("./modules/_remote/x",
+        # "../_remote/x"): its tail from "_remote/" is what every spelling shares.
         for old in order:
-            data = data.replace(old.encode() + b"/", names[old].encode() + b"/")
-            data = data.replace(old.encode() + b'"', names[old].encode() + b'"')
+            tail, new = (
+                old[old.rindex("_remote/") :].encode(),
+                names[old][names[old].rindex("_remote/") :].encode(),
+            )
+            data = data.replace(tail + b"/", new + b"/").replace(tail + b'"', new + b'"')
         return data
 
     generated = {rename(rel): rewrite(data) for rel, data in snapshot.generated.items()}

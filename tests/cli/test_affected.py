@@ -331,22 +331,36 @@ def planned_with(base: Path, env: dict[str, str], *args: str) -> list[str]:
 
 
 def test_a_changed_git_ref_affects(tmp_path: Path) -> None:
-    bare, _ = make_repo(
-        tmp_path, "mod", [(_pkg("one"), "v1"), (_pkg("two"), "v2"), (_pkg("two") | {"x": ""}, "v3")]
-    )
+    history = [(_pkg("one"), "v1"), (_pkg("two"), "v2"), (_pkg("two") | {"x": ""}, "v3")]
+    bare, _ = make_repo(tmp_path, "mod", history)
+    git("tag", "v4", "v3", cwd=tmp_path / "mod-work")  # another name of v3's commit
+    git("push", "--quiet", str(bare), "v4", cwd=tmp_path / "mod-work")
 
     def call(ref: str) -> str:
         return f'module "m" {{\n  source = "git::file://{bare}?ref={ref}"\n}}\n'
 
-    base = repo(tmp_path, {"live/a/main.tf": call("v1"), "live/b/main.tf": call("v2")})
+    local = 'module "dns" {\n  source = "../../modules/dns"\n  zone   = "z"\n}\n'
+    base = repo(
+        tmp_path,
+        {
+            "live/a/main.tf": call("v1"),
+            "live/b/main.tf": call("v2"),
+            # The root module lies below the output's top (a local module outside it): the
+            # vendored package is named relative to it ("./modules/_remote/...").
+            "live/c/main.tf": call("v3") + local,
+            "modules/dns/main.tf": DNS,
+        },
+    )
     (base / "live/a/main.tf").write_text(call("v2"))
     (base / "live/b/main.tf").write_text(call("v3"))  # a file beside the module: copied, so affected
+    (base / "live/c/main.tf").write_text(call("v4") + local)  # another ref, the same files
     found = affected_json(base, "--since", "HEAD", "--verbose")
     assert found["live/a"]["status"] == "affected"
     blocks = [(b["address"], b["change"]) for b in found["live/a"]["blocks"]]  # type: ignore[union-attr]
     assert blocks == [("module.m.terraform_data.r", "changed")]
     assert found["live/b"]["status"] == "affected"
     assert [f["path"] for f in found["live/b"]["files"]] == ["modules/_remote/@module.m/x"]  # type: ignore[union-attr]
+    assert found["live/c"]["status"] == "unaffected", found["live/c"]["files"]
 
 
 def test_offline_says_which_roots_it_could_not_decide(tmp_path: Path) -> None:
