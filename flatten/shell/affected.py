@@ -283,13 +283,14 @@ def _build_one(
     memo: SharedMemo,
     installed: Path,
 ) -> _Side:
-    from flatten.build import build as run_build
     from flatten.lang.diagnostics import Diagnostic
     from flatten.lang.oserror import describe_os_error
-    from flatten.shell import cache_auth
-    from flatten.sources.fetcher import RemoteFetcher
 
     try:
+        from flatten.build import build as run_build
+        from flatten.shell import cache_auth
+        from flatten.sources.fetcher import RemoteFetcher
+
         fetcher = RemoteFetcher(installed.absolute(), options=options, env=env, cache_auth=cache_auth)
         result, diags = run_build(root.absolute(), options=options, fetcher=fetcher, memo=memo)
         undecided = any(d.extra is not None and d.extra.code is Code.NOT_INSTALLED for d in diags)
