@@ -148,7 +148,16 @@ def _run(request: AffectedRequest) -> tuple[list[Verdict], str]:
     try:
         ref_cwd = tree.top / cwd.relative_to(top)
         labels, work = _roots(request.roots, cwd, top, options, memo)
-        ref_labels, ref = _roots(request.roots, ref_cwd, tree.top, options, memo)
+        suffixes = options.dialect.values.config_suffixes
+        if request.roots or any(p.endswith(suffixes) for p in changed):
+            ref_labels, ref = _roots(request.roots, ref_cwd, tree.top, options, memo)
+        else:
+            # No configuration file changed: the same directories hold configuration and make
+            # the same calls at REF, so the same roots (found again only when one did).
+            ref_labels, ref = (
+                labels,
+                [ref_cwd / label if p is not None else None for label, p in zip(labels, work, strict=True)],
+            )
         order = sorted(set(labels) | set(ref_labels)) if not request.roots else _union(labels, ref_labels)
         at_work = dict(zip(labels, work, strict=True))
         at_ref = dict(zip(ref_labels, ref, strict=True))
