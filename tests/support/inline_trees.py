@@ -16,7 +16,7 @@ provider-defined function ``provider::terraform::encode_expr``; calls pass confi
 ``for_each`` instead of ``count``.
 
 ``tree(seed, providers="bare")`` (issue 42) has no ``required_providers`` anywhere: the root
-configures ``terraform.src`` and passes it (or its default) to some calls as ``terraform``, which
+configures ``terraform.src`` and passes it to some calls as ``terraform``, which
 Terraform accepts with a "Reference to undefined provider" warning, and some repeated calls use a
 ``for_each`` known only at plan time (``toset(local.keys_N)``), so they stay calls and move up,
 with the configuration they inherit, when their caller is inlined.
@@ -217,8 +217,9 @@ class _Gen:
                         lines.append("  providers = { " + ", ".join(items) + " }")
                 elif self.bare and m.directory == "." and self.prng.random() < 0.6:
                     # Undeclared in the child: Terraform takes it for hashicorp/terraform and warns.
-                    src = "terraform.src" if self.prng.random() < 0.75 else "terraform"
-                    lines.append(f"  providers = {{ terraform = {src} }}")
+                    # (Passing the root's unconfigured default, terraform = terraform, Terraform
+                    # 1.11 rejects: "missing provider".)
+                    lines.append("  providers = { terraform = terraform.src }")
                 for name, type_, choices in child.inputs:
                     arg = rng.choice(choices)
                     # Sometimes a reference of the same type instead of a literal: a variable of
