@@ -187,8 +187,23 @@ class ProviderNames:
             return (target.provider, "")  # the root's implicit default, inherited
         return None
 
-    def local_name(self, module: Module, provider: Provider, preferred: str) -> tuple[str, bool]:
-        """Return the local name ``module`` uses for ``provider``, and whether it must be declared."""
+    def passed_names(self, path: tuple[str, ...]) -> frozenset[str]:
+        """The local names the caller of the module at ``path`` passes it configurations under.
+
+        Its caller's ``providers`` map types each of them (``passed_types``): a new
+        ``required_providers`` entry under one of those names would type it differently from what
+        the caller passes ("Provider type mismatch"), so a new entry never takes one (issue 42).
+        """
+        mw = self.module_at(path)
+        if mw is None:
+            return frozenset()
+        return frozenset(b.key.split(".", 1)[0] for b in mw.received if b.how is How.PASSED)
+
+    def local_name(
+        self, module: Module, provider: Provider, preferred: str, avoid: frozenset[str] = frozenset()
+    ) -> tuple[str, bool]:
+        """Return the local name ``module`` uses for ``provider``, and whether it must be declared
+        (never as one of ``avoid``, the names its caller passes it: ``passed_names``)."""
         reqs = module_requirements(module, self.naming)
         names = sorted(
             (r.name for r in reqs.values() if r.provider == provider), key=lambda n: (n != preferred, n)
@@ -197,7 +212,7 @@ class ProviderNames:
             return names[0], False
         if provider.type not in reqs and self.naming.implied(provider.type) == provider:
             return provider.type, False
-        taken = set(reqs) | {b.labels[0] for b in module.blocks_of("provider") if b.labels}
+        taken = set(reqs) | {b.labels[0] for b in module.blocks_of("provider") if b.labels} | avoid
         for name in _candidates(preferred, provider):
             if name not in taken:
                 return name, True
@@ -220,7 +235,7 @@ class ProviderNames:
         slot = self.slot_for(path, target, proxy=proxy, instance=instance)
         if slot is None:
             return None
-        name, new = self.local_name(module, slot[0], preferred)
+        name, new = self.local_name(module, slot[0], preferred, self.passed_names(path))
         ref = f"{name}.{slot[1]}" if slot[1] else name
         if instance is not None and self._slots(path)[slot].how is How.OWN:
             if not (_CONSTANT_KEY.match(instance) or (proxy and _EACH_KEY.match(instance))):

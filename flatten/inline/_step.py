@@ -441,9 +441,10 @@ def _inline(ctx: Context, host: Work, p: str, child: Work, origin: str) -> Work 
     view = host.view if host.view is not None else _provider_view(host_mod)
     naming = ctx.names.naming
     child_reqs = module_requirements(mod, naming)
+    passed_names = ctx.names.passed_names(host.node.path)
     func_names: dict[str, str] = {}  # the child's local name -> the caller's, for provider::<name>::
     for req in child_reqs.values():
-        name, new = ctx.names.local_name(view, req.provider, req.name)
+        name, new = ctx.names.local_name(view, req.provider, req.name, passed_names)
         func_names[req.name] = name
         if new or req.version:
             entry = (Requirement(name, req.provider, req.version), ctx.names.source(req.provider))

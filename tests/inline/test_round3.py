@@ -13,6 +13,7 @@ import pytest
 from support.inline import inline_build
 from support.inline_check import check_tree
 from support.inline_shapes import counted_tree
+from support.inline_trees import tree
 from support.oracle import terraform
 
 import flatten.inline._rewrite as rewrite_module
@@ -162,3 +163,13 @@ def test_files_read_through_path_module_are_copied(tmp_path: Path) -> None:
 def test_state_snapshot_read_through_path_module_plans_only_moves(tmp_path: Path) -> None:
     outcomes = check_tree(_READS, tmp_path, terraform())
     assert {o.mode: o.kind for o in outcomes} == {"whole": "ok", "module.inner": "ok"}
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("seed", [0])
+def test_tree_without_required_providers_plans_only_moves(seed: int, tmp_path: Path) -> None:
+    # inline-check --bare's seed 0: the root passes terraform.src to modules that declare no
+    # provider, and a for_each known only at plan time keeps a call below one of them. Before
+    # issue 42 the whole tree was refused ("Provider type mismatch").
+    outcomes = check_tree(tree(seed, providers="bare"), tmp_path, terraform(), modules=False)
+    assert [o.kind for o in outcomes] == ["ok"], outcomes
