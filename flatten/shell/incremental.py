@@ -307,4 +307,9 @@ def _module(
     for m in sharing:
         m["digest"] = output_digest(content)
     rel = f"{here}/main.tf.json" if here else "main.tf.json"
+    owned = manifest.get("files")
+    if isinstance(owned, dict):  # what flatten owns, with digests (stages/layout.py)
+        if rel not in owned:
+            return None
+        owned[rel] = output_digest(content)
     return rel, content, display, memo_key.key

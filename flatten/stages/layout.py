@@ -43,6 +43,7 @@ from flatten.lang.oserror import describe_os_error
 from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
+from flatten.lang.secrets import SCAN_LIMIT, secret_kind
 from flatten.lang.terraform_releases import release_text
 from flatten.lang.workdir import LOCK_FILE, TERRAFORM_ENTRIES
 from flatten.stages.emit import MANIFEST_NAME, dumps, module_bytes
@@ -102,6 +103,9 @@ _ROOT_HIDDEN_KEPT = frozenset({".terraform.lock.hcl"})
 # Terraform's own state in the root's working directory: a snapshot of that name the root reads
 # through path.module would be taken for the output's state, so it is named in a warning instead.
 _ROOT_STATE = frozenset({"terraform.tfstate", "terraform.tfstate.backup"})
+# A copied file is hashed in chunks whatever its size (it is copied whole too); the gate refuses
+# anything larger, a device or a FIFO put in place of a file.
+_COPY_LIMIT = 1 << 40
 # Directories a test's helper module or mock data never comes from: git's (its config may hold a
 # checkout's credentials) and Terraform's data directory (issue 38).
 _NEVER_HELPERS = frozenset({".git", ".terraform"})
@@ -660,6 +664,51 @@ def named_files(
     return _Carried(copies=copies, diagnostics=diags)
 
 
+def _digest_and_scan(path: Path) -> tuple[str | None, str | None]:
+    """Return a copied file's digest (as ``output_digest`` names one; None when it cannot be read:
+    the write reports it) and the credential its first bytes hold (flatten/lang/secrets.py)."""
+    h = hashlib.sha256()
+    head = b""
+    try:
+        with gate.open_read(path, limit=_COPY_LIMIT) as f:
+            while chunk := f.read(1 << 20):
+                if len(head) < SCAN_LIMIT:
+                    head += chunk[: SCAN_LIMIT - len(head)]
+                h.update(chunk)
+    except OSError:
+        return None, None
+    return "sha256:" + h.hexdigest(), secret_kind(head)
+
+
+def _credential_warning(
+    rel: str, path: Path, kind: str, origin: tuple[ModuleNode, str] | None, root: Path, real_root: Path
+) -> Diagnostic:
+    """Warn that the copied file ``rel`` (from ``path``) holds ``kind``, naming the rule that keeps
+    it out: a line of the root's ``.terraformignore`` for a file inside the root (go-slug matches
+    it on the path relative to the root, ``/`` anchoring it there), else ``--exclude``."""
+    node = origin[0] if origin is not None else None
+    inside = origin[1] if origin is not None else path.name
+    if node is not None and node.package is not None:
+        shown = _file_name(node, inside, root)
+        fix = f"add `--exclude /{inside}` to the build command"
+    else:
+        real = path.parent.resolve() / path.name
+        shown = display_path(path, root)
+        if _within(real, real_root):
+            line = "/" + os.path.relpath(real, real_root).replace(os.sep, "/")
+            fix = f"add the line `{line}` to {display_path(root / '.terraformignore', root)}"
+        else:
+            fix = f"add the line `/{inside}` to the .terraformignore of its module directory"
+    return Diagnostic.warning(
+        "Credential copied into the output",
+        f"{shown} holds {kind} and was copied into the output as {rel}; outputs are usually "
+        f"committed, so anyone who can read the repository can use it. If the file is not meant to "
+        f"ship with the configuration, {fix} and rebuild, and rotate the credential if it was "
+        "committed already.",
+        module=node.address if node is not None else "",
+    )
+
+
 def _keep_out_of_terraforms(
     files: dict[str, bytes], copies: dict[str, Path], root_place: str, root: Path
 ) -> Diagnostics:
@@ -812,6 +861,9 @@ def layout_tree(
     digests: dict[str, str] = {}
     written: set[str] = set()
     manifest_modules: list[JsonValue] = []
+    # Each copied file of a module directory's walk: its module, and its path inside the module
+    # directory (how a warning about it names it and the rule that leaves it out).
+    origin: dict[str, tuple[ModuleNode, str]] = {}
     diags = Diagnostics()
     real_root = real_path(root)
     user_rules = UserRules(real_root, options.exclude)
@@ -858,6 +910,7 @@ def layout_tree(
             )
             for rel, path in found.items():
                 copies.setdefault(rel, path)
+                origin.setdefault(rel, (node, os.path.relpath(path, node.directory).replace(os.sep, "/")))
             named = named_files(
                 node, here, root, root_place, boundary, {**found, **tests}, left_out, root_left_out, options
             )
@@ -971,6 +1024,16 @@ def layout_tree(
                 + " Its rules were not applied: the default exclusions apply, as go-slug does.",
             )
         )
+    # What flatten owns in the output (docs/ci.md, "Who owns what in OUT"): every file it writes,
+    # with the digest of its content, so a rebuild keeps everything else there and --check tells
+    # a file edited by hand from one a source changed (stages/stale.py).
+    owned: dict[str, JsonValue] = {rel: output_digest(data) for rel, data in files.items()}
+    for rel, path in copies.items():
+        digest, kind = _digest_and_scan(path)
+        owned[rel] = digest
+        if kind is not None:
+            diags.append(_credential_warning(rel, path, kind, origin.get(rel), root, real_root))
+    manifest["files"] = {rel: owned[rel] for rel in sorted(owned)}
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
     copies.pop(MANIFEST_NAME, None)
     return OutputTree(files=files, copies=copies, diagnostics=diags, root=root_place)

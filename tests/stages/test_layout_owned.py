@@ -178,3 +178,69 @@ def test_a_helper_directory_the_user_left_out_refuses_the_test(tmp_path: Path) -
     assert not [rel for rel in files if rel.startswith("private/")] and "t.tftest.hcl" not in files
     [warning] = _warnings(diags, "Test file not copied")
     assert ".terraformignore" in warning
+
+
+# -- issue 39 item 2: credentials in copied files ------------------------------------------------
+
+_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+def test_a_copied_credential_is_named_with_the_rule_that_leaves_it_out(tmp_path: Path) -> None:
+    root = write_tree(
+        tmp_path / "root",
+        {
+            "main.tf": _ROOT + 'module "app" {\n  source = "./modules/app"\n}\n',
+            "modules/app/main.tf": "",
+            "id_rsa": _KEY,
+            "modules/app/server.pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+            "modules/app/ci.env": "GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8\n",
+            "creds": "[default]\naws_access_key_id = AKIAQWERTYUIOPASDFGH\n",
+            # Names alone say nothing: neither of these is a credential.
+            "secrets.txt": "nothing here\n",
+            "modules/app/key.pem.example": "put your key here\n",
+            "README.md": "-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n",
+        },
+    )
+    files, diags = _build(root)
+    warned = _warnings(diags, "Credential copied into the output")
+    assert len(warned) == 4, warned
+    by_file = {w.split(" ", 1)[0]: w for w in warned}
+    assert "a private key" in by_file["id_rsa"] and "`/id_rsa`" in by_file["id_rsa"]
+    assert "`/modules/app/server.pem`" in by_file["modules/app/server.pem"]
+    assert "a GitHub token" in by_file["modules/app/ci.env"]
+    assert "an AWS access key" in by_file["creds"]
+    assert ".terraformignore" in by_file["id_rsa"]
+    assert "id_rsa" in files  # warned about, still copied: the user decides
+
+
+def test_the_suggested_rule_leaves_the_credential_out(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "root", {"main.tf": _ROOT, "deploy/id_ed25519": _KEY})
+    _, diags = _build(root)
+    [warning] = _warnings(diags, "Credential copied into the output")
+    line = warning.split("`")[1]
+    (root / ".terraformignore").write_text(line + "\n")
+    files, diags = _build(root)
+    assert "deploy/id_ed25519" not in files and not _warnings(diags, "Credential copied into the output")
+
+
+# -- issue 39 item 1: the manifest lists what flatten owns ---------------------------------------
+
+
+def test_the_manifest_lists_every_file_flatten_writes_with_its_digest(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    root = write_tree(
+        tmp_path / "root",
+        {
+            "main.tf": _ROOT,
+            "t.tftest.hcl": 'run "a" {}\n',
+            "scripts/run.sh": "echo\n",
+            "terraform.tfvars": "x = 2\n",
+        },
+    )
+    files, _ = _build(root)
+    owned = json.loads(files["flatten.manifest.json"])["files"]
+    assert sorted(owned) == sorted(set(files) - {"flatten.manifest.json"})
+    for rel, digest in owned.items():
+        assert digest == "sha256:" + hashlib.sha256(files[rel]).hexdigest(), rel
