@@ -745,13 +745,20 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         progress.clear()
     if request.check and not diags.has_errors:
         # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
-        from flatten.stages.stale import stale_diagnostics, stale_files
+        from flatten.stages.stale import foreign_diagnostics, stale_diagnostics, stale_files
 
         stale = stale_files(
             out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
         )
         command = check_command(request.roots, out)
         diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
+        diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
+    elif not diags.has_errors:
+        # The user's files in OUT that Terraform loads: kept by the write below, and named.
+        from flatten.stages.stale import foreign_diagnostics, foreign_files
+
+        foreign = foreign_files(out_abs, result.tree.paths())
+        diags.extend(foreign_diagnostics(foreign, out=out_abs, root=root_abs, out_text=str(out)))
     if fmt is not ReportFormat.TEXT:
         sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
     else:
@@ -774,8 +781,10 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         progress.writing(
             f"{len(result.tree.files) + len(result.tree.copies)} files to {printable(str(out))}", force=True
         )
+    from flatten.shell.faults import fault_hook
+
     try:
-        write_tree(out_abs, result.tree.files, result.tree.copies)
+        write_tree(out_abs, result.tree.files, result.tree.copies, fault=fault_hook())
     except (OutputError, OSError) as exc:
         sys.stderr.write(
             render_text([output_error_diagnostic(exc, out)], style=text_style(request.no_color, environ))

@@ -161,7 +161,9 @@ def rebuild(
             from flatten.stages.output import write_tree
 
             links = {rel: (out / rel, d) for rel, d in record.outputs.items() if rel not in files}
-            write_tree(out, files, links=links)
+            from flatten.shell.faults import fault_hook
+
+            write_tree(out, files, links=links, fault=fault_hook())
     except Exception:
         return False
     sys.stderr.write(record.stderr)

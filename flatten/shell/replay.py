@@ -236,14 +236,20 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
     Terraform wrote into the root module's directory (stages/output.py ``terraform_entries``: a
     rebuild keeps it, a replay into another --out must not copy it). A name the source root also
     has may be a file the build copied from there (a lock file): that one is the build's."""
-    from flatten.stages.output import MANIFEST_NAME, manifest_root, terraform_entries
+    from flatten.stages.output import MANIFEST_NAME, manifest_root, owned_paths, terraform_entries
 
     try:
         manifest: bytes | None = (out / MANIFEST_NAME).read_bytes()
     except OSError:
         manifest = None
-    root_dir = os.path.normpath(os.path.join(out, manifest_root(manifest)))
     files: dict[str, str] = {}
+    owned = owned_paths(manifest)
+    if owned is not None:  # exactly what the build wrote: the user's files in OUT are not its
+        for rel in sorted({*owned, MANIFEST_NAME}):
+            with open(os.path.join(out, rel), "rb") as f:
+                files[rel] = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+        return files
+    root_dir = os.path.normpath(os.path.join(out, manifest_root(manifest)))
     for current, dirs, names in os.walk(out):
         dirs.sort()
         if os.path.normpath(current) == root_dir:
@@ -280,6 +286,7 @@ def _module_directories(out: Path) -> list[str] | None:
     data = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or set(data) - {
         "dialect",
+        "files",
         "flatten_version",
         "modules",
         "terraform_version",
@@ -419,7 +426,9 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
         from flatten.stages.output import write_tree
 
         modes = {rel: stat.S_IMODE(record.out_stats[rel][5]) for rel in record.outputs}
-        write_tree(out, files, modes=modes)
+        from flatten.shell.faults import fault_hook
+
+        write_tree(out, files, modes=modes, fault=fault_hook())
         text = record.stderr[: -len(line)] + f" files to {request.out}\n"
         out_stats = _output_stats(out, record.outputs)
         if out_stats is not None:  # the next identical command replays

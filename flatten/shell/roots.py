@@ -184,8 +184,15 @@ def _build_one(
 ) -> RootOutcome:
     """Build one root into ``out`` (as a single-root build does, printing nothing)."""
     from flatten.build import build as run_build
+    from flatten.shell.faults import fault_hook
     from flatten.stages.emit import OutputError, write_tree
-    from flatten.stages.stale import stale_diagnostics, stale_files
+    from flatten.stages.stale import (
+        Staleness,
+        foreign_diagnostics,
+        foreign_files,
+        stale_diagnostics,
+        stale_files,
+    )
 
     options = request.options
     try:
@@ -207,6 +214,7 @@ def _build_one(
                     command=check_command(request.roots, request.out),
                 )
             )
+            diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
             return RootOutcome(exit_code(diags), diags)
         problem = _out_modules_problem(out, out_abs, root_abs, result.graph)
         if problem is not None:
@@ -216,16 +224,19 @@ def _build_one(
         # An output that already holds exactly these bytes is left as it is: comparing reads a
         # few files, where swapping a tree in creates, renames and deletes directories (a rebuild
         # of 100 unchanged roots, which keeps no build record to replay, spent most of its time so).
-        if out_abs.is_dir() and not stale_files(
+        foreign = foreign_files(out_abs, files)  # the user's, kept: named when Terraform loads one
+        diags.extend(foreign_diagnostics(foreign, out=out_abs, root=root_abs, out_text=str(out)))
+        stale = stale_files(
             out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
-        ):
+        )
+        if out_abs.is_dir() and not [s for s in stale if s.how is not Staleness.FOREIGN]:
             return RootOutcome(
                 exit_code(diags),
                 diags,
                 wrote=f"{len(files)} files in {out} up to date{where}",
             )
         try:
-            write_tree(out_abs, result.tree.files, result.tree.copies)
+            write_tree(out_abs, result.tree.files, result.tree.copies, fault=fault_hook())
         except (OutputError, OSError) as exc:
             return RootOutcome(2, diags, error=output_error_diagnostic(exc, out).detail)
         return RootOutcome(exit_code(diags), diags, wrote=f"wrote {len(files)} files to {out}{where}")

@@ -10,6 +10,22 @@ The root module's directory in ``--out`` is also Terraform's working directory: 
 wrote there (``.terraform/``, the state, its lock, saved plans: flatten/lang/workdir.py) is
 moved, one rename each, into the new tree before it is swapped in, so it keeps its inode (a
 running Terraform holding the state file open and locked writes on into the new tree).
+
+OUT belongs to three parties (docs/ci.md, "Who owns what in OUT"): flatten owns exactly the files
+its manifest lists (``"files"``, written by flatten/stages/layout.py), Terraform owns its entries,
+and everything else is the user's. The user's files are moved into the new tree like Terraform's
+entries (never deleted, never changed); a file flatten listed before and no longer writes goes
+with the old tree.
+
+Crash safety: every entry moved into the new tree is, at every moment, in OUT or in one of
+flatten's temporary trees beside it (``.OUT.flatten-*``; inside OUT, ``.flatten-new-*`` and
+``.flatten-old-*`` for a mount point), and a tree holding such an entry has its manifest, which
+tells the entry from flatten's own files (not listed). A build killed outright (SIGKILL, power
+loss) at any step leaves those trees behind; the next build into OUT (holding the same lock)
+first puts everything back (``_recover``): an old tree moved aside returns to OUT, and each entry
+that is not flatten's returns to its place in OUT, before any temporary tree is removed. The swap
+names its steps to a ``fault`` hook, through which tests kill the process at each one
+(flatten/shell/faults.py).
 """
 
 from __future__ import annotations
@@ -17,9 +33,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import glob
 import hashlib
 import os
+import posixpath
 import shutil
 import signal
 import stat
@@ -27,21 +43,35 @@ import struct
 import sys
 import tempfile
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.workdir import PLAN_MEMBER, TERRAFORM_ENTRIES, ZIP_MAGIC
 
 __all__ = [
     "MANIFEST_NAME",
+    "Fault",
     "Interrupted",
     "OutputError",
     "copied_mode",
+    "loads_configuration",
     "manifest_root",
     "mark_top_directory",
+    "owned_files",
+    "owned_paths",
     "terraform_entries",
+    "user_entries",
     "write_tree",
 ]
+
+#: Called with the name of each step of writing and swapping the tree (tests kill the process there).
+Fault = Callable[[str], None]
+
+
+def _no_fault(step: str) -> None:
+    pass
+
 
 MANIFEST_NAME = "flatten.manifest.json"
 
@@ -79,27 +109,114 @@ def manifest_root(data: bytes | None) -> str:
 
 def _read_manifest(tree: str) -> bytes | None:
     try:
-        with open(os.path.join(tree, MANIFEST_NAME), "rb") as f:
-            return f.read()
+        return gate.read_bytes(os.path.join(tree, MANIFEST_NAME), follow=False)
     except OSError:
         return None
+
+
+def owned_paths(data: bytes | None) -> frozenset[str] | None:
+    """Return the files a manifest (its bytes) says flatten wrote: its ``"files"`` keys, relative
+    POSIX paths. None when there is no manifest or it has no such list (an output written before
+    flatten listed its files): then every file but Terraform's entries is taken for flatten's."""
+    import json
+
+    if data is None:
+        return None
+    try:
+        files = json.loads(data).get("files")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(files, dict):
+        return None
+    return frozenset(
+        rel
+        for rel in files
+        if isinstance(rel, str) and not rel.startswith("/") and ".." not in rel.split("/")
+    )
+
+
+def owned_files(tree: str | Path) -> frozenset[str] | None:
+    """``owned_paths`` of the manifest in the output ``tree`` (None: no manifest, or no list)."""
+    return owned_paths(_read_manifest(os.fspath(tree)))
+
+
+# What Terraform loads from a directory, by name: configuration (overrides included) and variable
+# files (internal/configs/parser_config_dir.go; internal/command/meta_vars.go: terraform.tfvars,
+# *.auto.tfvars, and any *.tfvars named with -var-file). OpenTofu's .tofu files too.
+_LOADED_SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json", ".tfvars", ".tfvars.json")
+
+
+def loads_configuration(rel: str) -> bool:
+    """Whether Terraform (or OpenTofu) reads a file of this name as configuration or variables."""
+    return rel.endswith(_LOADED_SUFFIXES)
+
+
+def _parents(paths: Collection[str]) -> set[str]:
+    found: set[str] = set()
+    for rel in paths:
+        parent = posixpath.dirname(rel)
+        while parent and parent not in found:
+            found.add(parent)
+            parent = posixpath.dirname(parent)
+    return found
+
+
+def user_entries(tree: str | Path, wanted: Collection[str] = ()) -> list[str]:
+    """Return the entries of the output ``tree`` that are the user's, sorted: neither listed in its
+    manifest (``owned_paths``) nor Terraform's (in the root module's directory), as relative POSIX
+    paths. A directory holding nothing of flatten's and not written by the new tree (``wanted``:
+    its files) is one entry; a symlink is the link. Empty when the manifest lists no files."""
+    base = os.fspath(tree)
+    manifest = _read_manifest(base)
+    owned = owned_paths(manifest)
+    if owned is None:
+        return []
+    place = manifest_root(manifest)
+    descend = _parents(owned) | _parents(wanted)
+    found: list[str] = []
+
+    def walk(rel_dir: str) -> None:
+        try:
+            entries = gate.list_dir(os.path.join(base, rel_dir) if rel_dir else base)
+        except OSError:
+            return
+        skipped = set(terraform_entries(os.path.join(base, rel_dir))) if rel_dir == place else set()
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not rel_dir and (entry.name == MANIFEST_NAME or entry.name.startswith(_INSIDE_PREFIXES)):
+                continue
+            if entry.name in skipped or rel in owned:
+                continue
+            if entry.kind == "dir" and rel in descend:
+                walk(rel)
+            else:
+                found.append(rel)
+
+    walk("")
+    return sorted(found)
+
+
+# A saved plan larger than this is not told by its content (it would be read whole).
+_PLAN_LIMIT = 1 << 30
 
 
 def _is_plan(path: str) -> bool:
     """Return whether ``path`` is a regular file Terraform reads as a saved plan: a zip archive
     with a ``tfplan`` member (internal/plans/planfile/reader.go)."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
+        if gate.kind_of(path) != "file":
             return False
-        with open(path, "rb") as f:
+        with gate.open_read(path, follow=False, limit=_PLAN_LIMIT) as f:
             if f.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
                 return False
+        data = gate.read_bytes(path, follow=False, limit=_PLAN_LIMIT)
     except OSError:
         return False
+    import io
     import zipfile  # only for a zip archive: most builds never meet one
 
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return PLAN_MEMBER in archive.namelist()
     except (OSError, zipfile.BadZipFile):
         return False
@@ -111,7 +228,7 @@ def terraform_entries(directory: str | Path, written: Collection[str] = ()) -> l
     and saved plans, but none of ``written`` (the names the build puts there: a lock file copied
     from the source wins over Terraform's)."""
     try:
-        names = os.listdir(directory)
+        names = [e.name for e in gate.list_dir(directory)]
     except OSError:
         return []
     found = []
@@ -123,24 +240,52 @@ def terraform_entries(directory: str | Path, written: Collection[str] = ()) -> l
     return sorted(found)
 
 
-def _adopt(old: str, new: str) -> list[tuple[str, str]]:
-    """Move Terraform's entries of the output tree ``old`` into the same place of the tree ``new``
-    (each tree's root module directory, from its manifest), one rename each; return the moves
-    made, (from, to), for ``_give_back``. On failure every move is undone and the error raised."""
-    old_root = os.path.join(old, manifest_root(_read_manifest(old)))
-    new_root = os.path.join(new, manifest_root(_read_manifest(new)))
-    try:
-        written = set(os.listdir(new_root))
-    except FileNotFoundError:
-        written = set()
+def _move(source: str, target: str) -> None:
+    """Rename ``source`` to ``target`` (its parent directories made), refusing to replace anything."""
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        os.makedirs(parent)
+    if os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, "File exists", target)
+    os.rename(source, target)
+
+
+def _adopt(
+    old: str, new: str, fault: Fault = _no_fault, *, only_missing: bool = False
+) -> list[tuple[str, str]]:
+    """Move what is not flatten's in the output tree ``old`` into the tree ``new``, one rename
+    each: Terraform's entries from ``old``'s root module directory into ``new``'s (each tree's, from
+    its manifest), and the user's entries (``user_entries``) to the same path in ``new``. Return
+    the moves made, (from, to), for ``_give_back``; on failure every move is undone and the error
+    raised. ``only_missing``: an entry ``new`` already has stays where it is (recovery)."""
+    old_manifest, new_manifest = _read_manifest(old), _read_manifest(new)
+    old_place = manifest_root(old_manifest)
+    old_root = os.path.join(old, old_place)
+    new_root = os.path.join(new, manifest_root(new_manifest))
+    # Not Terraform's after all: what the new tree writes there (a lock file copied from the
+    # source wins), and what flatten wrote there itself (listed in ``old``'s manifest).
+    written = set() if only_missing else _entries(new_root)
+    prefix = old_place + "/" if old_place else ""
+    for rel in owned_paths(old_manifest) or ():
+        if rel.startswith(prefix) and "/" not in rel[len(prefix) :]:
+            written.add(rel[len(prefix) :])
+    planned = [
+        (os.path.join(old_root, name), os.path.join(new_root, name))
+        for name in terraform_entries(old_root, written)
+    ]
+    new_owned = owned_paths(new_manifest) or frozenset()
+    planned += [
+        (os.path.join(old, *rel.split("/")), os.path.join(new, *rel.split("/")))
+        for rel in user_entries(old, new_owned)
+    ]
     moves: list[tuple[str, str]] = []
     try:
-        for name in terraform_entries(old_root, written):
-            if not os.path.isdir(new_root):
-                os.makedirs(new_root)
-            source, target = os.path.join(old_root, name), os.path.join(new_root, name)
-            os.rename(source, target)
+        for source, target in planned:
+            if only_missing and os.path.lexists(target):
+                continue
+            _move(source, target)
             moves.append((source, target))
+            fault(f"adopt:{len(moves)}")
     except BaseException:
         _give_back(moves)
         raise
@@ -152,6 +297,14 @@ def _give_back(moves: list[tuple[str, str]]) -> None:
     for source, target in reversed(moves):
         with contextlib.suppress(OSError):
             os.rename(target, source)
+
+
+def _conflicts(out: Path, paths: Collection[str]) -> list[str]:
+    """Return the user's entries in ``out`` where the new tree (``paths``: its files) writes a file
+    or needs a directory: flatten never replaces one, so the build stops and names them."""
+    wanted = set(paths)
+    needed = _parents(wanted)
+    return [rel for rel in user_entries(out, wanted) if rel in wanted or rel in needed]
 
 
 class Interrupted(BaseException):
@@ -204,12 +357,13 @@ def _exchange(a: Path, b: Path) -> bool:
     return bool(result == 0)
 
 
-def _swap_by_renames(tmp: Path, out: Path) -> Path | None:
+def _swap_by_renames(tmp: Path, out: Path, fault: Fault = _no_fault) -> Path | None:
     """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between;
     return where the old ``out`` now is (None when there was none), for the caller to remove."""
     old = tmp.with_name(tmp.name + "-old") if out.exists() else None
     if old is not None:
         os.rename(out, old)
+        fault("aside")
     try:
         os.rename(tmp, out)
     except BaseException:
@@ -298,18 +452,20 @@ def _write_files(
         target = os.path.join(base, rel)
         _make_parent(target, made)
         _link(source, digest, Path(target))
-    for rel, data in sorted(files.items()):
+    for rel, source in sorted(copies.items()):
+        target = os.path.join(base, rel)
+        _make_parent(target, made)
+        shutil.copyfile(source, target)
+        os.chmod(target, copied_mode(os.stat(source).st_mode))
+    # The manifest last: a tree holding one is whole, so what is not listed in it was moved in
+    # (recovery after a crash relies on it: _recover).
+    for rel, data in sorted(files.items(), key=lambda item: item[0] == MANIFEST_NAME):
         target = os.path.join(base, rel)
         _make_parent(target, made)
         _write_bytes(target, data)
         mode = modes.get(rel)
         if mode is not None:
             os.chmod(target, mode)
-    for rel, source in sorted(copies.items()):
-        target = os.path.join(base, rel)
-        _make_parent(target, made)
-        shutil.copyfile(source, target)
-        os.chmod(target, copied_mode(os.stat(source).st_mode))
     os.chmod(tmp, 0o755)
 
 
@@ -345,7 +501,7 @@ def _write_bytes(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def _swap_contents(out: Path, new: Path, old: Path) -> None:
+def _swap_contents(out: Path, new: Path, old: Path, fault: Fault) -> None:
     """Make the entries of ``new`` the entries of ``out``, moving ``out``'s own entries into ``old``.
 
     For an ``out`` that cannot itself be renamed (a mount point). Each move is one rename on the
@@ -363,9 +519,11 @@ def _swap_contents(out: Path, new: Path, old: Path) -> None:
         for name in leaving:
             os.rename(out / name, old / name)
             moved_out.append(name)
+            fault(f"leave:{len(moved_out)}")
         for name in arriving:
             os.rename(new / name, out / name)
             moved_in.append(name)
+            fault(f"arrive:{len(moved_in)}")
     except BaseException:
         for name in reversed(moved_in):
             os.rename(out / name, new / name)
@@ -381,6 +539,7 @@ def _replace_contents(
     modes: Mapping[str, int],
     links: Mapping[str, tuple[Path, str]],
     mask: set[int] | None,
+    fault: Fault,
 ) -> None:
     """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
     new: Path | None = None
@@ -390,19 +549,88 @@ def _replace_contents(
         mark_top_directory(new)
         with _signals_allowed(mask):
             _write_files(new, files, copies, modes, links)
+        fault("written")
+        # Made after the new tree is whole: its presence tells _recover the swap may have begun.
         old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
-        moves = _adopt(str(out), str(new))
+        fault("aside")
+        moves = _adopt(str(out), str(new), fault)
         try:
-            _swap_contents(out, new, old)
+            _swap_contents(out, new, old, fault)
         except BaseException:
             _give_back(moves)
             raise
+        fault("swapped")
         with contextlib.suppress(OSError):
-            _adopt(str(old), str(out))  # what Terraform wrote meanwhile
+            _adopt(str(old), str(out), only_missing=True)  # what Terraform wrote meanwhile
+        fault("readopted")
     finally:
         for tmp in (new, old):
             if tmp is not None:
                 _remove(tmp)
+
+
+def _entries(path: str | Path) -> set[str]:
+    try:
+        return {e.name for e in gate.list_dir(path)}
+    except OSError:
+        return set()
+
+
+def _recover(parent: Path, out: Path) -> None:
+    """Put back what a build killed outright (SIGKILL) left in flatten's temporary trees, then
+    remove them: we hold the lock, so none is in use.
+
+    Beside ``out`` (``.OUT.flatten-*``): a tree ``-old`` is the previous output moved aside by
+    ``_swap_by_renames``, renamed back when ``out`` is missing; from every tree, each entry that is
+    not flatten's (Terraform's entries, the user's files: not listed in that tree's manifest; a
+    tree without its manifest was not whole, so nothing was moved into it) goes back to its place
+    in ``out`` unless ``out`` has one. Inside ``out`` (a mount point: ``_replace_contents``), the
+    interrupted swap is finished when the new tree's manifest had already arrived in ``out`` and
+    undone otherwise, and the same entries go back.
+    """
+    prefix = f".{out.name}.flatten-"
+    stale = sorted(
+        (name for name in _entries(parent) if name.startswith(prefix)), key=lambda n: not n.endswith("-old")
+    )
+    for name in stale:
+        tree = parent / name
+        if name.endswith("-old") and not os.path.lexists(out) and gate.kind_of(tree) == "dir":
+            os.rename(tree, out)  # killed between _swap_by_renames' two renames: the old output back
+            continue
+        if out.is_dir() and gate.kind_of(tree) == "dir":
+            with contextlib.suppress(OSError):
+                _adopt(str(tree), str(out), only_missing=True)
+        _remove(tree)
+    if not out.is_dir() or os.path.islink(out):
+        return
+    inside = _entries(out)
+    news = sorted(n for n in inside if n.startswith(_INSIDE_PREFIXES[0]))
+    olds = sorted(n for n in inside if n.startswith(_INSIDE_PREFIXES[1]))
+    for new_name in news:
+        new = out / new_name
+        new_whole = MANIFEST_NAME in _entries(new)
+        forward = (
+            not new_whole
+            and bool(olds)
+            and (MANIFEST_NAME in inside or any(MANIFEST_NAME in _entries(out / o) for o in olds))
+        )
+        if forward:  # the new manifest arrived: the rest of the new tree follows it
+            for entry in sorted(_entries(new)):
+                if not os.path.lexists(out / entry):
+                    os.rename(new / entry, out / entry)
+        else:  # the swap had not begun arriving: the old entries return, then what was moved in
+            for old_name in olds:
+                for entry in sorted(_entries(out / old_name)):
+                    if not os.path.lexists(out / entry):
+                        os.rename(out / old_name / entry, out / entry)
+            if new_whole:
+                with contextlib.suppress(OSError):
+                    _adopt(str(new), str(out), only_missing=True)
+    for old_name in olds:
+        with contextlib.suppress(OSError):
+            _adopt(str(out / old_name), str(out), only_missing=True)
+    for name in (*news, *olds):
+        _remove(out / name)
 
 
 # A directory that cannot be renamed: a mount point (EBUSY), or one on another filesystem than
@@ -417,6 +645,7 @@ def write_tree(
     *,
     modes: Mapping[str, int] | None = None,
     links: Mapping[str, tuple[Path, str]] | None = None,
+    fault: Fault | None = None,
 ) -> None:
     """Write ``files`` (relative path -> bytes) and ``copies`` (relative path -> source file) as
     the directory ``out``, replacing it atomically. ``modes`` gives some of ``files`` their
@@ -432,25 +661,33 @@ def write_tree(
     The tree is written into a temporary directory beside ``out`` and swapped into place (an
     atomic exchange where the kernel supports it), so a failed or interrupted build (an
     exception, Ctrl-C or SIGTERM) leaves the previous output untouched and no temporary directory
-    behind. Builds into the same ``out`` take turns (a lock on its parent directory). An existing
+    behind; a build killed outright leaves them for the next build to put back (``_recover``).
+    Builds into the same ``out`` take turns (a lock on its parent directory). An existing
     ``out`` is replaced only if it is empty or holds a previous flatten output (it has the
     manifest); anything else raises ``OutputError``.
 
-    What Terraform wrote into the previous output's root module directory (``terraform_entries``:
-    ``.terraform/``, state, lock files, saved plans) is not replaced: each entry is renamed into
-    the new tree's root module directory before the swap (so it keeps its inode), unless the new
-    tree has an entry of that name (a lock file copied from the source wins).
+    What is not flatten's in the previous output is not replaced: Terraform's entries of its root
+    module directory (``terraform_entries``: ``.terraform/``, state, lock files, saved plans) are
+    renamed into the new tree's root module directory before the swap (so each keeps its inode),
+    unless the new tree has an entry of that name (a lock file copied from the source wins); the
+    user's files (``user_entries``: not listed in the previous manifest) are renamed to the same
+    place in the new tree. A user's file where the new tree writes one raises ``OutputError``.
 
     An ``out`` that cannot be renamed (a mount point, such as a container volume) keeps its
     place: the tree is written into a temporary directory inside it, and its entries are then
     swapped one rename at a time, undone on any failure (docs/reliability.md).
+
+    ``fault`` is called with the name of each step (tests end the process there).
     """
+    fault = fault or _no_fault
     out = out.absolute()
     parent = out.parent
     parent.mkdir(parents=True, exist_ok=True)
     deferred: set[int] | None = None
     try:
         with _terminate_as_exception(), _locked(parent):
+            # What a build killed outright left behind: put back, then removed.
+            _recover(parent, out)
             if out.exists():
                 if not out.is_dir():
                     raise OutputError(f"{out} exists and is not a directory")
@@ -459,13 +696,14 @@ def write_tree(
                         f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a "
                         "directory flatten did not write. Choose an empty or new --out directory."
                     )
-            # Leftovers of a build that was killed outright (SIGKILL): we hold the lock, so they are stale.
-            for stale in parent.glob(f".{glob.escape(out.name)}.flatten-*"):
-                shutil.rmtree(stale, ignore_errors=True)
-            if out.is_dir():
-                for prefix in _INSIDE_PREFIXES:
-                    for stale in out.glob(prefix + "*"):
-                        shutil.rmtree(stale, ignore_errors=True)
+                clash = _conflicts(out, [*files, *(copies or {}), *(links or {})])
+                if clash:
+                    shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
+                    raise OutputError(
+                        f"{out} holds {shown}, which flatten did not write (its {MANIFEST_NAME} does not "
+                        "list it), where this build writes its own files; flatten never replaces a file "
+                        "of yours. Move or rename it, then build again."
+                    )
             # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
             # handled between creating the temporary directory and the start of its cleanup, or
             # during the swap, would leave that directory behind. One that arrives meanwhile is
@@ -481,12 +719,14 @@ def write_tree(
                     mark_top_directory(tmp)
                     with _signals_allowed(deferred):
                         _write_files(tmp, files, copies or {}, modes or {}, links or {})
-                    # Terraform's entries go over to the new tree first (renames: same inodes).
-                    moves = _adopt(str(out), str(tmp)) if out.is_dir() else []
+                    fault("written")
+                    # Terraform's entries and the user's go over to the new tree first (renames:
+                    # same inodes).
+                    moves = _adopt(str(out), str(tmp), fault) if out.is_dir() else []
                     try:
                         # After an exchange tmp holds the old output.
                         exchanged = out.exists() and _exchange(tmp, out)
-                        previous = tmp if exchanged else _swap_by_renames(tmp, out)
+                        previous = tmp if exchanged else _swap_by_renames(tmp, out, fault)
                     except OSError as exc:
                         _give_back(moves)
                         if exc.errno not in _UNRENAMABLE or not out.is_dir():
@@ -496,16 +736,23 @@ def write_tree(
                         _give_back(moves)
                         raise
                     if previous is not None:
+                        fault("swapped")
                         # What Terraform wrote meanwhile (between the moves and the swap).
                         with contextlib.suppress(OSError):
-                            _adopt(str(previous), str(out))
+                            _adopt(str(previous), str(out), only_missing=True)
+                        fault("readopted")
             finally:
                 if tmp is not None:
                     _remove(tmp)
                 if previous is not None and previous != tmp:
                     _remove(previous)
             if in_place:
-                _replace_contents(out, files, copies or {}, modes or {}, links or {}, deferred)
+                steps = fault  # the in-place swap's steps named apart from the tried rename's
+
+                def inside(step: str) -> None:
+                    steps(f"in-place:{step}")
+
+                _replace_contents(out, files, copies or {}, modes or {}, links or {}, deferred, inside)
     finally:
         if deferred is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
@@ -540,14 +787,17 @@ def _signals_allowed(mask: set[int] | None) -> Iterator[None]:
 
 
 def _remove(tmp: Path) -> None:
-    """Remove ``tmp`` whole, even when an interrupt is raised meanwhile; then raise the first one.
+    """Remove ``tmp`` (one of flatten's temporary trees, named so in a directory we hold the lock
+    of) whole through the gate (by descriptors, never following a link), even when an interrupt
+    is raised meanwhile; then raise the first one.
 
     (Signals are deferred while it runs; this also covers a handler that was already due.)
     """
     pending: BaseException | None = None
     while True:
         try:
-            shutil.rmtree(tmp, ignore_errors=True)
+            with contextlib.suppress(OSError), gate.open_dir(tmp.parent) as parent:
+                gate.remove_owned(parent, tmp.name)
             break
         except (Interrupted, KeyboardInterrupt) as exc:
             pending = pending or exc

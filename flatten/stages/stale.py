@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import filecmp
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -20,11 +20,23 @@ from types import MappingProxyType
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.model import Pos, Range
-from flatten.stages.output import terraform_entries
+from flatten.stages.output import loads_configuration, owned_files, terraform_entries
 
-__all__ = ["STALE_SUMMARY", "StaleFile", "Staleness", "stale_diagnostics", "stale_files"]
+__all__ = [
+    "FOREIGN_SUMMARY",
+    "STALE_SUMMARY",
+    "StaleFile",
+    "Staleness",
+    "foreign_diagnostics",
+    "foreign_files",
+    "stale_diagnostics",
+    "stale_files",
+]
 
 STALE_SUMMARY = "Output is out of date"
+# A file of the user's in OUT (not in the manifest's "files") that Terraform loads: it is kept by
+# every rebuild (stages/output.py) and named, a warning, since it is not flatten's to judge.
+FOREIGN_SUMMARY = "File in the output that flatten did not write"
 _NO_COPIES: Mapping[str, Path] = MappingProxyType({})
 
 
@@ -32,6 +44,7 @@ class Staleness(StrEnum):
     CHANGED = "changed"  # in both, with other bytes
     MISSING = "missing"  # the build writes it, the output has none
     EXTRA = "extra"  # the output has it, the build does not write it
+    FOREIGN = "foreign"  # the user's (the manifest does not list it) and Terraform loads it
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +89,14 @@ def stale_files(
     (filecmp), so a large file beside a module is never read whole."""
     written = {**dict.fromkeys(copies, b""), **files}
     existing = _existing(out, root_place, written) if out.is_dir() else set()
+    owned = owned_files(out) if out.is_dir() else None  # None: an output that lists no files
     stale = []
     for rel in sorted(set(written) | existing):
         if rel not in existing:
             stale.append(StaleFile(rel, Staleness.MISSING))
+        elif rel not in written and owned is not None and rel not in owned:
+            if loads_configuration(rel):  # the user's: only named when Terraform loads it
+                stale.append(StaleFile(rel, Staleness.FOREIGN))
         elif rel not in written:
             stale.append(StaleFile(rel, Staleness.EXTRA))
         else:
@@ -101,8 +118,52 @@ _DETAIL = MappingProxyType(
         "{out} was built.",
         Staleness.MISSING: "The build writes {shown}, which {out} does not have.",
         Staleness.EXTRA: "{out} has {shown}, which the build no longer writes.",
+        Staleness.FOREIGN: "{out} has {shown}, which flatten did not write (its manifest does not list "
+        "it), and Terraform loads it: it changes what runs in {out} beyond what the sources say. "
+        "flatten keeps your files there and never changes them; if this one is not meant to be "
+        "there, remove it, and if it is (a local override), nothing needs doing.",
     }
 )
+
+
+def foreign_diagnostics(stale: list[StaleFile], *, out: Path, root: Path, out_text: str) -> Diagnostics:
+    """Return a "File in the output that flatten did not write" warning for each ``FOREIGN`` file
+    of ``stale`` (``--check``) or of ``foreign_files`` (a build, which keeps them)."""
+    diags = Diagnostics()
+    for item in stale:
+        if item.how is not Staleness.FOREIGN:
+            continue
+        shown = f"{out_text.rstrip('/')}/{item.path}"
+        filename = os.path.relpath(os.path.join(out, item.path), root).replace(os.sep, "/")
+        at = Pos(1, 1, 0)
+        diags.append(
+            Diagnostic.warning(
+                FOREIGN_SUMMARY,
+                _DETAIL[item.how].format(shown=shown, out=out_text),
+                Range(filename, at, at),
+            )
+        )
+    return diags
+
+
+def foreign_files(out: Path, written: Collection[str]) -> list[StaleFile]:
+    """Return the user's files in the output ``out`` that Terraform loads (a build keeps them and
+    names them), given the paths the build writes (``written``)."""
+    if not out.is_dir():
+        return []
+    from flatten.stages.output import user_entries
+
+    found: list[StaleFile] = []
+    for rel in user_entries(out, written):
+        below = [rel]
+        if os.path.isdir(out / rel) and not os.path.islink(out / rel):
+            below = sorted(
+                os.path.relpath(os.path.join(d, n), out).replace(os.sep, "/")
+                for d, _, names in os.walk(out / rel)
+                for n in names
+            )
+        found.extend(StaleFile(p, Staleness.FOREIGN) for p in below if loads_configuration(p))
+    return found
 
 
 def stale_diagnostics(
@@ -114,6 +175,8 @@ def stale_diagnostics(
     ``command`` the build command to run (``flatten build live --out flat``)."""
     diags = Diagnostics()
     for item in stale:
+        if item.how is Staleness.FOREIGN:
+            continue  # foreign_diagnostics
         shown = f"{out_text.rstrip('/')}/{item.path}"
         filename = os.path.relpath(os.path.join(out, item.path), root).replace(os.sep, "/")
         at = Pos(1, 1, 0)

@@ -172,7 +172,7 @@ def test_a_failed_swap_gives_terraforms_entries_back(tmp_path: Path, monkeypatch
     _terraform_wrote(out)
     before = _inodes(out)
 
-    def full(tmp: Path, target: Path) -> Path | None:
+    def full(tmp: Path, target: Path, *_: object) -> Path | None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(output, "_exchange", lambda a, b: False)
