@@ -182,7 +182,10 @@ def test_a_helper_directory_the_user_left_out_refuses_the_test(tmp_path: Path) -
 
 # -- issue 39 item 2: credentials in copied files ------------------------------------------------
 
-_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n"
+_KEY = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n"
+    + "-----END OPENSSH PRIVATE KEY-----\n"
+)
 
 
 def test_a_copied_credential_is_named_with_the_rule_that_leaves_it_out(tmp_path: Path) -> None:
@@ -192,7 +195,8 @@ def test_a_copied_credential_is_named_with_the_rule_that_leaves_it_out(tmp_path:
             "main.tf": _ROOT + 'module "app" {\n  source = "./modules/app"\n}\n',
             "modules/app/main.tf": "",
             "id_rsa": _KEY,
-            "modules/app/server.pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+            "modules/app/server.pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA "
+            "PRIVATE KEY-----\n",
             "modules/app/ci.env": "GITHUB_TOKEN=ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8\n",
             "creds": "[default]\naws_access_key_id = AKIAQWERTYUIOPASDFGH\n",
             # Names alone say nothing: neither of these is a credential.

@@ -10,7 +10,8 @@ native or JSON syntax, and runs of several kinds: assertions that hold or fail, 
 root and its modules; a run applying a helper module under ``tests/`` and later runs reading its
 outputs; a run applying the module under test directly (``module { source = ... }``);
 ``expect_failures`` on a variable's validation that is, or is not, violated; a file read through
-a path relative to the working directory.
+a path relative to the working directory; a ``tests/`` directory that also holds configuration
+(a debug root ``tests/debug.tf`` calling ``../``, or a module the root calls as ``./tests``).
 """
 
 from __future__ import annotations
@@ -182,6 +183,18 @@ def generate_root(seed: int) -> ParityRoot:
         runs = _runs(rng, name, child_src, helper)
         total += len(runs)
         files[f"{pre}{where}t{n}.tftest.{syntax}"] = _native(runs) if syntax == "hcl" else _json(runs)
+    # Drawn last, so the trees of earlier seeds stay as they were: a tests/ directory that holds
+    # configuration too (issue 39 item 0), as a debug root calling "../" or as a module the root calls.
+    shape = rng.random()
+    if shape < 0.45:
+        if shape < 0.25:
+            files[f"{pre}tests/debug.tf"] = 'module "dbg" {\n  source = "../"\n  name   = "dbg"\n}\n'
+        else:
+            files[f"{pre}tests/main.tf"] = 'output "t" {\n  value = 1\n}\n'
+            files[f"{pre}main.tf"] += '\nmodule "t" {\n  source = "./tests"\n}\n'
+        if not any(rel.startswith(f"{pre}tests/t") for rel in files):
+            first = next(rel for rel in files if rel.startswith(f"{pre}t0.tftest."))
+            files[f"{pre}tests/{first[len(pre) :]}"] = files.pop(first)
     return ParityRoot(files=files, root=root, links=links, runs=total)
 
 
