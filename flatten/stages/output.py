@@ -240,11 +240,19 @@ def terraform_entries(directory: str | Path, written: Collection[str] = ()) -> l
     return sorted(found)
 
 
-def _move(source: str, target: str) -> None:
-    """Rename ``source`` to ``target`` (its parent directories made), refusing to replace anything."""
-    parent = os.path.dirname(target)
-    if not os.path.isdir(parent):
-        os.makedirs(parent)
+def _move(source: str, target: str, base: str) -> None:
+    """Rename ``source`` to ``target`` (its parent directories below the tree ``base`` made),
+    refusing to replace anything or to pass through a symlink below ``base``: a link planted
+    where a directory of the tree was (``OUT/modules -> ~``) must not receive the entry."""
+    rel = os.path.relpath(os.path.dirname(target), base)
+    here = base
+    for part in [] if rel == "." else rel.split(os.sep):
+        here = os.path.join(here, part)
+        kind = gate.kind_of(here)
+        if kind == "missing":
+            os.mkdir(here)
+        elif kind != "dir":
+            raise FileExistsError(errno.EEXIST, "not a directory of the output (a link or a file)", here)
     if os.path.lexists(target):
         raise FileExistsError(errno.EEXIST, "File exists", target)
     os.rename(source, target)
@@ -283,7 +291,7 @@ def _adopt(
         for source, target in planned:
             if only_missing and os.path.lexists(target):
                 continue
-            _move(source, target)
+            _move(source, target, new)
             moves.append((source, target))
             fault(f"adopt:{len(moves)}")
     except BaseException:
@@ -604,8 +612,12 @@ def _recover(parent: Path, out: Path) -> None:
     if not out.is_dir() or os.path.islink(out):
         return
     inside = _entries(out)
-    news = sorted(n for n in inside if n.startswith(_INSIDE_PREFIXES[0]))
-    olds = sorted(n for n in inside if n.startswith(_INSIDE_PREFIXES[1]))
+    ours = [n for n in inside if n.startswith(_INSIDE_PREFIXES)]
+    for name in ours:  # a link planted under one of these names is removed, never followed
+        if gate.kind_of(out / name) != "dir":
+            _remove(out / name)
+    news = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[0]) and gate.kind_of(out / n) == "dir")
+    olds = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[1]) and gate.kind_of(out / n) == "dir")
     for new_name in news:
         new = out / new_name
         new_whole = MANIFEST_NAME in _entries(new)

@@ -250,3 +250,69 @@ def test_sigkill_of_the_flatten_program_at_a_step_then_a_build(tmp_path: Path, s
     assert _build(root, out)[0] == 0
     _same(out, {**USERS, **TERRAFORMS})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"]
+
+
+# -- the gate's canary, on OUT's paths and test helper directories (issue 38) -----------------------
+
+_SECRET = "CANARY-SECRET-5f1e"
+
+
+def _canary(tmp_path: Path) -> Path:
+    canary = tmp_path / "canary"
+    files = {"secret.txt": _SECRET + "\n", "main.tf": f'output "s" {{\n  value = "{_SECRET}"\n}}\n'}
+    write_files(canary, files)
+    return canary
+
+
+def _listing(top: Path) -> dict[str, bytes]:
+    return {p.relative_to(top).as_posix(): p.read_bytes() for p in sorted(top.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "out/docs",  # a link of the user's: kept as a link
+        "out/.terraform",  # Terraform's entry as a link: moved as a link
+        "out/modules",  # one of flatten's directories replaced by a link: refused
+        "out/modules/app",
+        ".out.flatten-stale",  # a leftover temporary tree's name: the link removed
+        ".out.flatten-stale-old",
+        "out/.flatten-new-stale",
+        "out/.flatten-old-stale",
+        "src/helper",  # a test's helper directory linking out of the root: not carried
+    ],
+)
+def test_a_symlink_to_a_canary_on_outs_paths_is_never_followed(tmp_path: Path, where: str) -> None:
+    canary = _canary(tmp_path)
+    before = _listing(canary)
+    root = _root(tmp_path, **{"t.tftest.hcl": 'run "a" {\n  module {\n    source = "./helper"\n  }\n}\n'})
+    out = tmp_path / "out"
+    if where != "src/helper":
+        (root / "helper").mkdir()
+        (root / "helper" / "main.tf").write_text("")
+    first_code, first_text = _build(root, out)
+    assert first_code == 0, first_text
+    link = tmp_path / where
+    if link.exists():
+        import shutil
+
+        shutil.rmtree(link)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(canary, target_is_directory=True)
+    (root / "main.tf").write_text((root / "main.tf").read_text() + "# edited\n")
+    code, text = _build(root, out)
+    assert code in (0, 2), text
+    assert _listing(canary) == before, where  # byte-identical, nothing added or removed
+    assert _SECRET not in text
+    written = {
+        rel: data for rel, data in _listing(out).items() if not rel.startswith(("docs/", ".terraform/"))
+    }
+    assert not [rel for rel, data in written.items() if _SECRET.encode() in data], where
+    if where in ("out/modules", "out/modules/app"):
+        assert code == 2 and "flatten did not write" in text
+    elif where == "src/helper":
+        assert "Test file not copied" in text and "t.tftest.hcl" not in written
+    else:
+        assert code == 0
+        assert (out / where[4:]).is_symlink() if where in ("out/docs", "out/.terraform") else True
+        assert not (tmp_path / where).exists() or where in ("out/docs", "out/.terraform")
