@@ -12,7 +12,7 @@ Absent is not null: an argument missing from a body means "not set"; an argument
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import Field, FrozenInstanceError, dataclass
+from dataclasses import Field, FrozenInstanceError, dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeAlias, Union
@@ -22,6 +22,7 @@ __all__ = [
     "Attribute",
     "Block",
     "Body",
+    "Call",
     "Expr",
     "JsonValue",
     "Key",
@@ -29,6 +30,9 @@ __all__ = [
     "ParsedFile",
     "Pos",
     "Range",
+    "Reference",
+    "Scanned",
+    "Step",
     "Stored",
     "json_strings",
     "make_attribute",
@@ -633,16 +637,67 @@ class ParsedFile:
     is_override: bool = False
 
 
+Step: TypeAlias = tuple[str, "str | int"]  # ("attr", name) or ("index", key)
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A reference in an expression's text: ``root`` then static ``steps``, spanning
+    ``text[start:end]`` (found by syntax/references.py, the one reference scanner).
+
+    ``ends[k]`` is the offset just after the root (k = 0) or after step k.
+    """
+
+    root: str
+    steps: tuple[Step, ...]
+    start: int
+    end: int
+    ends: tuple[int, ...]
+
+    def name(self, k: int) -> str | None:
+        """Return step ``k`` (1-based) as a name: an attribute or a string index; None otherwise."""
+        if k > len(self.steps):
+            return None
+        value = self.steps[k - 1][1]
+        return value if isinstance(value, str) else None
+
+    def tail(self, text: str, k: int) -> str:
+        """Return the source of the steps after the first ``k`` (``k = 0``: everything after the root)."""
+        return text[self.ends[k] : self.end]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A function call: its name as written (``length``, ``core::length``,
+    ``provider::aws::arn_parse``), spanning ``text[start:end]``, and where its ``(`` is."""
+
+    name: str
+    start: int
+    end: int
+    paren: int
+
+
+#: One template's scan: its references and function calls in source order, or None when the
+#: text is no readable template (its syntax error is the reader's to report).
+Scanned: TypeAlias = "tuple[tuple[Reference, ...], tuple[Call, ...]] | None"
+
+
 @dataclass(frozen=True, slots=True)
 class Module:
     """One module directory after merging: its top-level blocks in a canonical order.
 
-    ``directory`` is relative to the build root ("." for the root itself).
+    ``directory`` is relative to the build root ("." for the root itself). ``scans``: the scan
+    record, each template of the module (and each bare traversal item of a ``depends_on``,
+    ``replace_triggered_by`` or ``providers`` argument, as ``${ITEM}``) scanned once where the
+    module is loaded (syntax/references.py ``scan_module``), so that every check reads the same
+    scan and none reads the text again; cached with the module (docs/performance.md, "Scan
+    once"). Not part of the module's value: two modules with equal blocks are equal.
     """
 
     directory: str
     blocks: tuple[Block, ...] = ()
     files: tuple[str, ...] = ()
+    scans: dict[str, Scanned] = field(default_factory=dict, compare=False, repr=False)
 
     def blocks_of(self, type_: str) -> Iterator[Block]:
         return (b for b in self.blocks if b.type == type_)

@@ -44,9 +44,8 @@ from .wiring import How, ProviderWiring, wire_providers
 
 __all__ = ["check_wiring"]
 
-# How many template scans a module's checks keep for each other (syntax.references ``Scans``):
-# a block's, and the blocks' before it that repeat the same expressions; a bound, so that a
-# module of one 10 MB file is not held scanned whole (docs/reliability.md, "Memory").
+# How many scans of texts outside a module's scan record its checks keep for each other
+# (syntax.references ``Scans``): a bound (docs/reliability.md, "Memory").
 _SCANS_KEPT = 64
 
 
@@ -98,8 +97,8 @@ def check_wiring(
         if graph_diags.has_errors:
             return wiring, diags
         # The graph is refused when it has a cycle (stages/cycles.py); else the validate walk
-        # runs on it (stages/references_check.py). Both read every expression: they take each
-        # block together, so that each template is scanned once (syntax.references ``Scans``);
+        # runs on it (stages/references_check.py). Both read every expression from the module's
+        # scan record (``Module.scans``: each template scanned once, where the module was loaded);
         # the walk's errors are kept only when the graph has no cycle.
         release = options.terraform_version
         cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release)
@@ -107,7 +106,7 @@ def check_wiring(
         walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
         for node in graph.walk():
             nodes, checker = cycles.open(node), walk.open(node)
-            scans = Scans(limit=_SCANS_KEPT)
+            scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
             for block in node.module.blocks:
                 if nodes is not None:
                     nodes.block(block, scans)

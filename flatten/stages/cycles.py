@@ -76,10 +76,12 @@ def _block(
     uses: Mapping[str, ProviderUse],
     block: Block,
     imports: list[Body],
+    call_scans: Scans,
 ) -> None:
     """Add the nodes of one top-level block of a module and the references they make;
-    ``call_block`` is the ``module`` block calling the module (None for the root); the root's
-    ``import`` blocks go to ``imports``, for when every module is in."""
+    ``call_block`` is the ``module`` block calling the module (None for the root), whose
+    expressions ``call_scans`` (the caller's scan record) holds; the root's ``import`` blocks go
+    to ``imports``, for when every module is in."""
     path = node.path
     parent = path[:-1]
     body = block.body.peek()
@@ -91,7 +93,9 @@ def _block(
             if call_block is not None:
                 arg = call_block.body.attribute(name)
                 if arg is not None:
+                    own, b.scans = b.scans, call_scans  # the argument is the caller's text
                     b.attr(var, parent, arg, frozenset())
+                    b.scans = own
         else:
             var = b.node(f"var.{name}", path)
         rules = list(body.blocks_of("validation"))
@@ -239,6 +243,7 @@ def _providers(b: Dependencies, graph: ModuleGraph, configs: Iterable[ProviderUs
         block = _provider_block(graph, use) if use.key else None
         if block is None:
             continue
+        b.scans = Scans(record=graph.node(module_address(use.module)).module.scans)
         skip = {"alias", "version"}
         body = block.body.peek()
         for attr in body.attributes:
@@ -274,24 +279,26 @@ class ModuleNodes:
         call_block: Block | None,
         uses: Mapping[str, ProviderUse],
         imports: list[Body],
+        call_scans: Scans,
     ) -> None:
         self.b = b
         self.node = node
         self.call_block = call_block
         self.uses = uses
         self.imports = imports
+        self.call_scans = call_scans  # the caller's scan record (the call block's expressions)
 
     def block(self, block: Block, scans: Scans) -> None:
-        """Add one block's nodes; ``scans``: its templates, shared with the validate walk."""
+        """Add one block's nodes; ``scans``: the module's scan record, shared with the validate
+        walk."""
         self.b.scans = scans
-        _block(self.b, self.node, self.call_block, self.uses, block, self.imports)
+        _block(self.b, self.node, self.call_block, self.uses, block, self.imports, self.call_scans)
 
     def close(self) -> None:
         b = self.b
-        b.scans = Scans()
         if self.node.path:
+            b.scans = self.call_scans
             _call_nodes(b, self.node, self.call_block)
-        b.scans = Scans()
 
 
 # The provider configurations a module's resources use, asked one module at a time.
@@ -321,6 +328,8 @@ class CycleGraph:
         self.release = release
         self.builder = Dependencies(dialect, release, explain=explain)
         self.call_blocks: dict[str, Block] = {}  # each call's block, by the called module's address
+        self.call_scans: dict[str, Scans] = {}  # the caller's scan record, by the same address
+        self.root_scans = Scans()  # the root module's (its import blocks)
         self.configs: dict[str, ProviderUse] = {}  # one use of each configuration, by its node name
         self.imports: list[Body] = []  # the root's import blocks
 
@@ -329,25 +338,33 @@ class CycleGraph:
         left out of the configuration."""
         if node.address in self.graph.dropped:
             return None
+        scans = Scans(record=node.module.scans)
+        if not node.path:
+            self.root_scans = scans
         for block in node.module.blocks_of("module"):
             if block.labels:
-                self.call_blocks[module_address((*node.path, block.labels[0]))] = block
+                address = module_address((*node.path, block.labels[0]))
+                self.call_blocks[address] = block
+                self.call_scans[address] = scans
         uses = {use.resource: use for use in self.uses(node.path)}
         for use in uses.values():
             self.configs.setdefault(use.config, use)
         call_block = self.call_blocks.get(node.address) if node.path else None
-        return ModuleNodes(self.builder, node, call_block, uses, self.imports)
+        call_scans = self.call_scans.get(node.address, scans) if node.path else scans
+        return ModuleNodes(self.builder, node, call_block, uses, self.imports, call_scans)
 
     def module(self, node: ModuleNode) -> None:
         """Add one module's nodes."""
         nodes = self.open(node)
         if nodes is not None:
+            scans = Scans(record=node.module.scans)
             for block in node.module.blocks:
-                nodes.block(block, Scans())
+                nodes.block(block, scans)
             nodes.close()
 
     def _complete(self) -> Dependencies:
         b = self.builder
+        b.scans = self.root_scans
         for body in self.imports:
             _import(b, body)
         _providers(b, self.graph, self.configs.values())

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
@@ -27,7 +27,7 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
 from flatten.lang.model import Attribute, Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
-from flatten.syntax.references import ExpressionError, Reference, Scans, expression_references
+from flatten.syntax.references import ExpressionError, Reference, Scans
 
 __all__ = ["Dependencies", "cycle_errors", "init_cycles", "prefixed", "reference_key"]
 
@@ -168,7 +168,7 @@ class Dependencies:
         self.whys: dict[tuple[int, int], _Why] = {}  # with explain only
         self.outputs: dict[tuple[str, ...], list[int]] = {}  # module -> its output nodes
         self.refs: list[_Ref] = []
-        self.scans = Scans()  # the current module's templates (shared with the walk's checks)
+        self.scans = Scans()  # the current module's scan record (shared with the walk's checks)
 
     def _id(self, name: str) -> int:
         found = self._find(name)
@@ -272,18 +272,19 @@ class Dependencies:
                 continue
             text = item.removeprefix("${").removesuffix("}") if item.startswith("${") else item
             try:
-                found = expression_references(text)
+                # The scan record keeps a bare item as the template ${ITEM}: offsets are 2 more.
+                found = self.scans.expression(text)
             except ExpressionError:
                 continue
             if after:
                 cut = text.find(after)
                 if cut < 0:
                     continue
-                found = [r for r in found if r.start > cut]
-            self._add(node, scope, text, found, rng)
+                found = [r for r in found if r.start - 2 > cut]
+            self._add(node, scope, "${" + text + "}", found, rng)
 
     def _add(
-        self, node: str, scope: tuple[str, ...], text: str, found: list[Reference], rng: Range | None
+        self, node: str, scope: tuple[str, ...], text: str, found: Sequence[Reference], rng: Range | None
     ) -> None:
         for ref in found:
             key = reference_key(ref)
@@ -513,12 +514,11 @@ def init_cycles(path: tuple[str, ...], module: Module, *, explain: bool = False)
         return Diagnostics()  # no call: nothing is kept, so nothing can loop
     deps = Dependencies(Dialect.TERRAFORM, (1, 15), explain=explain)
     installs: list[int] = []
+    deps.scans = Scans(limit=64, record=module.scans)
     for block in module.blocks_of("locals"):
-        deps.scans = Scans()  # one block's templates at a time (nothing else reads them here)
         for attr in block.body.peek().attributes:
             local = deps.node(prefixed(path, f"local.{attr.name} (expand)"), path)
             deps.attr(local, path, attr, frozenset())
-    deps.scans = Scans()
     for name, body in _calls(module):
         install = deps.node(module_address((*path, name)), path)
         installs.append(deps.number(install))

@@ -13,6 +13,7 @@ memo keeps them on disk between builds, and prefetches them in parallel.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from flatten import gate
@@ -25,6 +26,7 @@ from flatten.stages.decode import check_file, check_versions, incompatible, supe
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 from flatten.stages.merge import merge_module
+from flatten.syntax.references import scan_module
 from flatten.syntax.sourcetext import source_text
 
 __all__ = ["display_path", "load_dir", "load_file", "load_module", "read_config"]
@@ -156,6 +158,10 @@ def load_module(
 
     def merged(files: list[ParsedFile], diags: Diagnostics) -> LoadedModule:
         module, merge_diags = merge_module(files, directory=rel, options=options)
+        if options.graph_checks():
+            # Every expression scanned once, here, for every check that reads it, and cached
+            # with the module (syntax/references.py ``scan_module``); --checks init reads few.
+            module = replace(module, scans=scan_module(module))
         return LoadedModule(tuple(files), tuple(diags), module, tuple(merge_diags))
 
     def listed() -> DirectoryListing:

@@ -17,7 +17,7 @@ import posixpath
 from collections.abc import Iterator
 
 from flatten.lang.model import Block, Body, JsonValue, Module
-from flatten.syntax.references import ExpressionError, template_references
+from flatten.syntax.references import ExpressionError, Scans
 
 __all__ = ["path_reads"]
 
@@ -64,12 +64,13 @@ def path_reads(module: Module) -> tuple[tuple[str, str], ...]:
     Only paths that stay inside their base directory are returned.
     """
     found: set[tuple[str, str]] = set()
+    scans = Scans(record=module.scans)  # the module's scan record (syntax/references.py)
     for block in module.blocks:
         for text in _body_strings(block.body):
             if "path." not in text:
                 continue
             try:
-                refs = template_references(text)
+                refs = scans.references(text)
             except ExpressionError:
                 continue
             for ref in refs:

@@ -57,7 +57,7 @@ from flatten.lang.types import (
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
-from flatten.syntax.references import Call, ExpressionError, Reference, Scans, template_references
+from flatten.syntax.references import Call, ExpressionError, Reference, Scans
 
 __all__ = ["ReferenceChecks", "check_references"]
 
@@ -187,7 +187,7 @@ class _Checker:
         scans: Scans | None = None,
     ) -> None:
         self.node = node
-        self.scans = scans if scans is not None else Scans()
+        self.scans = scans if scans is not None else Scans(record=node.module.scans)
         self.functions = functions  # None: function calls are not checked
         # Whether var, local, resource and data references are checked outside a module call's
         # depends_on (the dialect's "object_reference_checks").
@@ -538,7 +538,7 @@ class _Checker:
             if not isinstance(item, str):
                 continue
             try:
-                refs = template_references("${" + item + "}")
+                refs = self.scans.expression(item)
             except ExpressionError:
                 continue
             if len(refs) != 1:
@@ -603,9 +603,11 @@ def _attributes(
 
 
 def _constant(node_module: Module, attr: Attribute, address: str) -> JsonValue | Unsupported:
-    """The value of ``attr`` when it refers to nothing and the static evaluator reads it."""
+    """The value of ``attr`` (an argument of ``node_module``) when it refers to nothing and the
+    static evaluator reads it."""
+    scans = Scans(record=node_module.scans)
     try:
-        refs = [r for s in json_strings(attr.value) for r in template_references(s)]
+        refs = [r for s in json_strings(attr.value) for r in scans.references(s)]
     except ExpressionError:
         return Unsupported("unreadable")
     if refs:

@@ -17,12 +17,11 @@ traversal-mode and source-list strings are bare expressions).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from types import MappingProxyType
 
-from flatten.lang.model import JsonValue
+from flatten.lang.model import Block, Body, Call, JsonValue, Module, Reference, Scanned, Step
 
 __all__ = [
     "Call",
@@ -38,6 +37,7 @@ __all__ = [
     "literal_to_expression",
     "rewrite_expression",
     "rewrite_template",
+    "scan_module",
     "simplify_template",
     "single_interpolation",
     "template_calls",
@@ -52,8 +52,6 @@ _INDEX = re.compile(r'\[[ \t]*(?:([0-9]+)|"((?:[^"\\$%]|\\[nrt"\\])*)")[ \t]*\]'
 _KEYWORDS = frozenset({"for", "in", "if", "true", "false", "null"})
 _ESCAPES = MappingProxyType({"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"})
 
-Step = tuple[str, "str | int"]  # ("attr", name) or ("index", key)
-
 
 class ExpressionError(ValueError):
     """Text that is not a readable HCL expression or template; ``offset`` says where."""
@@ -61,42 +59,6 @@ class ExpressionError(ValueError):
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(f"{message} at offset {offset}")
         self.offset = offset
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    """A reference: ``root`` then static ``steps``, spanning ``text[start:end]``.
-
-    ``ends[k]`` is the offset just after the root (k = 0) or after step k.
-    """
-
-    root: str
-    steps: tuple[Step, ...]
-    start: int
-    end: int
-    ends: tuple[int, ...]
-
-    def name(self, k: int) -> str | None:
-        """Return step ``k`` (1-based) as a name: an attribute or a string index; None otherwise."""
-        if k > len(self.steps):
-            return None
-        value = self.steps[k - 1][1]
-        return value if isinstance(value, str) else None
-
-    def tail(self, text: str, k: int) -> str:
-        """Return the source of the steps after the first ``k`` (``k = 0``: everything after the root)."""
-        return text[self.ends[k] : self.end]
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A function call: its name as written (``length``, ``core::length``,
-    ``provider::aws::arn_parse``), spanning ``text[start:end]``, and where its ``(`` is."""
-
-    name: str
-    start: int
-    end: int
-    paren: int
 
 
 class _Scanner:
@@ -455,43 +417,104 @@ def template_calls(text: str, *, bound: Iterable[str] = ()) -> tuple[list[Refere
 class Scans:
     """Each template of one module scanned once for every check that reads it.
 
-    The graph's cycle check and the validate walk's reference checks read the same expressions
-    of a module, block by block (providers/checks.py); each asks here, and the second gets the
-    first one's scan, as does a later block with the same text (a module's resources often repeat
-    their expressions). One instance per module, dropped after it, and with a ``limit`` it keeps
-    only that many scans, so that a module of one large file is not held scanned whole. An
-    unreadable template raises ``ExpressionError`` each time it is asked for.
+    The scans come from the module's scan record (``Module.scans``, made by ``scan_module`` where
+    the module is loaded and cached with it): every check of the module reads the same record,
+    and none scans text the record holds. A text the record lacks (a module a later stage made,
+    a string put together by a check) is scanned here and kept for the checks after it, at most
+    ``limit`` of them (0: all), so that a module of one large file is not held scanned twice.
+    An unreadable template raises ``ExpressionError`` each time it is asked for.
     """
 
-    __slots__ = ("_done", "_limit")
+    __slots__ = ("_done", "_limit", "_record")
 
-    def __init__(self, limit: int = 0) -> None:
-        """``limit``: how many scans to keep at most, the oldest dropped first (0: all)."""
-        self._done: dict[tuple[str, frozenset[str]], tuple[list[Reference], list[Call]] | None] = {}
+    def __init__(self, limit: int = 0, record: Mapping[str, Scanned] | None = None) -> None:
+        """``limit``: how many scans of texts outside ``record`` to keep at most, the oldest
+        dropped first (0: all); ``record``: the module's scan record."""
+        self._done: dict[str, Scanned] = {}
         self._limit = limit
+        self._record: Mapping[str, Scanned] = record if record is not None else {}
 
-    def calls(self, text: str, bound: frozenset[str] = frozenset()) -> tuple[list[Reference], list[Call]]:
+    def calls(
+        self, text: str, bound: frozenset[str] = frozenset()
+    ) -> tuple[Sequence[Reference], Sequence[Call]]:
         """``template_calls(text, bound=bound)``."""
         if "${" not in text and "%{" not in text:
-            return [], []  # literal text (not kept: most strings of a module are)
-        key = (text, bound)
-        if key in self._done:
-            found = self._done[key]
-        else:
-            try:
-                found = template_calls(text, bound=bound)
-            except ExpressionError:
-                found = None
-            self._done[key] = found
-            if self._limit and len(self._done) > self._limit:
-                del self._done[next(iter(self._done))]
+            return (), ()  # literal text (most strings of a module)
+        found = self._record.get(text, _MISSING)
+        if found is _MISSING:
+            found = self._done.get(text, _MISSING)
+            if found is _MISSING:
+                found = _scan(text)
+                self._done[text] = found
+                if self._limit and len(self._done) > self._limit:
+                    del self._done[next(iter(self._done))]
         if found is None:
             raise ExpressionError("unreadable template", 0)
-        return found
+        refs, calls = found
+        if bound:
+            # A name the caller binds is in scope everywhere in the text, so the scan with it
+            # bound is the scan without, less the references rooted at it.
+            refs = tuple(r for r in refs if r.root not in bound)
+        return refs, calls
 
-    def references(self, text: str, bound: frozenset[str] = frozenset()) -> list[Reference]:
+    def references(self, text: str, bound: frozenset[str] = frozenset()) -> Sequence[Reference]:
         """``template_references(text, bound=bound)``."""
         return self.calls(text, bound)[0]
+
+    def expression(self, text: str) -> Sequence[Reference]:
+        """``expression_references(text)`` of a bare expression (a ``depends_on`` item), read as
+        the template ``${TEXT}`` (the form the scan record keeps it in): offsets are the
+        template's, two more than the text's."""
+        return self.references("${" + text + "}")
+
+
+_MISSING: Scanned = ((), ())  # a sentinel (compared by identity)
+# Arguments whose items are bare traversals or expressions rather than templates (spec §7.3).
+_BARE_ITEMS = frozenset({"depends_on", "replace_triggered_by", "providers"})
+
+
+def _scan(text: str) -> Scanned:
+    try:
+        refs, calls = template_calls(text)
+    except ExpressionError:
+        return None
+    return tuple(refs), tuple(calls)
+
+
+def scan_module(module: Module) -> dict[str, Scanned]:
+    """The scan record of ``module``: every template in it (values and object keys, at any
+    depth) and every bare item of a ``depends_on``, ``replace_triggered_by`` or ``providers``
+    argument (as ``${ITEM}``), each scanned once (``template_calls``); literal text is left out.
+    """
+    record: dict[str, Scanned] = {}
+
+    def value(v: JsonValue, bare: bool) -> None:
+        if isinstance(v, str):
+            if "${" in v or "%{" in v:
+                if v not in record:
+                    record[v] = _scan(v)
+            elif bare and v:
+                item = "${" + v + "}"
+                if item not in record:
+                    record[item] = _scan(item)
+        elif isinstance(v, list):
+            for x in v:
+                value(x, bare)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                value(k, False)
+                value(x, bare or k in _BARE_ITEMS)
+
+    def body(b: Body) -> None:
+        for item in b.peek_items():
+            if isinstance(item, Block):
+                body(item.body)
+            else:
+                value(item.value, item.name in _BARE_ITEMS)
+
+    for block in module.blocks:
+        body(block.body)
+    return record
 
 
 def expression_references(

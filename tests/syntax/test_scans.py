@@ -72,3 +72,142 @@ def test_a_limit_keeps_the_newest_scans_only(monkeypatch: pytest.MonkeyPatch) ->
         scans.calls(text)
     # var.a was dropped when var.c came (the oldest first); var.b and var.c were still kept.
     assert asked == ["${var.a}", "${var.b}", "${var.c}", "${var.a}"]
+
+
+# -- the scan record: every expression scanned once, where the module is loaded ------------------
+
+_MODULE = """
+variable "n" {
+  type = number
+}
+locals {
+  m     = { a = { id = "x" } }
+  names = [for k, v in local.m : "${k}-${v.id}" if(v.id != "")]
+}
+resource "terraform_data" "a" {
+  count = var.n
+  input = merge(local.m, { n = "${var.n}" })
+  dynamic "x" {
+    for_each = local.names
+    iterator = it
+    content {
+      v = it.value
+    }
+  }
+  lifecycle {
+    replace_triggered_by = [terraform_data.b.id]
+  }
+  provisioner "local-exec" {
+    command = "echo ${path.module}/run.sh ${self.id}"
+  }
+  depends_on = [terraform_data.b]
+}
+resource "terraform_data" "b" {
+  input = file("${path.module}/data.txt")
+}
+output "o" {
+  value      = [terraform_data.a[0].id, local.names, upper("x")]
+  depends_on = [terraform_data.b]
+}
+"""
+_ROOT = """
+provider "terraform" {
+  alias = "x"
+}
+module "c" {
+  source     = "./child"
+  for_each   = toset(["a"])
+  n          = length(each.key)
+  depends_on = [terraform_data.r]
+  providers = {
+    terraform = terraform.x
+  }
+}
+resource "terraform_data" "r" {
+  input = { for k, v in { a = local.id } : k => "${v}-${k}" }
+}
+import {
+  to = terraform_data.r
+  id = "r-${local.id}"
+}
+locals {
+  id = "x"
+}
+output "o" {
+  value = module.c["a"].o
+}
+"""
+
+
+def _tree(tmp_path: object) -> object:
+    from pathlib import Path
+
+    root = Path(str(tmp_path)) / "root"
+    (root / "child").mkdir(parents=True)
+    (root / "main.tf").write_text(_ROOT)
+    (root / "child" / "main.tf").write_text(_MODULE)
+    (root / "child" / "data.txt").write_text("x")
+    return root
+
+
+def test_the_record_holds_the_scan_of_every_template(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from flatten.lang.options import Options
+    from flatten.stages.load import load_module
+
+    root = Path(str(_tree(tmp_path)))
+    loaded, _ = load_module(root / "child", root=root, options=Options())
+    record = loaded.module.scans
+    assert record == references.scan_module(loaded.module)
+    for text, scanned in record.items():
+        fresh = template_calls(text)
+        assert scanned is not None
+        assert [(r.root, r.steps, r.start) for r in scanned[0]] == [
+            (r.root, r.steps, r.start) for r in fresh[0]
+        ]
+    # A bare depends_on item is kept as the template ${ITEM}.
+    assert "${terraform_data.b}" in record
+    assert "${terraform_data.b.id}" in record  # replace_triggered_by
+
+
+def test_the_checks_never_scan_text_the_loader_scanned(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The single-scan rule (issue 41): with every default check on, the references, functions,
+    # cycles, dependencies and path-read checks read the module's scan record and never start
+    # the scanner on text the loader read. It must still scan while loading (the record).
+    import importlib
+    from pathlib import Path
+
+    from flatten.lang.options import Options
+
+    pipeline = importlib.import_module("flatten.build")  # the module (flatten.build is the function)
+    layout = importlib.import_module("flatten.stages.layout")
+
+    root = Path(str(_tree(tmp_path)))
+    checking: list[str] = []  # the check running now
+    scanned: dict[str, list[str]] = {"load": [], "checks": []}
+    real_init = references._Scanner.__init__
+
+    def counting(self: references._Scanner, text: str, *args: object, **kwargs: object) -> None:
+        scanned["checks" if checking else "load"].append(text)
+        real_init(self, text, *args, **kwargs)  # type: ignore[arg-type]
+
+    def during(name: str, real: object) -> object:
+        def wrapped(*args: object, **kwargs: object) -> object:
+            checking.append(name)
+            try:
+                return real(*args, **kwargs)  # type: ignore[operator]
+            finally:
+                checking.pop()
+
+        return wrapped
+
+    monkeypatch.setattr(references._Scanner, "__init__", counting)
+    monkeypatch.setattr(pipeline, "check_wiring", during("check_wiring", pipeline.check_wiring))
+    monkeypatch.setattr(layout, "path_reads", during("path_reads", layout.path_reads))
+    _, diags = pipeline.build(root, options=Options(terraform_version=(1, 15)))
+    assert not diags.has_errors, [d.summary for d in diags]
+    assert scanned["load"], "the loader scans each template once"
+    assert scanned["checks"] == []
