@@ -38,6 +38,7 @@ _NO_NODE = frozenset(
 )
 _LIFECYCLE_SKIP = frozenset({"ignore_changes", "create_before_destroy", "action_trigger"})
 _SHOWN_STEPS = 8  # steps of the loop the detail spells out before it says how many more
+_KEYS_KEPT = 4096  # texts whose reference keys a graph keeps while checking (Dependencies._keys)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +170,11 @@ class Dependencies:
         self.outputs: dict[tuple[str, ...], list[int]] = {}  # module -> its output nodes
         self.refs: list[_Ref] = []
         self.scans = Scans()  # the current module's scan record (shared with the walk's checks)
+        # While checking (not explaining): each text's reference keys (by text and bound names;
+        # a module's resources repeat their expressions), and the nodes a key names in a module,
+        # so that a repeated reference costs two lookups and an edge.
+        self._keys: dict[tuple[str, frozenset[str]], tuple[tuple[str, str], ...]] = {}
+        self._targets: dict[tuple[tuple[str, ...], str], tuple[int, ...]] = {}
 
     def _id(self, name: str) -> int:
         found = self._find(name)
@@ -255,11 +261,44 @@ class Dependencies:
     ) -> None:
         """The references of an expression value (strings are templates; keys too)."""
         for text in json_strings(value):
+            if "${" not in text and "%{" not in text:
+                continue  # literal text
+            if not self.explain:
+                keys = self._keys.get((text, bound))
+                if keys is None:
+                    try:
+                        found = self.scans.references(text, bound)
+                    except ExpressionError:
+                        found = ()
+                    keys = tuple(k for k in map(reference_key, found) if k is not None)
+                    if len(self._keys) >= _KEYS_KEPT:
+                        self._keys.clear()  # a bound on what a 10 MB module keeps
+                    self._keys[text, bound] = keys
+                if keys:
+                    self._link_keys(node, scope, keys)
+                continue
             try:
                 found = self.scans.references(text, bound)
             except ExpressionError:
                 continue
             self._add(node, scope, text, found, rng)
+
+    def _link_keys(self, node: str, scope: tuple[str, ...], keys: tuple[tuple[str, str], ...]) -> None:
+        """``_add`` while checking: the edges of ``node``'s references by their keys."""
+        source = self._id(node)
+        targets = self._targets
+        edge_from, edge_to = self.edge_from, self.edge_to
+        for key, fallback in keys:
+            if key.startswith("module."):
+                self.refs.append(_Ref(source, scope, key, fallback, "", None))
+                continue
+            found = targets.get((scope, key))
+            if found is None:
+                found = targets[scope, key] = tuple(self._id(name) for name in self.named(scope, key))
+            for target in found:
+                if target != source:
+                    edge_from.append(source)
+                    edge_to.append(target)
 
     def sources(
         self, node: str, scope: tuple[str, ...], items: JsonValue, rng: Range | None, *, after: str = ""

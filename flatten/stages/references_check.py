@@ -30,7 +30,7 @@ blocks (addresses, not expressions to evaluate) are not read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -144,8 +144,10 @@ def _levenshtein(a: str, b: str) -> int:
 _TYPE_KEYWORDS = frozenset({"string", "number", "bool", "any"})
 _TYPE_CONSTRUCTORS = frozenset({"list", "map", "set", "object", "tuple", "optional"})
 
-_Located = tuple[Reference, Range, int]
-_LocatedCall = tuple[Call, Range, "Callable[[int, int], Range] | None"]
+# A reference or call, the range of the value holding it, and the value's text when the value is
+# that one string (its offsets map to source positions: syntax/evaluate.py ``locator``).
+_Located = tuple[Reference, Range, "str | None"]
+_LocatedCall = tuple[Call, Range, "str | None"]
 
 
 def _type_arguments(
@@ -195,21 +197,18 @@ class _Checker:
         self.address = node.address
         self.declared = _declared(node, graph)
         self.diags = Diagnostics()
-        # Where each reference of the current evaluation is in the source (by the reference's id).
-        self._locate: dict[int, Callable[[int, int], Range]] = {}
         # The function calls of the current evaluation, each with where its text is.
-        self._calls: list[tuple[Call, Range, Callable[[int, int], Range] | None]] = []
+        self._calls: list[_LocatedCall] = []
 
     def error(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
 
     # -- one expression: static validation, then (if that passed) evaluation -----------------
-    def references(
-        self, value: JsonValue, rng: Range, bound: frozenset[str]
-    ) -> list[tuple[Reference, Range, int]]:
+    def references(self, value: JsonValue, rng: Range, bound: frozenset[str]) -> list[_Located]:
         """Every reference in ``value`` with the range of the value holding it; unreadable text
-        gives none (its syntax error is reported where it is parsed)."""
-        found: list[tuple[Reference, Range, int]] = []
+        gives none (its syntax error is reported where it is parsed). Where a reference is in
+        the source is worked out only for an error (``span``)."""
+        found: list[_Located] = []
         stack: list[tuple[JsonValue, bool]] = [(value, True)]
         while stack:
             item, is_top = stack.pop()
@@ -218,12 +217,9 @@ class _Checker:
                     refs, calls = self.scans.calls(item, bound)
                 except ExpressionError:
                     continue
-                locate = locator(value, rng) if is_top else None
-                for ref in refs:
-                    found.append((ref, rng, 1 if is_top else 0))
-                    if locate is not None:
-                        self._locate[id(ref)] = locate
-                self._calls.extend((call, rng, locate) for call in calls)
+                located = item if is_top else None
+                found.extend((ref, rng, located) for ref in refs)
+                self._calls.extend((call, rng, located) for call in calls)
             elif isinstance(item, list):
                 stack.extend((v, False) for v in reversed(item))
             elif isinstance(item, dict):
@@ -232,21 +228,19 @@ class _Checker:
                     stack.append((key, False))
         return found
 
-    def span(self, ref: Reference, rng: Range, located: int, upto: int) -> Range:
+    def span(self, ref: Reference, rng: Range, located: str | None, upto: int) -> Range:
         """The range of ``ref`` from its root through step ``upto`` (the whole value when unsure)."""
-        locate = self._locate.get(id(ref)) if located else None
-        if locate is None:
+        if located is None:
             return rng
-        return locate(ref.start, ref.ends[min(upto, len(ref.ends) - 1)])
+        return locator(located, rng)(ref.start, ref.ends[min(upto, len(ref.ends) - 1)])
 
-    def step_span(self, ref: Reference, rng: Range, located: int, k: int) -> Range:
+    def step_span(self, ref: Reference, rng: Range, located: str | None, k: int) -> Range:
         """The range of step ``k`` alone (HCL's traversal step range)."""
-        locate = self._locate.get(id(ref)) if located else None
-        if locate is None or k >= len(ref.ends):
+        if located is None or k >= len(ref.ends):
             return rng
-        return locate(ref.ends[k - 1], ref.ends[k])
+        return locator(located, rng)(ref.ends[k - 1], ref.ends[k])
 
-    def static(self, ref: Reference, rng: Range, located: int) -> bool:
+    def static(self, ref: Reference, rng: Range, located: str | None) -> bool:
         """``staticValidateReference``: report an undeclared module call or resource; False if so."""
         d = self.declared
         root = ref.root
@@ -311,7 +305,7 @@ class _Checker:
         """Whether type keywords are names of their own (Terraform 1.15, which has ``convert``)."""
         return self.functions is not None and "convert" in self.functions.names
 
-    def evaluated(self, ref: Reference, rng: Range, located: int) -> None:
+    def evaluated(self, ref: Reference, rng: Range, located: str | None) -> None:
         """The evaluator's errors: undeclared variables and locals, outputs a call lacks."""
         d = self.declared
         if not ref.steps and ref.root in _TYPE_KEYWORDS and self._type_names():
@@ -350,7 +344,7 @@ class _Checker:
         elif ref.root == "module":
             self.module_output(ref, rng, located)
 
-    def module_output(self, ref: Reference, rng: Range, located: int) -> None:
+    def module_output(self, ref: Reference, rng: Range, located: str | None) -> None:
         name = ref.name(1)
         call = self.declared.calls.get(name or "")
         outputs = self.declared.outputs.get(name or "")
@@ -393,7 +387,6 @@ class _Checker:
 
     def unit(self, values: list[tuple[JsonValue, Range]], bound: frozenset[str] = frozenset()) -> None:
         """One evaluation (an expression, or a block body evaluated at once)."""
-        self._locate = {}
         self._calls = []
         refs = [r for value, rng in values for r in self.references(value, rng, bound)]
         if not self.objects:
@@ -406,14 +399,13 @@ class _Checker:
             for ref, rng, located in refs:
                 self.evaluated(ref, rng, located)
             if self.functions is not None:
-                for call, rng, locate in self._calls:
-                    self.function(call, rng, locate, self.functions)
+                for call, rng, located in self._calls:
+                    self.function(call, rng, located, self.functions)
 
-    def function(
-        self, call: Call, rng: Range, locate: Callable[[int, int], Range] | None, table: FunctionTable
-    ) -> None:
+    def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
         ``lang/functions.go``): an unknown name, a removed one, an unknown namespace or provider."""
+        locate = locator(located, rng) if located is not None else None
         at = locate(call.start, call.end) if locate is not None else rng
         name = call.name
         if "::" not in name:
@@ -556,8 +548,8 @@ class _Checker:
                     "attribute of an object.",
                     rng,
                 )
-            if len(self.diags.errors) == before and self.static(ref, rng, 0):
-                self.evaluated(ref, rng, 0)
+            if len(self.diags.errors) == before and self.static(ref, rng, None):
+                self.evaluated(ref, rng, None)
 
 
 def _subject_steps(ref: Reference) -> int | None:

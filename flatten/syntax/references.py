@@ -24,6 +24,7 @@ from types import MappingProxyType
 from flatten.lang.model import Block, Body, Call, JsonValue, Module, Reference, Scanned, Step
 
 __all__ = [
+    "RECORD_BLOCKS",
     "Call",
     "ExpressionError",
     "Reference",
@@ -469,6 +470,7 @@ class Scans:
 
 
 _MISSING: Scanned = ((), ())  # a sentinel (compared by identity)
+RECORD_BLOCKS = 4096  # top-level blocks above which a module keeps no scan record (scan_module)
 # Arguments whose items are bare traversals or expressions rather than templates (spec §7.3).
 _BARE_ITEMS = frozenset({"depends_on", "replace_triggered_by", "providers"})
 
@@ -485,8 +487,15 @@ def scan_module(module: Module) -> dict[str, Scanned]:
     """The scan record of ``module``: every template in it (values and object keys, at any
     depth) and every bare item of a ``depends_on``, ``replace_triggered_by`` or ``providers``
     argument (as ``${ITEM}``), each scanned once (``template_calls``); literal text is left out.
+
+    A module of more than ``RECORD_BLOCKS`` top-level blocks (a generated file of megabytes) has
+    none: its record would be several times its text, kept all build long (memtest's 10 MB
+    file: 94 MiB peak without, 159 with), so its checks scan each block's text as they read it,
+    a few dozen scans kept (``Scans``' limit; docs/reliability.md, "Memory").
     """
     record: dict[str, Scanned] = {}
+    if len(module.blocks) > RECORD_BLOCKS:  # read at call time (tests lower it)
+        return record
 
     def value(v: JsonValue, bare: bool) -> None:
         if isinstance(v, str):

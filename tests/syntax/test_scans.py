@@ -211,3 +211,25 @@ def test_the_checks_never_scan_text_the_loader_scanned(
     assert not diags.has_errors, [d.summary for d in diags]
     assert scanned["load"], "the loader scans each template once"
     assert scanned["checks"] == []
+
+
+def test_a_module_too_large_for_a_record_is_checked_all_the_same(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Above RECORD_BLOCKS top-level blocks a module keeps no record (memory); its checks scan
+    # as they read, and find what they find with one.
+    from pathlib import Path
+
+    from flatten.build import build
+    from flatten.lang.options import Options
+    from flatten.stages.load import load_module
+
+    root = Path(str(_tree(tmp_path)))
+    (root / "child" / "main.tf").write_text(_MODULE + 'output "typo" {\n  value = lenght(var.nn)\n}\n')
+    with_record = sorted((d.summary, str(d.range)) for d in build(root, options=Options())[1])
+    monkeypatch.setattr(references, "RECORD_BLOCKS", 2)
+    loaded, _ = load_module(root / "child", root=root, options=Options())
+    assert loaded.module.scans == {}
+    without = sorted((d.summary, str(d.range)) for d in build(root, options=Options())[1])
+    assert without == with_record
+    assert "Reference to undeclared input variable" in {s for s, _ in without}
