@@ -421,3 +421,25 @@ def test_base_out_compares_with_a_committed_output_without_git(tmp_path: Path) -
     found = affected_json(base, "--base-out", str(tmp_path / "flat"))
     assert found["live/dev"]["status"] == "affected" and found["live/prod"]["status"] == "unaffected"
     assert [b["address"] for b in found["live/dev"]["blocks"]] == ["module.net"]  # type: ignore[union-attr]
+
+
+def test_the_build_at_ref_shares_the_content_addressed_cache(tmp_path: Path) -> None:
+    base = repo(tmp_path)
+    cache = Path(os.environ["FLATTEN_CACHE_DIR"])
+    built = flatten("build", "live/prod", "live/dev", "live/web", "--out", tmp_path / "flat", cwd=base)
+    assert built.returncode == 0, built.stderr
+
+    def entries(kind: str) -> set[str]:
+        return {p.name for p in (cache / kind).iterdir()} if (cache / kind).is_dir() else set()
+
+    parsed, modules = entries("parse"), entries("modules")
+    assert parsed and modules
+    (base / "modules/net/main.tf").write_text(
+        NET.replace("terraform_data.net.output", "terraform_data.net.id")
+    )
+    roots = ("live/prod", "live/dev", "live/web")  # given: finding roots loads directories on its own
+    assert planned(base, "--since", "HEAD", *roots) == ["live/prod", "live/dev"]
+    # The tree at REF lies elsewhere, but every unchanged file and module it loads has the key
+    # the working tree's build gave it: only the edited file and its module are new entries.
+    assert len(entries("parse") - parsed) == 1
+    assert len(entries("modules") - modules) == 1
