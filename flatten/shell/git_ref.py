@@ -108,6 +108,29 @@ def changed_paths(top: Path, commit: str) -> set[str]:
     return {os.fsdecode(n) for n in names if n}
 
 
+def _without_escaping_links(data: bytes) -> bytes:
+    """Return the archive without its symlinks that lead out of the tree (absolute, or climbing
+    above the top). The working tree's build never follows such a link (flatten/gate.py: a link
+    out of the root is not read, a file beside a module linking out is not copied), so the tree
+    at REF without it builds the same; extraction would refuse the whole archive for one."""
+    import io
+    import posixpath
+    import tarfile
+
+    out = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(data), mode="r:") as src,
+        tarfile.open(fileobj=out, mode="w:") as dst,
+    ):
+        for member in src:
+            if member.issym():
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))
+                if posixpath.isabs(member.linkname) or target == ".." or target.startswith("../"):
+                    continue
+            dst.addfile(member, src.extractfile(member) if member.isreg() else None)
+    return out.getvalue()
+
+
 def ref_tree(top: Path, commit: str) -> RefTree:
     """Write the tree of ``commit`` into a new private temporary directory and return it."""
     from flatten import gate
@@ -131,7 +154,7 @@ def ref_tree(top: Path, commit: str) -> RefTree:
                 raise GitError("git archive could not run (is git on PATH?).") from None
             if done.returncode != 0:
                 raise GitError(f"git archive failed: {done.stderr.decode('utf-8', 'replace').strip()}")
-            place.write("tree.tar", done.stdout, mode=0o600)
+            place.write("tree.tar", _without_escaping_links(done.stdout), mode=0o600)
             del done
             tree = holder / "tree"
             try:

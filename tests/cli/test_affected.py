@@ -443,3 +443,21 @@ def test_the_build_at_ref_shares_the_content_addressed_cache(tmp_path: Path) -> 
     # the working tree's build gave it: only the edited file and its module are new entries.
     assert len(entries("parse") - parsed) == 1
     assert len(entries("modules") - modules) == 1
+
+
+def test_committed_links_out_of_the_repository_do_not_stop_the_tree_at_ref(tmp_path: Path) -> None:
+    base = write_tree(
+        tmp_path / "repo", {"modules/net/main.tf": DNS, "live/web/main.tf": root_calling("dns", "z")}
+    )
+    (base / "modules/net").rename(base / "modules/dns")
+    (base / "modules/dns/passwd").symlink_to("/etc/passwd")  # hostile: never read on either side
+    (base / "modules/dns/up").symlink_to("../../..")
+    (base / "modules/alias").symlink_to("dns")  # inside the tree: kept
+    (base / "live/web/main.tf").write_text(root_calling("dns", "z").replace("modules/dns", "modules/alias"))
+    git("init", "--quiet", "--initial-branch=main", cwd=base)
+    commit(base, "links")
+    (base / "modules/dns/main.tf").write_text("# c\n" + DNS)
+    proc = flatten("affected", "--since", "HEAD", "--verbose", cwd=base)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    assert "live/web: unaffected: comment and formatting only" in proc.stderr
