@@ -125,7 +125,7 @@ def version_line() -> str:
     found = None
     if spec is not None and spec.origin:
         try:
-            text = Path(spec.origin).with_name("version.py").read_text(encoding="utf-8")
+            text = gate.read_text(Path(spec.origin).with_name("version.py"))
         except OSError:
             text = ""
         found = re.search(r"""^__version__ = version = ['"]([^'"]+)['"]""", text, re.M)
@@ -221,12 +221,16 @@ def _install_powershell(shell: str) -> Path:
         config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
         profile = str(Path(config) / "powershell" / "Microsoft.PowerShell_profile.ps1")
     path = Path(profile)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    gate.make_dirs(path.parent)
     script = _completion_script(shell)
-    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    try:
+        existing = gate.read_text(path, errors="replace")
+    except FileNotFoundError:
+        existing = ""
     if script not in existing:
-        with path.open("a", encoding="utf-8") as f:
-            f.write(("\n" if existing and not existing.endswith("\n") else "") + script + "\n")
+        gate.append(
+            path, (("\n" if existing and not existing.endswith("\n") else "") + script + "\n").encode()
+        )
     return path
 
 
@@ -387,7 +391,12 @@ def _fetcher(
 
     env = env or _source_env(os.environ)
     manifest = out / MANIFEST_NAME if out is not None else None
-    lock = read_lock(manifest.read_bytes()) if manifest is not None and manifest.is_file() else None
+    lock = None
+    if manifest is not None:
+        try:  # OUT's manifest: a regular file, never followed (flatten wrote it)
+            lock = read_lock(gate.read_bytes(manifest, follow=False))
+        except OSError:
+            lock = None
     # The download cache's entries are tagged with the machine's key, which the shell keeps.
     return RemoteFetcher(root, options=options, env=env, cache_auth=cache_auth, lock=lock)
 

@@ -56,10 +56,12 @@ __all__ = [
     "DirEntry",
     "Kind",
     "Refused",
+    "append",
     "atomic_writer",
     "check_deadline",
     "kind_of",
     "list_dir",
+    "make_dirs",
     "open_dir",
     "open_owned_root",
     "open_read",
@@ -411,8 +413,8 @@ class Dir:
         """A regular file's bytes; a symlink, device or FIFO is :class:`Refused`."""
         return read_bytes(name, limit=limit, deadline=deadline, follow=False, dir_fd=self.fd)
 
-    def write(self, name: str, data: bytes, *, mode: int = 0o644) -> None:
-        write_atomic(self, name, data, mode=mode)
+    def write(self, name: str, data: bytes, *, mode: int = 0o644, exclusive: bool = False) -> None:
+        write_atomic(self, name, data, mode=mode, exclusive=exclusive)
 
     def rename(self, src: str, dst: str, *, into: Dir | None = None) -> None:
         """Rename ``src`` to ``dst`` (in ``into``, by default here), replacing what ``dst`` names
@@ -539,9 +541,13 @@ def open_dir(base: str | os.PathLike[str], rel: str = "", *, create: bool = Fals
         os.close(fd)
 
 
-def write_atomic(directory: Dir, name: str, data: bytes, *, mode: int = 0o644) -> None:
+def write_atomic(
+    directory: Dir, name: str, data: bytes, *, mode: int = 0o644, exclusive: bool = False
+) -> None:
     """Write ``name`` in ``directory``: a new temporary file renamed over it, so a reader sees the
-    old bytes or the new, and a symlink at ``name`` is replaced, never written through."""
+    old bytes or the new, and a symlink at ``name`` is replaced, never written through.
+    ``exclusive``: only if ``name`` does not exist (``FileExistsError`` otherwise), still complete
+    before it appears (a hard link of the temporary file)."""
     tmp = f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, mode, dir_fd=directory.fd)
     try:
@@ -551,7 +557,11 @@ def write_atomic(directory: Dir, name: str, data: bytes, *, mode: int = 0o644) -
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        os.replace(tmp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
+        if exclusive:
+            os.link(tmp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd, follow_symlinks=False)
+            os.unlink(tmp, dir_fd=directory.fd)
+        else:
+            os.replace(tmp, name, src_dir_fd=directory.fd, dst_dir_fd=directory.fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=directory.fd)
@@ -574,6 +584,26 @@ def atomic_writer(
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=directory.fd)
         raise
+
+
+def make_dirs(path: str | os.PathLike[str], *, mode: int = 0o755) -> None:
+    """Make ``path`` and its parents (the user's own location: a shell profile's directory)."""
+    os.makedirs(path, mode=mode, exist_ok=True)
+
+
+def append(path: str | os.PathLike[str], data: bytes) -> None:
+    """Append ``data`` to a regular file (made when missing), never blocking on a FIFO: for the
+    user's own files (a shell profile), where a symlink is the user's (dotfiles) and followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK | _CLOEXEC, 0o644)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _special(os.fspath(path), st.st_mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def _not_owned(path: str) -> Refused:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from flatten import gate
 from flatten.lang.model import Attribute, Block, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Dialect
 from flatten.stages.graph import ModuleCall, ModuleNode
@@ -291,10 +292,8 @@ def _resources(blocks: tuple[Block, ...]) -> list[ResourceDecl]:
 def _read_lines(root: Path | None, filename: str) -> list[str]:
     if root is None:
         return []
-    try:
-        return (root / filename).read_text(encoding="utf-8-sig", errors="replace").splitlines()
-    except OSError:
-        return []
+    read = gate.source_reader(root)(filename)  # what the build itself may read (issue 38)
+    return read.splitlines() if read is not None else []
 
 
 def _key_range(lines: list[str], attr: Attribute, key: str, value: str) -> tuple[Range, Range, Range]:

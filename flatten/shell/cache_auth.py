@@ -27,6 +27,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from flatten import gate
+
 __all__ = ["TAG_SIZE", "key", "key_file", "seal", "tag", "tagger", "verify"]
 
 TAG_SIZE = 32  # bytes of an HMAC-SHA256 tag
@@ -77,71 +79,57 @@ def _find(secret: str | None) -> bytes | None:
 
 def _load(path: Path) -> bytes | None:
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = os.lstat(path.parent)
-        # Whoever else could write the directory could swap the key file after we checked it:
-        # one of another user's is refused, one of ours made private (e.g. made with umask 002).
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            return None
-        if st.st_mode & 0o077:
-            os.chmod(path.parent, 0o700)
-        try:
-            found = _read(path)
-        except _Untrusted:
-            return _create(path, replace=True)
-        if found is not None:
-            return found
-        try:
-            return _create(path, replace=False)
-        except FileExistsError:  # another build made it first: use theirs
-            return _read(path)
+        with gate.open_dir(path.parent, create=True, mode=0o700) as directory:
+            st = os.fstat(directory.fd)
+            # Whoever else could write the directory could swap the key file after we checked
+            # it: one of another user's is refused, one of ours made private (umask 002, say).
+            if st.st_uid != os.geteuid():
+                return None
+            if st.st_mode & 0o077:
+                os.fchmod(directory.fd, 0o700)
+            try:
+                found = _read(directory, path.name)
+            except _Untrusted:
+                return _create(directory, path.name, replace=True)
+            if found is not None:
+                return found
+            try:
+                return _create(directory, path.name, replace=False)
+            except FileExistsError:  # another build made it first: use theirs
+                return _read(directory, path.name)
     except (OSError, _Untrusted):
         return None
 
 
-def _read(path: Path) -> bytes | None:
-    """Return the key in ``path``, None when there is no such file; raise _Untrusted when it is not safe."""
+def _read(directory: gate.Dir, name: str) -> bytes | None:
+    """Return the key in ``name``, None when there is no such file; raise _Untrusted when it is
+    not safe (a symlink, not ours, readable by others, the wrong size)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+        st = directory.stat(name)
     except FileNotFoundError:
         return None
-    except OSError:  # a symlink (ELOOP), unreadable, ...
-        raise _Untrusted(str(path)) from None
+    if (
+        not stat.S_ISREG(st.st_mode)
+        or st.st_uid != os.geteuid()
+        or st.st_mode & 0o077
+        or st.st_size != _KEY_SIZE
+    ):
+        raise _Untrusted(directory.join(name))
     try:
-        st = os.fstat(fd)
-        if (
-            not stat.S_ISREG(st.st_mode)
-            or st.st_uid != os.geteuid()
-            or st.st_mode & 0o077
-            or st.st_size != _KEY_SIZE
-        ):
-            raise _Untrusted(str(path))
-        data = os.read(fd, _KEY_SIZE + 1)
-    finally:
-        os.close(fd)
+        data = directory.read(name, limit=_KEY_SIZE)
+    except OSError:  # replaced meanwhile by a symlink (refused), or unreadable
+        raise _Untrusted(directory.join(name)) from None
     if len(data) != _KEY_SIZE:
-        raise _Untrusted(str(path))
+        raise _Untrusted(directory.join(name))
     return data
 
 
-def _create(path: Path, *, replace: bool) -> bytes:
-    """Write a new key to ``path``: complete before it appears. Raise FileExistsError when one
-    appeared meanwhile and ``replace`` is false."""
+def _create(directory: gate.Dir, name: str, *, replace: bool) -> bytes:
+    """Write a new key to ``name``: complete before it appears, private whatever the umask (the
+    file is made 0600). Raise FileExistsError when one appeared meanwhile and ``replace`` is false
+    (a symlink there is replaced itself, never what it points to)."""
     data = os.urandom(_KEY_SIZE)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # whatever the umask
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    try:
-        if replace:
-            os.replace(tmp, path)  # replaces a symlink itself, never what it points to
-        else:
-            os.link(tmp, path)  # atomic create-if-absent: FileExistsError when another build won
-    finally:
-        tmp.unlink(missing_ok=True)
+    directory.write(name, data, mode=0o600, exclusive=not replace)
     return data
 
 

@@ -264,14 +264,15 @@ def _code_files() -> list[tuple[str, Path]]:
     while stack:  # os.scandir: a tenth of the time of Path.rglob for the same listing
         directory = stack.pop()
         try:
-            entries = list(os.scandir(directory))
+            entries = gate.list_dir(directory)
         except OSError:
             continue
         for entry in entries:
-            if entry.name.endswith(".py") and entry.is_file():
-                out.append((Path(entry.path).relative_to(here).as_posix(), Path(entry.path)))
-            elif entry.is_dir() and not entry.name.startswith((".", "__pycache__")):
-                stack.append(Path(entry.path))
+            path = directory / entry.name
+            if entry.name.endswith(".py") and entry.kind == "file":
+                out.append((path.relative_to(here).as_posix(), path))
+            elif entry.kind == "dir" and not entry.name.startswith((".", "__pycache__")):
+                stack.append(path)
     out.sort()
     for package, names in (("hcl2", ("version.py", "hcl2.lark")), ("lark", ("__init__.py",))):
         spec = importlib.util.find_spec(package)

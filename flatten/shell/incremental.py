@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.shell import cache_auth, replay
 from flatten.shell.cache_dir import read_entry, write_entry
 
@@ -131,11 +132,10 @@ def _entries(directory: str) -> set[str]:
     """Return the paths of ``directory``'s entries a record names (as replay's snapshot does:
     files, symlinks, and directories but hidden and backup ones)."""
     found = set()
-    with os.scandir(directory) as it:
-        for entry in it:
-            hidden = entry.name.startswith(".") or entry.name.endswith("~")
-            if entry.is_symlink() or entry.is_file() or (entry.is_dir() and not hidden):
-                found.add(entry.path)
+    for entry in gate.list_dir(directory):
+        hidden = entry.name.startswith(".") or entry.name.endswith("~")
+        if entry.kind in ("link", "file") or (entry.kind == "dir" and not hidden):
+            found.add(os.path.join(directory, entry.name))
     return found
 
 
@@ -209,7 +209,7 @@ def _plan(
     if changed:
         from flatten.stages.emit import MANIFEST_NAME
 
-        old_manifest = (out / MANIFEST_NAME).read_bytes()
+        old_manifest = gate.read_bytes(out / MANIFEST_NAME, follow=False)
         if hashlib.blake2b(old_manifest, digest_size=16).hexdigest() != record.outputs.get(MANIFEST_NAME):
             return None
         manifest = json.loads(old_manifest)
@@ -234,7 +234,7 @@ def _plan(
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return gate.read_bytes(path, follow=False, limit=1 << 40)  # an output file flatten wrote
     except OSError:
         return None
 

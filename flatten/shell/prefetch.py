@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.lang.options import Dialect, Options
 from flatten.shell import parse_cache
 from flatten.shell.parse_cache import ParseCache, Result, default_cache, encode, module_sources
@@ -273,7 +274,7 @@ def prefetch_forked(
 
     with contextlib.suppress(OSError):
         top = cache_root()
-        top.mkdir(parents=True, exist_ok=True)
+        gate.make_dirs(top, mode=0o700)
         mark_top_directory(top)
     read_end, write_end = os.pipe()
     parent = os.getpid()

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from flatten import gate
 from flatten.lang.environ import build_environ
 from flatten.shell import cache_auth
 from flatten.shell.cache_dir import cache_root, file_digest, parser_version, read_entry, write_entry
@@ -145,25 +146,24 @@ def _snapshot_tree(
         current = stack.pop()
         real_dir = _realpath(current, reals)
         entries["N" + current] = _recorded(os.stat(current), current, started_ns)
-        with os.scandir(current) as it:
-            for entry in it:
-                path = entry.path
-                is_link = entry.is_symlink()
-                if is_link:
-                    # Its target is what the build followed; a link's own mtime is when it was
-                    # made, so it is not held to the margin (re-pointing it makes a new ctime).
-                    entries["L" + path] = _fingerprint(os.lstat(path))
-                if entry.is_dir():
-                    if entry.name.startswith(".") or entry.name.endswith("~"):
-                        continue  # no stage reads hidden or backup directories
-                    child_real = os.path.realpath(path) if is_link else os.path.join(real_dir, entry.name)
-                    reals[path] = child_real
-                    if child_real in seen:
-                        continue  # its directory's fingerprint is taken where it was first seen
-                    seen.add(child_real)
-                    stack.append(path)
-                elif entry.is_file():
-                    entries["F" + path] = _recorded(entry.stat(), path, started_ns)
+        for entry in gate.list_dir(current):
+            path = os.path.join(current, entry.name)
+            is_link = entry.kind == "link"
+            if is_link:
+                # Its target is what the build followed; a link's own mtime is when it was
+                # made, so it is not held to the margin (re-pointing it makes a new ctime).
+                entries["L" + path] = _fingerprint(os.lstat(path))
+            if entry.kind == "dir" or (is_link and os.path.isdir(path)):
+                if entry.name.startswith(".") or entry.name.endswith("~"):
+                    continue  # no stage reads hidden or backup directories
+                child_real = os.path.realpath(path) if is_link else os.path.join(real_dir, entry.name)
+                reals[path] = child_real
+                if child_real in seen:
+                    continue  # its directory's fingerprint is taken where it was first seen
+                seen.add(child_real)
+                stack.append(path)
+            elif entry.kind == "file" or (is_link and os.path.isfile(path)):
+                entries["F" + path] = _recorded(os.stat(path), path, started_ns)
 
 
 def _recorded(st: os.stat_result, path: str, started_ns: int) -> Fingerprint:
@@ -239,27 +239,37 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
     from flatten.stages.output import MANIFEST_NAME, manifest_root, owned_paths, terraform_entries
 
     try:
-        manifest: bytes | None = (out / MANIFEST_NAME).read_bytes()
+        manifest: bytes | None = gate.read_bytes(out / MANIFEST_NAME, follow=False)
     except OSError:
         manifest = None
     files: dict[str, str] = {}
     owned = owned_paths(manifest)
     if owned is not None:  # exactly what the build wrote: the user's files in OUT are not its
         for rel in sorted({*owned, MANIFEST_NAME}):
-            with open(os.path.join(out, rel), "rb") as f:
+            with gate.open_read(os.path.join(out, rel), limit=1 << 40) as f:
                 files[rel] = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
         return files
     root_dir = os.path.normpath(os.path.join(out, manifest_root(manifest)))
-    for current, dirs, names in os.walk(out):
-        dirs.sort()
+    stack = [str(out)]
+    while stack:  # as os.walk did: directories not followed when links, files whatever they are
+        current = stack.pop()
+        listed = gate.list_dir(current)
+        dirs = [e.name for e in listed if e.kind == "dir"]
+        # A link to a directory is neither walked nor hashed (os.walk's rule, which this was).
+        names = [
+            e.name
+            for e in listed
+            if e.kind != "dir" and not (e.kind == "link" and os.path.isdir(os.path.join(current, e.name)))
+        ]
         if os.path.normpath(current) == root_dir:
-            skipped = set(terraform_entries(current, set(os.listdir(root))))
-            dirs[:] = [d for d in dirs if d not in skipped]
+            skipped = set(terraform_entries(current, {e.name for e in gate.list_dir(root)}))
+            dirs = [d for d in dirs if d not in skipped]
             names = [n for n in names if n not in skipped]
+        stack.extend(os.path.join(current, d) for d in reversed(dirs))
         for name in names:
             path = os.path.join(current, name)
-            with open(path, "rb") as f:
-                # In chunks: a copied file may be larger than memory should hold.
+            # In chunks: a copied file may be larger than memory should hold.
+            with gate.open_read(path, limit=1 << 40) as f:
                 digest = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16))
                 files[os.path.relpath(path, out)] = digest.hexdigest()
     return files
@@ -268,10 +278,9 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
 def _umask() -> int | None:
     """Return the process's umask without changing it (Linux), else None."""
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+        for line in gate.read_text("/proc/self/status", encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     except (OSError, ValueError):
         pass
     return None
@@ -283,7 +292,7 @@ def _module_directories(out: Path) -> list[str] | None:
 
     from flatten.stages.emit import MANIFEST_NAME
 
-    data = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))
+    data = json.loads(gate.read_text(out / MANIFEST_NAME, follow=False))
     if not isinstance(data, dict) or set(data) - {
         "dialect",
         "files",
@@ -400,7 +409,7 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
     files' permissions).
     """
     try:
-        if os.path.lexists(out) and not (os.path.isdir(out) and not os.listdir(out)):
+        if os.path.lexists(out) and not (os.path.isdir(out) and not gate.list_dir(out)):
             return False  # a build checks and replaces what is there (an empty directory: here too)
         record = _load(_any_out_path(builds, request, root))
         if record is None:
@@ -418,8 +427,7 @@ def replay_into(builds: Path, request: BuildRequest, root: Path, out: Path) -> b
             return False
         files: dict[str, bytes] = {}
         for rel, digest in record.outputs.items():
-            with open(os.path.join(record.out, rel), "rb") as f:
-                data = f.read()
+            data = gate.read_bytes(os.path.join(record.out, rel), follow=False, limit=1 << 40)
             if hashlib.blake2b(data, digest_size=16).hexdigest() != digest:
                 return False  # the previous output was changed since: build
             files[rel] = data
@@ -457,12 +465,27 @@ def _alias_path(argv: Sequence[str]) -> Path:
     return cache_root() / "commands" / h.hexdigest()  # beside builds/, which holds records only
 
 
+def _python_files(top: str) -> list[str]:
+    """Every ``*.py`` below ``top`` (the package), listed through the gate."""
+    found: list[str] = []
+    stack = [top]
+    while stack:
+        current = stack.pop()
+        for entry in gate.list_dir(current):
+            path = os.path.join(current, entry.name)
+            if entry.kind == "dir":
+                stack.append(path)
+            elif entry.name.endswith(".py"):
+                found.append(path)
+    return found
+
+
 def _code_files() -> list[str]:
     """Return the files the record key's code version hashes (``_build_version``): flatten's
     sources, python-hcl2's and lark's (``cache_dir.parser_version``) and the libraries'."""
     import importlib.util
 
-    files = sorted(str(p) for p in Path(__file__).parent.parent.rglob("*.py"))
+    files = sorted(_python_files(str(Path(__file__).parent.parent)))
     for package, names in (
         ("hcl2", ("version.py", "hcl2.lark")),
         ("lark", ("__init__.py",)),

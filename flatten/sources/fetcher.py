@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.options import Options
 from flatten.lang.oserror import describe_os_error
@@ -558,7 +559,7 @@ def tree_digest_file(path: Path) -> str:
 
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
+        with gate.open_read(path, limit=1 << 40) as f:  # a regular file: a FIFO is refused unread
             while chunk := f.read(1 << 16):
                 h.update(chunk)
     except OSError as exc:

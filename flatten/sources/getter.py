@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from flatten import gate
 from flatten.sources.address import InvalidSourceAddress, parse_remote_source
 from flatten.sources.archive import archive_format, extract_archive
 from flatten.sources.env import ExtractLimits
@@ -251,7 +252,7 @@ class Getter:
             return
         kind, want = addr.checksum
         h = hashlib.new(kind)
-        with open(file, "rb") as f:
+        with gate.open_read(file, limit=1 << 40, follow=False) as f:  # the download just written
             while chunk := f.read(1 << 16):
                 h.update(chunk)
         if h.hexdigest() != want:

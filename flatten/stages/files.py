@@ -9,11 +9,10 @@ override list separately. Terraform ignores ``.tofu`` files altogether.
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.dialect import Dialect
 
 __all__ = ["ConfigFile", "DirectoryListing", "is_override_name", "list_config_files", "split_extension"]
@@ -95,20 +94,19 @@ def list_config_files(directory: Path, *, dialect: Dialect) -> DirectoryListing:
     primary: list[ConfigFile] = []
     override: list[ConfigFile] = []
     # Byte-wise order, as Go's sort of file names (not locale order).
-    entries = sorted(os.listdir(directory), key=lambda n: n.encode("utf-8", "surrogateescape"))
-    for name in entries:
+    listed = gate.list_dir(directory)  # byte-wise order already
+    kinds = {e.name: e.kind for e in listed}
+    for name in kinds:
         if is_ignored_name(name):
             continue
         split = split_extension(name, dialect)
         if split is None:
             continue
         path = directory / name
-        try:
-            # lstat: a symlink to a file is read through the link, a real directory is skipped.
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                continue
-        except OSError:
-            pass  # reported when the file is read
+        # Not followed: a symlink to a file is read through the link (under the gate's rule), a
+        # real directory is skipped.
+        if kinds[name] == "dir":
+            continue
         base, suffix = split
         entry = ConfigFile(
             name=name,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.model import JsonValue
 from flatten.lang.options import Dialect
 
@@ -41,12 +42,16 @@ def is_foreign(name: str, dialect: Dialect) -> bool:
 
 def _has_tofu_files(directory: Path) -> bool:
     try:
-        with os.scandir(directory) as it:
-            return any(
-                e.name.endswith(_TOFU_SUFFIXES) and not e.name.startswith(".") and e.is_file() for e in it
-            )
+        listed = gate.list_dir(directory)
     except OSError:
         return False
+    # A link is a file here if it leads to one (what Terraform's reader would take).
+    return any(
+        e.name.endswith(_TOFU_SUFFIXES)
+        and not e.name.startswith(".")
+        and (e.kind == "file" or (e.kind == "link" and os.path.isfile(directory / e.name)))
+        for e in listed
+    )
 
 
 def guard_files(directory: Path, dialect: Dialect) -> dict[str, JsonValue]:

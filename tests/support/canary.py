@@ -1,0 +1,279 @@
+"""The canary property (issue 38): whatever path component of the cache, OUT, ROOT's special files
+or a test helper directory is replaced by a symlink to a canary (or a FIFO, a link to /dev/zero, a
+huge file), every command leaves the canary byte-identical, never shows its secret (in OUT, the
+cache, stdout or stderr), and ends within the deadline with a clear outcome.
+
+``prime(box, url)`` builds a template once (a root with a local module, a remote package served
+on loopback, a test file with a helper module, variables and ignore files; a warm cache and an
+OUT); ``run_case(template, box, case)`` copies it, replaces ``case.target`` by ``case.kind`` and
+runs ``case.command``, raising ``AssertionError`` when the property breaks. Used by
+tests/reliability/test_canary.py and scripts/fuzz (``--kinds canary``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from support.files import write_tree
+from support.paths import REPO
+
+SECRET = "CANARY-SECRET-91c2e7"
+DEADLINE = 90.0  # seconds a command may take (a hang for ever fails long before)
+HUGE = 3 << 30  # a sparse file: 3 GiB that take no disk
+
+# Paths relative to the box; "{pkg}" is the remote package's cache entry.
+CACHE_TARGETS = (
+    "cache",
+    "cache/v1",
+    "cache/v1/packages",
+    "cache/v1/packages/{pkg}",
+    "cache/v1/packages/{pkg}/files",
+    "cache/v1/packages/{pkg}/meta.json",
+    "cache/v1/tmp",
+    "cache/v1/locks",
+    "cache/parse",
+    "cache/modules",
+    "cache/emit",
+    "cache/builds",
+    "cache/commands",
+    "cache/module-keys",
+    "cache/code",
+    "cache/CACHEDIR.TAG",
+    "cache/.use.lock",
+)
+OUT_TARGETS = (
+    "out/main.tf.json",
+    "out/flatten.manifest.json",
+    "out/m",
+    "out/m/main.tf.json",
+    "out/tests",
+)
+ROOT_TARGETS = (
+    "root/.terraformignore",
+    "root/terraform.tfvars.json",
+    "root/x.auto.tfvars.json",
+    "root/extra.tf",
+    "root/main_override.tf",
+    "root/m",
+    "root/m/main.tf",
+    "root/tests",
+    "root/tests/helper",
+    "root/tests/helper/main.tf",
+    "root/tests/a.tftest.hcl",
+    "root/.terraform/modules/modules.json",
+)
+TARGETS = CACHE_TARGETS + OUT_TARGETS + ROOT_TARGETS
+KINDS = ("symlink", "fifo", "devzero", "huge")
+COMMANDS = (
+    "build",
+    "build --check",
+    "build --exclude",
+    "build opentofu --var-file",
+    "build --format json",
+    "build --offline",
+    "graph",
+    "providers",
+    "cache",
+    "cache clean",
+    "hook flatten-check",
+    "action.sh",
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    target: str
+    kind: str
+    command: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.command}|{self.target}|{self.kind}".replace(" ", "_").replace("/", "~")
+
+
+def random_case(rnd: random.Random) -> Case:
+    return Case(rnd.choice(TARGETS), rnd.choice(KINDS), rnd.choice(COMMANDS))
+
+
+def _main(url: str) -> str:
+    return (
+        'variable "name" {\n  type    = string\n  default = "d"\n}\n'
+        'module "m" {\n  source = "./m"\n}\n'
+        f'module "remote" {{\n  source = "{url}/app.tgz"\n  name   = var.name\n}}\n'
+        'resource "terraform_data" "a" {\n  input = var.name\n}\n'
+    )
+
+
+def root_files(url: str) -> dict[str, str]:
+    return {
+        "main.tf": _main(url),
+        "extra.tf": "locals {\n  e = 1\n}\n",
+        "main_override.tf": 'resource "terraform_data" "a" {\n  input = "o"\n}\n',
+        "m/main.tf": 'resource "terraform_data" "m" {}\n',
+        ".terraformignore": "*.log\n",
+        "terraform.tfvars.json": '{"name": "from-file"}\n',
+        "x.auto.tfvars.json": "{}\n",
+        "debug.log": "log\n",
+        "tests/a.tftest.hcl": 'run "r" {\n  module {\n    source = "./tests/helper"\n  }\n}\n',
+        "tests/helper/main.tf": 'resource "terraform_data" "h" {}\n',
+    }
+
+
+def canary(box: Path) -> Path:
+    """The canary: a directory (and a file in it) holding the secret, never to change."""
+    return write_tree(
+        box / "canary",
+        {
+            "secret.txt": f"{SECRET}\n",
+            "secret.tf": f'locals {{\n  leaked = "{SECRET}"\n}}\n',
+            "meta.json": f'{{"token": "{SECRET}"}}\n',
+            "files/main.tf": f"# {SECRET}\n",
+            "0123456789abcdef0123456789abcdef01234567": SECRET,
+        },
+    )
+
+
+def snapshot(directory: Path) -> dict[str, bytes | str]:
+    found: dict[str, bytes | str] = {}
+    for current, dirs, names in os.walk(directory):
+        for name in sorted(dirs + names):
+            path = Path(current) / name
+            rel = path.relative_to(directory).as_posix()
+            if path.is_symlink():
+                found[rel] = "link:" + os.readlink(path)
+            elif path.is_file():
+                found[rel] = path.read_bytes()
+            else:
+                found[rel] = "dir"
+    return found
+
+
+def environ(box: Path) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "FLATTEN_CACHE_DIR": str(box / "cache"),
+        "FLATTEN_CACHE_MAX_SIZE": "1K",  # every build that writes prunes (when the stamp is due)
+        "FLATTEN_PARSE_CACHE": "on",
+        "COLUMNS": "80",
+    }
+    env.pop("FLATTEN_TRACEBACK", None)
+    return env
+
+
+def _flatten() -> list[str]:
+    return [sys.executable, "-m", "flatten"]
+
+
+def prime(box: Path, url: str) -> Path:
+    """Write the template into ``box``: root, a warm cache and OUT. Returns ``box``."""
+    write_tree(box / "root", root_files(url))
+    modules = box / "root" / ".terraform" / "modules"
+    write_tree(modules, {"modules.json": '{"Modules": [{"Key": "", "Source": "", "Dir": "."}]}\n'})
+    proc = subprocess.run(
+        [*_flatten(), "build", str(box / "root"), "--out", str(box / "out")],
+        capture_output=True,
+        text=True,
+        env=environ(box),
+        timeout=DEADLINE,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return box
+
+
+def _replace(box: Path, target: str, kind: str, canary_dir: Path) -> None:
+    if "{pkg}" in target:
+        packages = box / "cache" / "v1" / "packages"
+        found = sorted(p.name for p in packages.iterdir()) if packages.is_dir() else []
+        target = target.replace("{pkg}", found[0] if found else "0" * 64)
+    path = box / target
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "symlink":
+        # A directory's place links to the canary directory, a file's to the secret file.
+        is_file = "." in path.name and not path.name.startswith(".terraform")
+        path.symlink_to(canary_dir / ("secret.txt" if is_file else ""))
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "devzero":
+        path.symlink_to("/dev/zero")
+    else:
+        with open(path, "wb") as f:
+            f.truncate(HUGE)
+
+
+def _command(box: Path, command: str) -> tuple[list[str], dict[str, str]]:
+    root, out = str(box / "root"), str(box / "out")
+    env = environ(box)
+    if command == "action.sh":
+        env.update(
+            {
+                "INPUT_ROOTS": root,
+                "INPUT_OUT": out,
+                "INPUT_CHECK": "true",
+                "FLATTEN_BIN": str(Path(sys.executable).parent / "flatten"),
+                "RUNNER_TEMP": str(box / "runner"),
+                "GITHUB_OUTPUT": str(box / "runner" / "output"),
+                "GITHUB_STEP_SUMMARY": str(box / "runner" / "summary"),
+                "GITHUB_ACTIONS": "true",
+            }
+        )
+        (box / "runner").mkdir(exist_ok=True)
+        return ["bash", str(REPO / "scripts" / "action.sh"), "run"], env
+    if command.startswith("hook "):
+        # The hooks' entries (.pre-commit-hooks.yaml) with the args a repository gives them.
+        check = ["--check"] if command.endswith("check") else []
+        return [*_flatten(), "build", *check, root, "--out", out], env
+    if command in ("cache", "cache clean"):
+        return [*_flatten(), *command.split()], env
+    if command in ("graph", "providers"):
+        return [*_flatten(), command, root], env
+    args = [*_flatten(), "build", root, "--out", out]
+    if command == "build --check":
+        args.append("--check")
+    elif command == "build --exclude":
+        args += ["--exclude", "*.txt"]
+    elif command == "build opentofu --var-file":
+        args += ["--dialect", "opentofu", "--var-file", str(box / "root" / "terraform.tfvars.json")]
+    elif command == "build --format json":
+        args += ["--format", "json"]
+    elif command == "build --offline":
+        args.append("--offline")
+    return args, env
+
+
+def run_case(template: Path, box: Path, case: Case) -> int:
+    """Run one case in ``box`` (a copy of ``template``); return the exit code."""
+    shutil.copytree(template, box, symlinks=True)
+    canary_dir = canary(box)
+    before = snapshot(canary_dir)
+    _replace(box, case.target, case.kind, canary_dir)
+    args, env = _command(box, case.command)
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=DEADLINE, cwd=box)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{case.name}: did not end within {DEADLINE} s") from None
+    text = proc.stdout + proc.stderr
+    assert snapshot(canary_dir) == before, f"{case.name}: the canary changed"
+    assert SECRET not in text, f"{case.name}: the secret was printed:\n{text[-2000:]}"
+    assert "Traceback" not in text and "[Errno" not in text, f"{case.name}:\n{text[-3000:]}"
+    assert proc.returncode in (0, 1, 2), f"{case.name}: exit {proc.returncode}\n{text[-2000:]}"
+    if proc.returncode and case.command != "action.sh":
+        assert proc.stderr.strip() or proc.stdout.strip(), f"{case.name}: failed without a word"
+    for where in ("out", "cache"):
+        top = box / where
+        for current, _, names in os.walk(top):
+            for name in names:
+                path = Path(current) / name
+                if path.is_symlink() or not path.is_file() or path.stat().st_size > 64 << 20:
+                    continue
+                assert SECRET.encode() not in path.read_bytes(), f"{case.name}: the secret is in {path}"
+    return proc.returncode
