@@ -10,7 +10,6 @@ state, lock files, saved plans) is not the build's and is not counted: a rebuild
 
 from __future__ import annotations
 
-import filecmp
 import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.model import Pos, Range
 from flatten.stages.output import loads_configuration, owned_files, terraform_entries
@@ -60,15 +60,25 @@ def _existing(out: Path, root_place: str, written: Mapping[str, bytes]) -> set[s
     module's directory (nor anything below them)."""
     found: set[str] = set()
     root_dir = os.path.normpath(os.path.join(out, root_place))
-    for current, dirs, names in os.walk(out):
+    stack = [str(out)]
+    while stack:  # as os.walk did (a link to a directory neither walked nor a file), through the gate
+        current = stack.pop()
+        listed = gate.list_dir(current)
+        dirs = [e.name for e in listed if e.kind == "dir"]
+        names = [
+            e.name
+            for e in listed
+            if e.kind != "dir" and not (e.kind == "link" and os.path.isdir(os.path.join(current, e.name)))
+        ]
         if os.path.normpath(current) == root_dir:
             rel_dir = os.path.relpath(current, out)
             prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
             here = (rel[len(prefix) :] for rel in written if rel.startswith(prefix))
             mine = {name for name in here if "/" not in name}
             skipped = set(terraform_entries(current, mine))
-            dirs[:] = [d for d in dirs if d not in skipped]
+            dirs = [d for d in dirs if d not in skipped]
             names = [n for n in names if n not in skipped]
+        stack.extend(os.path.join(current, d) for d in dirs)
         for name in names:
             path = os.path.join(current, name)
             if os.path.isfile(path) or os.path.islink(path):
@@ -101,15 +111,31 @@ def stale_files(
             stale.append(StaleFile(rel, Staleness.EXTRA))
         else:
             try:
+                # Through the gate (issue 38, item 9): a FIFO or a link to /dev/zero in OUT is
+                # "changed" at once, never read without end; no more is read than could match.
                 if rel in files:
-                    same = (out / rel).read_bytes() == files[rel]
+                    same = gate.read_bytes(out / rel, follow=False, limit=len(files[rel])) == files[rel]
                 else:
-                    same = filecmp.cmp(out / rel, copies[rel], shallow=False)
+                    same = _same_file(out / rel, copies[rel])
             except OSError:
                 same = False
             if not same:
                 stale.append(StaleFile(rel, Staleness.CHANGED))
     return stale
+
+
+def _same_file(made: Path, source: Path) -> bool:
+    """Whether OUT's file ``made`` holds the bytes of ``source``, compared in chunks (a large file
+    beside a module is never read whole), both regular files (``made`` not a link)."""
+    with gate.open_read(source, limit=1 << 40) as b, gate.open_read(made, limit=1 << 40, follow=False) as a:
+        if os.fstat(a.fileno()).st_size != os.fstat(b.fileno()).st_size:
+            return False
+        while True:
+            left, right = a.read(1 << 16), b.read(1 << 16)
+            if left != right:
+                return False
+            if not left:
+                return True
 
 
 _DETAIL = MappingProxyType(

@@ -60,7 +60,6 @@ NOT_YET = {
     "flatten/sources/transport.py": 1,  # the download's file
     "flatten/stages/layout.py": 7,  # the walk of a module directory's files to copy
     "flatten/stages/output.py": 35,  # OUT's writer (the `out` helper's, issue 38 items 3-5)
-    "flatten/stages/stale.py": 2,  # --check's walk of OUT (the `loop` helper's)
 }
 
 
