@@ -183,12 +183,24 @@ def foreign_files(out: Path, written: Collection[str]) -> list[StaleFile]:
     for rel in user_entries(out, written):
         below = [rel]
         if os.path.isdir(out / rel) and not os.path.islink(out / rel):
-            below = sorted(
-                os.path.relpath(os.path.join(d, n), out).replace(os.sep, "/")
-                for d, _, names in os.walk(out / rel)
-                for n in names
-            )
+            below = sorted(_files_below(out, rel))
         found.extend(StaleFile(p, Staleness.FOREIGN) for p in below if loads_configuration(p))
+    return found
+
+
+def _files_below(out: Path, rel: str) -> list[str]:
+    """Every non-directory entry below ``out/rel`` (POSIX, relative to ``out``), links not followed,
+    listed through the gate (as os.walk listed them)."""
+    found: list[str] = []
+    stack = [rel]
+    while stack:
+        current = stack.pop()
+        for entry in gate.list_dir(out / current):
+            path = f"{current}/{entry.name}"
+            if entry.kind == "dir":
+                stack.append(path)
+            elif not (entry.kind == "link" and os.path.isdir(out / path)):
+                found.append(path)
     return found
 
 
