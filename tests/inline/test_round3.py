@@ -173,3 +173,54 @@ def test_tree_without_required_providers_plans_only_moves(seed: int, tmp_path: P
     # issue 42 the whole tree was refused ("Provider type mismatch").
     outcomes = check_tree(tree(seed, providers="bare"), tmp_path, terraform(), modules=False)
     assert [o.kind for o in outcomes] == ["ok"], outcomes
+
+
+def test_split_undone_when_an_instance_cannot_be_inlined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The instances are inlined into the caller in place; when one cannot be, the journal undoes
+    # what the others wrote, and the call stays a call exactly as written.
+    import flatten.inline as inline_module
+
+    _write(
+        tmp_path,
+        {
+            "main.tf": """
+module "a" {
+  source = "./m"
+  v      = "a"
+}
+module "x" {
+  source = "./m"
+  count  = 2
+  v      = "x${count.index}"
+}
+module "z" {
+  source = "./m"
+  v      = module.x[1].o
+}
+output "o" {
+  value = [module.a.o, module.x[0].o, module.z.o]
+}
+""",
+            "m/main.tf": 'variable "v" {}\nresource "terraform_data" "r" {\n  input = var.v\n}\n'
+            'output "o" {\n  value = terraform_data.r.output\n}\n',
+        },
+    )
+    real = inline_module.inline_call
+
+    def refuse_second(ctx, host, name, child, origin=None):  # type: ignore[no-untyped-def]
+        return "refused for the test" if name == "x__1" else real(ctx, host, name, child, origin)
+
+    monkeypatch.setattr(inline_module, "inline_call", refuse_second)
+    result, files, diags = inline_build(tmp_path)
+    assert not diags.has_errors, [str(d) for d in diags]
+    assert result.inlined == ("module.a", "module.z")
+    assert [(k.address, k.reason) for k in result.kept] == [("module.x", "refused for the test")]
+    root = json.loads(files["main.tf.json"])
+    assert sorted(root["module"]) == ["x"]
+    assert root["module"]["x"]["count"] == 2
+    assert sorted(root["resource"]["terraform_data"]) == ["a__r", "z__r"]
+    assert not any("x__" in name for name in root["locals"])
+    assert root["locals"]["z__var__v"] == "${module.x[1].o}"
+    assert root["output"]["o"]["value"] == ["${local.a__out__o}", "${module.x[0].o}", "${local.z__out__o}"]
