@@ -118,10 +118,13 @@ def _without_escaping_links(data: bytes) -> bytes:
     import tarfile
 
     out = io.BytesIO()
-    with (
-        tarfile.open(fileobj=io.BytesIO(data), mode="r:") as src,
-        tarfile.open(fileobj=out, mode="w:") as dst,
-    ):
+    try:
+        src = tarfile.open(fileobj=io.BytesIO(data), mode="r:")  # noqa: SIM115 - closed by the with below
+    except tarfile.ReadError:  # a commit with no files: git writes only a header, tarfile reads none
+        with tarfile.open(fileobj=out, mode="w:"):
+            pass
+        return out.getvalue()
+    with src, tarfile.open(fileobj=out, mode="w:") as dst:
         for member in src:
             if member.issym():
                 target = posixpath.normpath(posixpath.join(posixpath.dirname(member.name), member.linkname))

@@ -150,6 +150,9 @@ def test_every_command_of_the_loop_pages_runs(name: str, tmp_path: Path) -> None
     env.pop("TF_DATA_DIR", None)
     env.pop("GITHUB_ACTIONS", None)
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=tmp_path, env=env, check=True)
+    # ci.md's merge-request pipeline compares with the request's base commit (GitLab's variable).
+    subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "base"], cwd=tmp_path, env=env, check=True)
+    env["CI_MERGE_REQUEST_DIFF_BASE_SHA"] = "HEAD"
     for command in run:
         proc = subprocess.run(
             ["bash", "-c", command],
