@@ -283,13 +283,19 @@ def _module(
     old = build_cache.take(old_key, display)
     if old is None or old.load_diags or old.merge_diags:
         return None
+    if any(b.origins for b in old.module.blocks_of("module")):
+        return None  # an overridden call: its arguments depend on the files (graph._base_arguments)
+    # What the old version shows outside, then the old version let go before the new one is
+    # loaded: holding both made a rebuild's peak twice a module's (issue 38, item 13).
+    old_view = outside_view(old.module, options=options)
+    del old
     loaded, memo_key = load_module(Path(top), root=root, options=options, memo=DiskMemo())
     if memo_key is None or memo_key.module is not loaded.module or loaded.load_diags or loaded.merge_diags:
         return None
     new = loaded.module
-    if any(b.origins for m in (old.module, new) for b in m.blocks_of("module")):
-        return None  # an overridden call: its arguments depend on the files (graph._base_arguments)
-    if outside_view(old.module, options=options) != outside_view(new, options=options):
+    if any(b.origins for b in new.blocks_of("module")):
+        return None  # as above
+    if old_view != outside_view(new, options=options):
         return None
     here = "" if output == "." else output
     by_address = {m.get("module"): m for m in modules if isinstance(m, dict)}
