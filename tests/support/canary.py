@@ -83,6 +83,7 @@ COMMANDS = (
     "cache clean",
     "hook flatten-check",
     "action.sh",
+    "affected --base-out",
 )
 
 
@@ -236,6 +237,8 @@ def _command(box: Path, command: str) -> tuple[list[str], dict[str, str]]:
         return [*_flatten(), *command.split()], env
     if command in ("graph", "providers"):
         return [*_flatten(), command, root], env
+    if command == "affected --base-out":  # OUT read as the old side (flatten/shell/affected.py)
+        return [*_flatten(), "affected", "root", "--base-out", out, "--format", "json"], env
     args = [*_flatten(), "build", root, "--out", out]
     if command == "build --check":
         args.append("--check")
