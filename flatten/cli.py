@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer._click.core import Context as ClickContext
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from flatten import gate
 from flatten.lang.environ import build_environ
@@ -44,7 +44,27 @@ if TYPE_CHECKING:
     from flatten.stages.graph import ModuleFetcher, ModuleGraph
     from flatten.stages.memo import Memo
 
+_COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
+
+
+class _FlattenGroup(TyperGroup):
+    """The program's group: ``--install-completion`` and ``--show-completion`` last on the command
+    line get an empty shell name (the shell is then detected, ``_completion_shell``); the rest is
+    typer's."""
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        args = list(args)
+        for i, arg in enumerate(args):
+            if arg in _COMPLETION_OPTIONS and i + 1 == len(args):
+                args.insert(i + 1, "")
+                break
+            if not arg.startswith("-"):  # a command: the rest is its own
+                break
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_FlattenGroup,
     # --install-completion / --show-completion are flatten's own (_completion below): typer's take
     # no shell name once it can detect one, so `--install-completion zsh` installed bash's.
     add_completion=False,
@@ -154,18 +174,25 @@ def _completion_shell(value: str) -> str:
                 f"no completion for the shell {value!r}; name one of {', '.join(COMPLETION_SHELLS)}."
             )
         return value.lower()
-    try:
-        from typer._completion_shared import _get_shell_name
+    # As typer does with its shell-detection dependency: shellingham walks up the process tree to
+    # the nearest shell (pyproject.toml names it, so this works with any typer flatten allows).
+    import shellingham
 
-        name = _get_shell_name() or ""  # None: no shell above this process (a CI job, a service)
-    except Exception:  # shellingham not installed
+    try:
+        name, _command = shellingham.detect_shell()
+    except shellingham.ShellDetectionFailure:  # no shell above this process (a CI job, a service)
         name = ""
+    name = str(name).lower()
     if name not in COMPLETION_SHELLS:
-        raise _usage_error(
-            "cannot tell which shell this is; name it: flatten --install-completion "
-            f"{'|'.join(COMPLETION_SHELLS[:4])}."
+        under = (
+            f"flatten runs under {name}, which has no completion script"
+            if name
+            else ("cannot tell which shell this is")
         )
-    return str(name)
+        raise _usage_error(
+            f"{under}; name one: flatten --install-completion {'|'.join(COMPLETION_SHELLS[:4])}."
+        )
+    return name
 
 
 def _completion_script(shell: str) -> str:
@@ -237,23 +264,17 @@ def _install_powershell(shell: str) -> Path:
 def _completion_option(name: str, callback: Callable[..., None], help: str) -> object:
     """An eager option whose value (a shell) may be left out: ``--install-completion [zsh]``.
 
-    typer marks ``is_flag``/``flag_value`` deprecated but passes them on to click, whose optional
-    option value is exactly this (pinned below typer 0.29 in pyproject.toml).
+    The value is optional through ``_FlattenGroup.parse_args`` (an empty value when none follows):
+    typer 0.28's click takes no ``flag_value``, so an option's value cannot be optional there.
     """
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return typer.Option(
-            name,
-            metavar="[" + "|".join(COMPLETION_SHELLS[:4]) + "]",
-            is_flag=False,
-            flag_value="",
-            callback=callback,
-            is_eager=True,
-            expose_value=False,
-            help=help,
-        )
+    return typer.Option(
+        name,
+        metavar="[" + "|".join(COMPLETION_SHELLS[:4]) + "]",
+        callback=callback,
+        is_eager=True,
+        expose_value=False,
+        help=help,
+    )
 
 
 @app.callback()

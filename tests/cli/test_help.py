@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -189,3 +190,54 @@ def test_dash_h_is_help(path: list[str], tmp_path: Path) -> None:
     assert short.returncode == 0, short.stderr
     assert short.stdout == long.stdout
     assert "-h, --help" in short.stdout
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_without_a_shell_name_detects_the_shell(shell: str, tmp_path: Path) -> None:
+    """Issue 39 item 4: `--show-completion` and `--install-completion` with no shell name, run
+    from that shell, use it (shellingham, as typer does)."""
+    program = shutil.which(shell)
+    if program is None:
+        pytest.skip(f"{shell} is not installed (Debian: apt-get install {shell})")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "FLATTEN_CACHE_DIR": str(tmp_path / "cache"),
+        "SHELL": "/bin/sh",  # not what decides: the shell the command runs under does
+        "XDG_CONFIG_HOME": str(home / ".config"),
+    }
+    marker, script, _startup = SHELLS[shell]
+    flatten = f"{shlex.quote(sys.executable)} -m flatten"
+    for args in ("--show-completion", "--install-completion"):
+        # `exec`-free: the shell stays the parent of python, as at a prompt.
+        proc = subprocess.run(
+            [program, "-c", f"{flatten} {args}; true"], capture_output=True, text=True, env=env, cwd=tmp_path
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "requires an argument" not in proc.stderr
+        if args == "--show-completion":
+            assert marker in proc.stdout
+            assert not [m for other, (m, _, _) in SHELLS.items() if other != shell and m in proc.stdout]
+        else:
+            assert f"{shell} completion installed in {home / script}" in proc.stdout, (
+                proc.stdout + proc.stderr
+            )
+            assert marker in (home / script).read_text()
+
+
+def test_completion_under_a_shell_without_a_script_says_so(tmp_path: Path) -> None:
+    sh = shutil.which("sh")
+    if sh is None:
+        pytest.skip("sh is not installed")
+    env = {**os.environ, "HOME": str(tmp_path), "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sh, "-c", f"{shlex.quote(sys.executable)} -m flatten --show-completion; exit $?"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stdout
+    assert proc.stdout == ""
+    assert "flatten runs under sh, which has no completion script; name one" in proc.stderr
