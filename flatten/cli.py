@@ -16,6 +16,7 @@ names imported only for type checking are quoted instead.
 
 import json as _json
 import os
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -500,8 +501,19 @@ def _real(path: Path, what: str) -> Path:
 def _root_dir(root: Path) -> Path:
     """Return ROOT made absolute, after checking it is a directory (a usage error otherwise)."""
     root_abs = _real(root, "ROOT")
-    if not root_abs.is_dir():
-        raise _usage_error(f"{root} is not a directory.")
+    try:
+        is_dir = stat.S_ISDIR(os.stat(root_abs).st_mode)
+    except FileNotFoundError:
+        # As Terraform words it (`terraform -chdir=nope`: "chdir nope: no such file or directory").
+        raise _usage_error(f"the root module directory {root} does not exist.") from None
+    except OSError as exc:
+        from flatten.lang.oserror import describe_os_error
+
+        raise _usage_error(
+            describe_os_error(exc, doing=f"read the root module directory {root}", reading=True)
+        ) from None
+    if not is_dir:
+        raise _usage_error(f"{root} is not a directory: ROOT is the root module's directory.")
     return root_abs
 
 

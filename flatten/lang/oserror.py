@@ -105,6 +105,22 @@ _WORDS = MappingProxyType(
 )
 
 
+#: The advice for a failed *read* where ``_WORDS``' is about writing (a read error must not tell
+#: the user to choose a location they can write to).
+_READ_TODO = MappingProxyType(
+    {
+        errno.EACCES: "Check the permissions of {path} and its parent directories: flatten must be able "
+        "to read it and to enter each directory above it.",
+        errno.EPERM: "Check the permissions of {path} and its parent directories: flatten must be able "
+        "to read it.",
+        errno.ENOENT: "Check the path.",
+        errno.EEXIST: "Check the path.",
+        errno.ENOTDIR: "Check that every directory of {path} is a directory.",
+        errno.EBUSY: "Run again when it is free.",
+    }
+)
+
+
 class Refused(OSError):
     """A file operation flatten's gate (``flatten/gate.py``) declined: a device, FIFO or socket
     where a file was expected, a symlink leading where its rule does not allow, a file over its
@@ -131,12 +147,16 @@ class Refused(OSError):
         return (Refused, (self.errno, self.reason, self.filename, self.what, self.todo))
 
 
-def describe_os_error(exc: OSError, *, doing: str, path: str | os.PathLike[str] | None = None) -> str:
+def describe_os_error(
+    exc: OSError, *, doing: str, path: str | os.PathLike[str] | None = None, reading: bool = False
+) -> str:
     """Return a sentence and an instruction for ``exc``: ``flatten could not {doing}: {what}
     ({path}). {what to do}``.
 
     ``doing`` is what was attempted ("write the output tree to out/"); ``path`` is where it
-    failed, by default the path the error names. Never holds ``[Errno N]``.
+    failed, by default the path the error names; ``reading``: the attempt only read (a file or a
+    directory listing), so the advice is about reading it, never about a location to write to.
+    Never holds ``[Errno N]``.
     """
     named = path if path is not None else exc.filename
     where = os.fspath(named) if named is not None else ""
@@ -145,6 +165,8 @@ def describe_os_error(exc: OSError, *, doing: str, path: str | os.PathLike[str] 
         what, todo = exc.what, exc.todo
     else:
         what, todo = _WORDS.get(code, (_plain(exc), "Check the path and run again."))
+        if reading:
+            todo = _READ_TODO.get(code, todo)
     subject = f" ({where})" if where else ""
     return f"flatten could not {doing}: {what}{subject}. {todo.format(path=where or 'it')}"
 
@@ -156,7 +178,12 @@ def _plain(exc: OSError) -> str:
 
 
 def os_error_diagnostic(
-    exc: OSError, *, summary: str, doing: str, path: str | os.PathLike[str] | None = None
+    exc: OSError,
+    *,
+    summary: str,
+    doing: str,
+    path: str | os.PathLike[str] | None = None,
+    reading: bool = False,
 ) -> Diagnostic:
     """Return ``exc`` as an error diagnostic: ``summary`` (Terraform's, where it has one), and the
     detail of :func:`describe_os_error`. ``extra`` carries the errno's name for later stages."""
@@ -166,5 +193,7 @@ def os_error_diagnostic(
 
     name = exc.reason if isinstance(exc, Refused) else errno.errorcode.get(exc.errno or -1, "")
     return Diagnostic.error(
-        summary, describe_os_error(exc, doing=doing, path=path), extra=Extra(Code.OS_ERROR, subject=name)
+        summary,
+        describe_os_error(exc, doing=doing, path=path, reading=reading),
+        extra=Extra(Code.OS_ERROR, subject=name),
     )

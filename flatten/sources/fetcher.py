@@ -563,7 +563,7 @@ def tree_digest_file(path: Path) -> str:
             while chunk := f.read(1 << 16):
                 h.update(chunk)
     except OSError as exc:
-        raise FetchError(describe_os_error(exc, doing=f"read {path}", path=path)) from None
+        raise FetchError(describe_os_error(exc, doing=f"read {path}", path=path, reading=True)) from None
     return "sha256:" + h.hexdigest()
 
 

@@ -575,7 +575,10 @@ def _has_config(directory: Path, options: Options, memo: Memo) -> bool:
             directory, options.dialect, lambda: list_config_files(directory, dialect=options.dialect)
         )
     except OSError:
-        return False
+        # Unreadable: loading it reports "Failed to read module directory" (stages/load.py), the
+        # one diagnostic Terraform gives (configs/parser_config_dir.go); "Empty module directory"
+        # beside it would contradict it.
+        return True
     return bool(listing.files)
 
 

@@ -67,7 +67,7 @@ def load_file(
     except OSError as exc:
         diags.error(
             "Failed to read file",
-            describe_os_error(exc, doing=f"read the configuration file {name!r}", path=name),
+            describe_os_error(exc, doing=f"read the configuration file {name!r}", path=name, reading=True),
             Range.point(name),
             extra=_UNREADABLE,
         )
@@ -175,7 +175,7 @@ def load_module(
         diags.error(
             "Failed to read module directory",
             f"Module directory {display_path(directory, root)} does not exist or cannot be read. "
-            + describe_os_error(exc, doing="list it", path=display_path(directory, root)),
+            + describe_os_error(exc, doing="list it", path=display_path(directory, root), reading=True),
             extra=_UNREADABLE,
         )
         return merged([], diags), None
