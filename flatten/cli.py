@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from typer._click.core import Context as ClickContext
+from typer._click.formatting import HelpFormatter
 from typer.core import TyperCommand, TyperGroup
 
 from flatten import gate
@@ -48,6 +49,21 @@ if TYPE_CHECKING:
 _COMPLETION_OPTIONS = frozenset({"--install-completion", "--show-completion"})
 
 
+def _whole_commands(group: TyperGroup, ctx: ClickContext, formatter: HelpFormatter) -> None:
+    """Write a group's list of commands with each one's first paragraph of help whole: click cuts
+    it at the first sentence within about 45-65 columns ("Build ROOT into one canonical .tf.json
+    tree in OUT (several..."), while its list wraps a long line instead (tests/cli/test_help.py)."""
+    rows = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if command is not None and not command.hidden:
+            text = command.short_help or (command.help or "").split("\n\n")[0]
+            rows.append((name, " ".join(text.split())))
+    if rows:
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 class _FlattenGroup(TyperGroup):
     """The program's group: ``--install-completion`` and ``--show-completion`` last on the command
     line get an empty shell name (the shell is then detected, ``_completion_shell``); the rest is
@@ -62,6 +78,9 @@ class _FlattenGroup(TyperGroup):
             if not arg.startswith("-"):  # a command: the rest is its own
                 break
         return super().parse_args(ctx, args)
+
+    def format_commands(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
+        _whole_commands(self, ctx, formatter)
 
 
 app = typer.Typer(
@@ -97,6 +116,7 @@ class BuildRequest:
     environ: tuple[tuple[str, str], ...]  # the variables a build reads (lang/environ.py), sorted
     no_color: bool = False  # --no-color
     quiet: bool = False  # --quiet: no progress line, no summary line
+    diff: bool = False  # --diff (with --check): a unified diff of each stale file on stdout
 
     @property
     def root(self) -> Path:
@@ -641,6 +661,14 @@ def build(
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 when the existing output is stale.")
     ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff",
+            help="With --check: print a unified diff of each stale file (from OUT to what the build "
+            "writes) on stdout, as terraform fmt -check -diff does.",
+        ),
+    ] = False,
     explicit_providers: Annotated[
         bool,
         typer.Option(
@@ -726,7 +754,14 @@ def build(
         environ=BuildRequest.environ_of(os.environ),
         no_color=no_color,
         quiet=quiet,
+        diff=diff,
     )
+    if diff and not check:
+        raise _usage_error("--diff shows what --check finds: add --check.")
+    if diff and report_format not in (None, ReportFormat.TEXT):
+        raise _usage_error(
+            f"--diff prints on stdout, where --format {report_format.value} prints its report: give one."
+        )
     # The flatten program runs it through flatten.shell (replay, prefetch); a library caller
     # (typer's CliRunner, scripts) gets the plain build.
     runner: BuildRunner = ctx.obj if callable(ctx.obj) else run_request
@@ -787,14 +822,30 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         progress.clear()
     if request.check and not diags.has_errors:
         # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
-        from flatten.stages.stale import foreign_diagnostics, stale_diagnostics, stale_files
+        from flatten.stages.stale import (
+            foreign_diagnostics,
+            module_outputs,
+            stale_diagnostics,
+            stale_files,
+            unified_diff,
+        )
 
+        modules = module_outputs(result.tree.files, result.graph)
         stale = stale_files(
-            out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
+            out_abs,
+            result.tree.files,
+            copies=result.tree.copies,
+            root_place=result.tree.root,
+            modules=modules,
+            root=root_abs,
         )
         command = check_command(request.roots, out)
         diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
         diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
+        if request.diff:
+            sys.stdout.write(
+                unified_diff(stale, out_abs, result.tree.files, copies=result.tree.copies, out_text=str(out))
+            )
     elif not diags.has_errors:
         # The user's files in OUT that Terraform loads: kept by the write below, and named.
         from flatten.stages.stale import foreign_diagnostics, foreign_files
@@ -1176,7 +1227,15 @@ def affected(
     raise typer.Exit(code)
 
 
+class _CacheGroup(TyperGroup):
+    """``flatten cache``: each command's line in ``flatten cache -h`` whole (``_whole_commands``)."""
+
+    def format_commands(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
+        _whole_commands(self, ctx, formatter)
+
+
 cache_app = typer.Typer(
+    cls=_CacheGroup,
     help="Show where flatten's cache is and how much it holds; `flatten cache clean` empties it.",
     rich_markup_mode=None,
     invoke_without_command=True,
@@ -1249,6 +1308,11 @@ def cache_clean(
         except ValueError as exc:
             raise _usage_error(f"--max-size: {exc}.") from None
         count, size = prune(root, limit)
+        typer.echo(f"flatten: removed {count} entries ({format_size(size)}) from {root}", err=True)
+        why = _why_kept(root, limit)
+        if why:
+            typer.echo(f"flatten: {why}", err=True)
+        return
     else:
         try:
             seconds = None if older_than is None else parse_days(older_than)
@@ -1260,6 +1324,34 @@ def cache_clean(
 
         count, size = clean(root, older_than=seconds, waiting=waiting)
     typer.echo(f"flatten: removed {count} entries ({format_size(size)}) from {root}", err=True)
+
+
+def _why_kept(root: Path, limit: int) -> str:
+    """Return why the cache at ``root`` still holds more than ``limit`` bytes after a prune (or
+    why nothing needed removing), for ``cache clean --max-size``; "" when it is within the limit
+    after removing something."""
+    import time
+
+    from flatten.shell.cache_admin import GRACE, entries, format_size
+
+    now = time.time()
+    left = entries(root)
+    total = sum(e.size for e in left)
+    if total <= limit:
+        return f"the cache holds {format_size(total)}, within {format_size(limit)}." if limit else ""
+    young = [e for e in left if e.used > now - GRACE]
+    parts = []
+    if young:
+        parts.append(
+            f"{len(young)} entries ({format_size(sum(e.size for e in young))}) were used in the last "
+            "hour and are kept, as a build running now may be using them"
+        )
+    if len(young) < len(left):
+        parts.append(f"{len(left) - len(young)} older entries are in use by a running build")
+    return (
+        f"the cache still holds {format_size(total)}, over {format_size(limit)}: {'; '.join(parts)}. "
+        "Run it again later, or `flatten cache clean` to remove every entry."
+    )
 
 
 def _case_name(label: str, base: "SourceBase") -> str:

@@ -71,6 +71,7 @@ class RootOutcome:
     diags: Diagnostics = field(default_factory=Diagnostics)
     error: str | None = None  # its output refused (code 2), or a bug (code 3)
     wrote: str | None = None  # "wrote 3 files to DIR/prod"
+    diff: str = ""  # --check --diff: the stale files' unified diff
 
 
 def place(roots: list[Path], resolved: list[Path]) -> list[str]:
@@ -190,8 +191,10 @@ def _build_one(
         Staleness,
         foreign_diagnostics,
         foreign_files,
+        module_outputs,
         stale_diagnostics,
         stale_files,
+        unified_diff,
     )
 
     options = request.options
@@ -202,9 +205,20 @@ def _build_one(
             return RootOutcome(1, diags)
         if request.check:
             # Each stale file an error diagnostic, as a single root's check (flatten/stages/stale.py).
+            modules = module_outputs(result.tree.files, result.graph)
             stale = stale_files(
-                out_abs, result.tree.files, copies=result.tree.copies, root_place=result.tree.root
+                out_abs,
+                result.tree.files,
+                copies=result.tree.copies,
+                root_place=result.tree.root,
+                modules=modules,
+                root=root_abs,
             )
+            diff = ""
+            if request.diff:
+                diff = unified_diff(
+                    stale, out_abs, result.tree.files, copies=result.tree.copies, out_text=str(out)
+                )
             diags.extend(
                 stale_diagnostics(
                     stale,
@@ -215,7 +229,7 @@ def _build_one(
                 )
             )
             diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
-            return RootOutcome(exit_code(diags), diags)
+            return RootOutcome(exit_code(diags), diags, diff=diff)
         problem = _out_modules_problem(out, out_abs, root_abs, result.graph)
         if problem is not None:
             return RootOutcome(2, diags, error=problem)
@@ -307,6 +321,8 @@ def _report(
     for label, outcome, root in zip(labels, outcomes, roots, strict=True):
         if outcome.code:
             failed.append(label)
+        if outcome.diff:
+            sys.stdout.write(outcome.diff)  # --check --diff, in root order (text only: cli.py)
         if fmt is ReportFormat.TEXT and outcome.diags:
             sys.stderr.write(
                 render_text(outcome.diags, root=root, label=label, style=style, read=gate.source_reader(root))

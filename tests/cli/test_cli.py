@@ -114,9 +114,11 @@ def test_check_reports_stale_output(tree, tmp_path: Path) -> None:
     (root / "main.tf").write_text(MAIN.replace('"x"', '"y"'))
     proc = flatten("build", root, "--out", out, "--check")
     assert proc.returncode == 1
-    # An error diagnostic on the stale file, saying what to run (flatten/stages/stale.py).
+    # An error diagnostic per stale file, saying what to run (flatten/stages/stale.py): the
+    # module's file at the source line that changed it, the manifest at its changed line.
     assert proc.stderr.startswith("Error: Output is out of date\n")
-    assert f"on {os.path.relpath(out / 'main.tf.json', root)} line 1:" in proc.stderr
+    assert "on main.tf line 2:" in proc.stderr
+    assert f"on {os.path.relpath(out / 'flatten.manifest.json', root)} line " in proc.stderr
     assert f"{out}/main.tf.json is not what the build writes now" in proc.stderr
     assert f"Run `flatten build {root} --out {out}`" in proc.stderr
     assert json.loads((out / "main.tf.json").read_text())["resource"]["terraform_data"]["a"]["input"] == "x"

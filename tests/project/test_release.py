@@ -57,8 +57,23 @@ def clone(tmp_path: Path) -> Path:
 
 
 def _next(version: str) -> str:
+    """The next release after ``version``: the release a development version leads to."""
+    if ".dev" in version:
+        return version.split(".dev")[0]
     major, minor, patch = map(int, version.split("."))
     return f"{major}.{minor}.{patch + 1}"
+
+
+def _newest_release() -> str:
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    return re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)[0]
+
+
+def _version_at(repo: Path, rev: str) -> str:
+    text = _git(repo, "show", f"{rev}:flatten/lang/release.py")
+    found = re.search(r'^__version__ = "([^"]+)"$', text, re.M)
+    assert found is not None
+    return found.group(1)
 
 
 def test_release_cuts_the_changelog_bumps_the_version_and_tags(clone: Path) -> None:
@@ -67,7 +82,15 @@ def test_release_cuts_the_changelog_bumps_the_version_and_tags(clone: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert _git(clone, "tag", "--list").split() == [f"v{new}"]
     assert _git(clone, "status", "--porcelain").strip() == ""
-    assert _git(clone, "log", "-1", "--format=%s").strip() == f"Release {new}"
+    # The tag is the release commit; the branch goes on as the next development version (issue 39).
+    major, minor, patch = map(int, new.split("."))
+    following = f"{major}.{minor}.{patch + 1}.dev0"
+    assert _git(clone, "log", "-2", "--format=%s").split("\n")[:2] == [f"Start {following}", f"Release {new}"]
+    assert _git(clone, "rev-parse", f"v{new}^{{commit}}") == _git(clone, "rev-parse", "HEAD~1")
+    assert _version_at(clone, f"v{new}") == new
+    assert _version_at(clone, "HEAD") == following
+    assert "released" in proc.stdout and f"the branch is now {following}" in proc.stdout
+    _git(clone, "checkout", "-q", f"v{new}")
     changelog = (clone / "CHANGELOG.md").read_text()
     assert f"## [Unreleased]\n\n## [{new}] - 2026-12-01\n\n- A fix.\n" in changelog
     # The package's version comes from the one place the script changed.
@@ -89,7 +112,7 @@ def test_release_cuts_the_changelog_bumps_the_version_and_tags(clone: Path) -> N
 
 def test_release_refuses_and_changes_nothing(clone: Path) -> None:
     head = _git(clone, "rev-parse", "HEAD")
-    same = _release(clone, flatten.__version__)
+    same = _release(clone, _newest_release())  # 0.2.0 is not above 0.2.1.dev0
     assert same.returncode == 2 and "is not above the current version" in same.stderr
     bad = _release(clone, "1.0")
     assert bad.returncode == 2 and "is not a version" in bad.stderr
@@ -114,13 +137,27 @@ def test_the_version_lives_in_one_place() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "flatten.lang.release.__version__"}
+    release = _newest_release()
     reference = (REPO / "docs/reference/flatten.md").read_text()
-    assert re.findall(r"flatten (\d+\.\d+\.\d+) \(python-hcl2", reference) == [flatten.__version__]
-    changelog = (REPO / "CHANGELOG.md").read_text()
-    assert re.findall(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)[0] == flatten.__version__
+    assert re.findall(r"flatten (\d+\.\d+\.\d+) \(python-hcl2", reference) == [release]
+    # A release commit holds the release; any other the next development version after it, so a
+    # build from the branch never claims to be the release (issue 39 item 8).
+    major, minor, patch = map(int, release.split("."))
+    assert flatten.__version__ in (release, f"{major}.{minor}.{patch + 1}.dev0")
     for name in ("README.md", "docs/ci.md", ".pre-commit-hooks.yaml"):
         pins = re.findall(r"\brev: (\S+)", (REPO / name).read_text())
-        assert pins and set(pins) == {f"v{flatten.__version__}"}, name
+        assert pins and set(pins) == {f"v{release}"}, name
+
+
+def test_the_branch_after_a_release_is_a_development_version() -> None:
+    """Issue 39 item 8: HEAD after the 0.2.0 release called itself 0.2.0."""
+    head = subprocess.run(["git", "log", "-1", "--format=%s"], cwd=REPO, capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout (git missing or an unpacked archive)")
+    if head.stdout.startswith("Release "):
+        pytest.skip("this commit is a release: it holds the release's version")
+    assert ".dev" in flatten.__version__
+    assert flatten.__version__.split(".dev")[0] == _next(_newest_release())
 
 
 def test_readme_build_command_names_an_interpreter_that_has_build() -> None:

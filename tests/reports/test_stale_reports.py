@@ -49,8 +49,25 @@ def _stale_repository(tmp_path: Path) -> Path:
 STALE = ["flat/flatten.manifest.json", "flat/main.tf.json", "flat/notes.txt", "flat/script.sh"]
 
 
+def _places(repo: Path) -> list[tuple[str, int]]:
+    """Where each of STALE's findings points (issue 39 item 3): the manifest at its first changed
+    line, the source line that changed main.tf.json, the extra file, the added source file."""
+    built = (repo / "flat" / "flatten.manifest.json").read_text().splitlines()
+    now = flatten("build", "live", "--out", str(repo / "fresh"), cwd=repo)
+    assert now.returncode == 0, now.stderr
+    fresh = (repo / "fresh" / "flatten.manifest.json").read_text().splitlines()
+    first = next(i for i, (a, b) in enumerate(zip(built, fresh, strict=False), 1) if a != b)
+    return [
+        ("flat/flatten.manifest.json", first),
+        ("live/main.tf", 2),
+        ("flat/notes.txt", 1),
+        ("live/script.sh", 1),
+    ]
+
+
 def test_stale_output_in_json_sarif_junit_and_github_annotations(tmp_path: Path) -> None:
     repo = _stale_repository(tmp_path)
+    places = _places(repo)
     check = ("build", "live", "--out", "flat", "--check")
 
     as_json = flatten(*check, "--format", "json", cwd=repo)
@@ -58,13 +75,22 @@ def test_stale_output_in_json_sarif_junit_and_github_annotations(tmp_path: Path)
     doc = json.loads(as_json.stdout)
     assert doc["valid"] is False and doc["error_count"] == len(STALE)
     assert [d["summary"] for d in doc["diagnostics"]] == ["Output is out of date"] * len(STALE)
-    assert [os.path.normpath(repo / "live" / d["range"]["filename"]) for d in doc["diagnostics"]] == [
-        str(repo / path) for path in STALE
-    ]
+    assert [
+        (
+            os.path.relpath(os.path.normpath(repo / "live" / d["range"]["filename"]), repo),
+            d["range"]["start"]["line"],
+        )
+        for d in doc["diagnostics"]
+    ] == places
     details = [d["detail"] for d in doc["diagnostics"]]
-    assert details[1].startswith("flat/main.tf.json is not what the build writes now")
-    assert details[2].startswith("flat has flat/notes.txt, which the build no longer writes.")
-    assert details[3].startswith("The build writes flat/script.sh, which flat does not have.")
+    assert details[1].startswith(
+        "flat/main.tf.json is not what the build writes now: a source it is built from changed since "
+        "flat was built (at main.tf:2)."
+    )
+    assert details[2].startswith("flat has flat/notes.txt, which the build does not write")
+    assert details[3].startswith(
+        "The build writes flat/script.sh, which flat does not have: a source file or module was added"
+    )
     assert all(
         d.endswith(
             "Run `flatten build live --out flat` to rebuild the output, then commit it with its sources."
@@ -83,9 +109,8 @@ def test_stale_output_in_json_sarif_junit_and_github_annotations(tmp_path: Path)
     assert [r["ruleId"] for r in results] == ["output-is-out-of-date"] * len(STALE)
     assert {r["level"] for r in results} == {"error"}
     locations = [r["locations"][0]["physicalLocation"] for r in results]
-    assert [loc["artifactLocation"]["uri"] for loc in locations] == STALE
+    assert [(loc["artifactLocation"]["uri"], loc["region"]["startLine"]) for loc in locations] == places
     assert {loc["artifactLocation"]["uriBaseId"] for loc in locations} == {"%SRCROOT%"}
-    assert locations[0]["region"] == {"startLine": 1, "startColumn": 1, "endLine": 1, "endColumn": 1}
 
     junit = flatten(*check, "--format", "junit", cwd=repo)
     assert junit.returncode == 1
@@ -93,19 +118,19 @@ def test_stale_output_in_json_sarif_junit_and_github_annotations(tmp_path: Path)
     report.write_text(junit.stdout)
     xml = JUnitXml.fromfile(str(report))
     cases = [case for suite in xml for case in suite]
-    # One test case per stale output file (issue 39 item 7), each failing once.
-    assert [case.name for case in cases] == [f"{path}:1" for path in STALE]
+    # One test case per finding's place (issue 39 item 7), each failing once.
+    assert [case.name for case in cases] == [f"{path}:{line}" for path, line in places]
     failures = [r for case in cases for r in case.result if isinstance(r, Failure)]
     assert [f.message for f in failures] == ["Output is out of date"] * len(STALE)
     assert [f.type for f in failures] == ["output-is-out-of-date"] * len(STALE)
-    assert f"on {STALE[1]}:1,1-1" in failures[1].text
+    assert "on live/main.tf:2,3-8" in failures[1].text  # the argument "input"
     assert sum(suite.failures for suite in xml) == sum(suite.tests for suite in xml) == len(STALE)
 
     text = flatten(*check, cwd=repo, GITHUB_ACTIONS="true")
     assert text.returncode == 1
     annotations = [line for line in text.stderr.splitlines() if line.startswith("::")]
-    assert [a.split("::")[1] for a in annotations] == [
-        f"error file={path},line=1,col=1,endLine=1,endColumn=1,title=Output is out of date" for path in STALE
+    assert [a.split("::")[1].split(",col=")[0] for a in annotations] == [
+        f"error file={path},line={line}" for path, line in places
     ]
     assert text.stderr.count("Error: Output is out of date") == len(STALE)
 
@@ -134,6 +159,7 @@ def test_several_roots_report_each_roots_stale_files(tmp_path: Path) -> None:
         [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"]]
         for run in log["runs"]
     ]
-    assert uris == [[], ["flat/b/flatten.manifest.json", "flat/b/main.tf.json"]]
+    # The module's file points at the source line that changed it (issue 39 item 3).
+    assert uris == [[], ["flat/b/flatten.manifest.json", "live/b/main.tf"]]
     detail = log["runs"][1]["results"][0]["message"]["text"]
     assert "Run `flatten build live/a live/b --out flat`" in detail
