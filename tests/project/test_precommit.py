@@ -24,8 +24,6 @@ from pathlib import Path
 import pytest
 from support.project_copy import REPO, copy_project
 
-pytestmark = pytest.mark.slow
-
 SAMPLE = REPO / "samples" / "web-service"
 
 
@@ -58,6 +56,7 @@ def _commit_all(repo: Path, env: dict[str, str], message: str) -> str:
     return _git(repo, env, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_flatten_check_hook_passes_on_fresh_output_and_names_the_stale_file(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed (pre-commit clones hook repositories with it)")
@@ -133,6 +132,7 @@ LOOP_ROOT = {
 }
 
 
+@pytest.mark.slow
 def test_both_hooks_fail_a_commit_that_edits_only_a_copied_file_or_tfvars(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed (pre-commit clones hook repositories with it)")
@@ -214,3 +214,123 @@ def test_both_hooks_fail_a_commit_that_edits_only_a_copied_file_or_tfvars(tmp_pa
         _git(work, env, "add", "infra/flat")
         passed = commit(f"edit {name} with its output")
         assert passed.returncode == 0, passed.stdout + passed.stderr
+
+
+# -- flatten-hook: run only for a commit that touches what a build reads (issue 39 item 5) --------
+
+HOOK_ROOT = {
+    "infra/live/main.tf": 'module "net" {\n  source = "../modules/net"\n}\n',
+    "infra/modules/net/main.tf": 'resource "terraform_data" "a" {\n  input = "x"\n}\n',
+    "infra/modules/net/setup.sh": "echo one\n",
+    "README.md": "# the repository\n",
+    "docs/guide.md": "how\n",
+}
+
+
+def _hook(repo: Path, mode: str, *files: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**_git_env(repo.parent), "FLATTEN_CACHE_DIR": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "flatten.shell.hook", mode, "infra/live", "--out", "infra/flat", *files],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.fixture
+def hook_repo(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    for name, text in HOOK_ROOT.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    env = _git_env(tmp_path)
+    built = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", "infra/live", "--out", "infra/flat"],
+        cwd=repo,
+        env={**env, "FLATTEN_CACHE_DIR": str(tmp_path / "build-cache")},
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    _git(repo, env, "init", "-q", "-b", "main")
+    _commit_all(repo, env, "sources and output")
+    return repo
+
+
+@pytest.mark.parametrize("mode", ["check", "build"])
+def test_hook_skips_a_commit_that_touches_nothing_a_build_reads(hook_repo: Path, mode: str) -> None:
+    cache = hook_repo.parent / f"cache-{mode}"
+    (hook_repo / "README.md").write_text("# edited\n")
+    proc = _hook(hook_repo, mode, "README.md", "docs/guide.md", cache=cache)
+    assert proc.returncode == 0, proc.stderr
+    assert (proc.stdout, proc.stderr) == ("", "")
+    assert not cache.exists()  # no build ran: it would have made its cache
+
+
+@pytest.mark.parametrize(
+    ("staged", "old", "new"),
+    [
+        ("infra/modules/net/setup.sh", "one", "two"),  # a copied file of a module outside the root
+        ("infra/live/main.tf", "net", "network"),
+        ("infra/flat/live/main.tf.json", "net", "network"),  # the output itself
+        (".pre-commit-config.yaml", "", ""),  # the hook's arguments
+    ],
+)
+def test_hook_runs_for_a_commit_that_touches_an_input_or_the_output(
+    hook_repo: Path, staged: str, old: str, new: str
+) -> None:
+    cache = hook_repo.parent / "cache"
+    path = hook_repo / staged
+    if old:
+        path.write_text(path.read_text().replace(old, new))
+    proc = _hook(hook_repo, "check", staged, cache=cache)
+    assert cache.exists()  # it built
+    assert proc.returncode == (1 if old else 0), proc.stderr
+
+
+def test_hook_runs_for_a_commit_that_deletes_an_input(hook_repo: Path) -> None:
+    env = _git_env(hook_repo.parent)
+    _git(hook_repo, env, "rm", "-q", "infra/modules/net/setup.sh")
+    proc = _hook(hook_repo, "check", cache=hook_repo.parent / "cache")  # pre-commit passes no name
+    assert proc.returncode == 1, proc.stderr
+    assert "infra/flat/modules/net/setup.sh" in " ".join(proc.stderr.split())
+
+
+def test_hook_without_a_manifest_always_runs(hook_repo: Path) -> None:
+    (hook_repo / "infra" / "flat" / "flatten.manifest.json").unlink()
+    proc = _hook(hook_repo, "check", "README.md", cache=hook_repo.parent / "cache")
+    assert proc.returncode == 1  # it checked: the manifest is missing
+
+
+def test_flatten_build_hook_fails_when_the_rebuild_adds_a_file(hook_repo: Path) -> None:
+    env = _git_env(hook_repo.parent)
+    (hook_repo / "infra" / "modules" / "net" / "extra.sh").write_text("echo extra\n")
+    _git(hook_repo, env, "add", "infra/modules/net/extra.sh")
+    proc = _hook(hook_repo, "build", "infra/modules/net/extra.sh", cache=hook_repo.parent / "cache")
+    assert proc.returncode == 1, proc.stderr
+    assert "flatten-build: the rebuild added 1 file(s) git does not track yet:" in proc.stderr
+    assert "infra/flat/modules/net/extra.sh" in proc.stderr
+    # Added and committed, the same hook passes.
+    _git(hook_repo, env, "add", "infra/flat")
+    again = _hook(hook_repo, "build", "infra/modules/net/extra.sh", cache=hook_repo.parent / "cache")
+    assert again.returncode == 0, again.stderr
+
+
+def test_value_options_are_builds() -> None:
+    """The hook tells option values from staged files by build's own options."""
+    import typer.main
+
+    from flatten.cli import app
+    from flatten.shell.hook import VALUE_OPTIONS
+
+    build = typer.main.get_command(app).commands["build"]  # type: ignore[attr-defined]
+    taking = {
+        name
+        for param in build.params
+        if param.param_type_name == "option" and not getattr(param, "is_flag", False)
+        for name in param.opts
+    }
+    assert taking == VALUE_OPTIONS
