@@ -207,15 +207,21 @@ run() {
 
     # Options first, roots after `--`: a root such as `--exclude=*` stays a directory name.
     local -a args=(build "--out=$INPUT_OUT" "--dialect=${INPUT_DIALECT:-terraform}" "${extra[@]}")
-    local code=0
+    local code=0 temp="${RUNNER_TEMP:?RUNNER_TEMP is set by GitHub Actions}"
+    local diff="$temp/flatten.diff"
+    : >"$diff"
+    # --check --diff: each stale file's diff on stdout, for the step summary (not with a --format
+    # of the args input, whose report would take stdout).
+    if [ "${#check[@]}" -gt 0 ] && ! printf '%s\n' "${extra[@]}" | grep -q -e '^--format' -e '^--diagnostics-json'; then
+        check+=(--diff)
+    fi
     # Text diagnostics and workflow annotations (GITHUB_ACTIONS=true) go to the log.
-    "$flatten" "${args[@]}" "${check[@]}" -- "${roots[@]}" || code=$?
+    "$flatten" "${args[@]}" "${check[@]}" -- "${roots[@]}" >"$diff" || code=$?
     echo "exit-code=$code" >>"$output"
 
     # The same diagnostics again, as SARIF for code scanning and as JSON for the step summary:
     # --check writes nothing (the tree the first run wrote is checked, so its replay makes these
     # runs quick).
-    local temp="${RUNNER_TEMP:?RUNNER_TEMP is set by GitHub Actions}"
     if [ "${INPUT_UPLOAD_SARIF:-false}" = true ]; then
         local sarif="$temp/flatten.sarif" sarif_code=0
         "$flatten" "${args[@]}" --check --format sarif -- "${roots[@]}" >"$sarif" 2>/dev/null ||
@@ -232,7 +238,7 @@ run() {
         python="$(dirname -- "$flatten")/python"
         [ -x "$python" ] || python="$(python_cmd)"
         printf '%s\n' "${roots[@]}" | "$python" "$(dirname -- "${BASH_SOURCE[0]}")/action_summary.py" \
-            --json "$report" --out "$INPUT_OUT" --exit-code "$code" --check "${INPUT_CHECK:-true}" \
+            --json "$report" --diff "$diff" --out "$INPUT_OUT" --exit-code "$code" --check "${INPUT_CHECK:-true}" \
             >>"$GITHUB_STEP_SUMMARY" || annotate warning "the step summary could not be written."
     fi
 }

@@ -1,8 +1,10 @@
 """The GitHub Action's step summary (scripts/action.sh run): Markdown for $GITHUB_STEP_SUMMARY.
 
-Reads the roots (one per line) on stdin and ``flatten build --check --format json`` (the
+Reads the roots (one per line) on stdin, ``flatten build --check --format json`` (the
 diagnostics as ``terraform validate -json`` writes them; an array with a "root" per item for
-several roots) from ``--json``; writes the roots, the status, the findings and the stale files.
+several roots) from ``--json`` and ``--check --diff``'s unified diff from ``--diff``; writes the
+roots, the status, the findings, the stale files (named by the diff's file headers: a finding
+points at the source that changed, not at the output file) and the diff itself, folded.
 Every text that comes from the user or a server is escaped for Markdown and HTML, so a path
 cannot close the table or inject a link. Standard library only: it runs with the action's Python.
 """
@@ -58,8 +60,31 @@ def _stale_file(root: str, diag: dict[str, Any]) -> str:
     return _place(root, diag).rsplit(":", 1)[0]
 
 
+#: Lines of the diff shown in the summary (the log has the findings; the rest is counted).
+MAX_DIFF_LINES = 400
+
+
+def stale_from_diff(diff: str) -> list[str]:
+    """Return the output files a ``--check --diff`` names, in its order (``a/`` or ``b/`` headers;
+    /dev/null for a missing or extra file)."""
+    found: dict[str, None] = {}
+    for line in diff.split("\n"):
+        if line.startswith(("--- a/", "+++ b/")):
+            found.setdefault(line[6:], None)
+        elif line.startswith("Binary files "):
+            name = line.removeprefix("Binary files ").split(" and ", 1)[0]
+            found.setdefault(name.removeprefix("a/"), None)
+    return list(found)
+
+
 def summary(
-    roots: list[str], reports: list[tuple[str, dict[str, Any]]], *, out: str, code: int, check: bool
+    roots: list[str],
+    reports: list[tuple[str, dict[str, Any]]],
+    *,
+    out: str,
+    code: int,
+    check: bool,
+    diff: str = "",
 ) -> str:
     """Return the step summary for a run of the Action."""
     findings = [(root, d) for root, report in reports for d in report.get("diagnostics") or ()]
@@ -98,11 +123,18 @@ def summary(
         lines.append("")
     if stale:
         lines += ["### Stale files", ""]
-        files = sorted({_stale_file(root, d) for root, d in stale})
+        files = stale_from_diff(diff) or sorted({_stale_file(root, d) for root, d in stale})
         lines += [f"- {md(f)}" for f in files[:MAX_ROWS]]
         if len(files) > MAX_ROWS:
             lines.append(f"- and {len(files) - MAX_ROWS} more")
         lines.append("")
+    if diff:
+        shown = diff.split("\n")
+        more = len(shown) - MAX_DIFF_LINES
+        text = "\n".join(shown[:MAX_DIFF_LINES]) + (f"\n... and {more} more lines" if more > 0 else "")
+        escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        lines += ["<details><summary>The diff (flatten build --check --diff)</summary>", "", "<pre>"]
+        lines += [escaped, "</pre>", "</details>", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -122,13 +154,23 @@ def _reports(roots: list[str], path: str | None) -> list[tuple[str, dict[str, An
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", help="flatten build --check --format json's output")
+    parser.add_argument("--diff", help="flatten build --check --diff's output")
     parser.add_argument("--out", required=True)
     parser.add_argument("--exit-code", type=int, required=True)
     parser.add_argument("--check", choices=("true", "false"), default="true")
     args = parser.parse_args(argv)
     roots = [line for line in sys.stdin.read().splitlines() if line]
+    diff = ""
+    if args.diff and os.path.isfile(args.diff):
+        with open(args.diff, encoding="utf-8", errors="replace") as f:
+            diff = f.read(4 << 20)
     text = summary(
-        roots, _reports(roots, args.json), out=args.out, code=args.exit_code, check=args.check == "true"
+        roots,
+        _reports(roots, args.json),
+        out=args.out,
+        code=args.exit_code,
+        check=args.check == "true",
+        diff=diff,
     )
     sys.stdout.write(text)
     return 0

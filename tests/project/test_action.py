@@ -263,6 +263,10 @@ def test_step_summary_names_roots_status_findings_and_stale_files(tmp_path: Path
     assert text.startswith("## flatten: ❌ the output is out of date\n")
     assert "| stale files | 2 |" in text  # the module's file and the manifest, which holds its digest
     assert "### Stale files\n\n- flat/dev/flatten.manifest.json\n- flat/dev/main.tf.json\n" in text
+    # The files come from --check --diff (a finding points at the source line that changed), and
+    # the diff itself is folded below them, escaped.
+    assert "<details><summary>The diff (flatten build --check --diff)</summary>" in text
+    assert '-        "input": "&lt;b&gt;|x`"\n+        "input": "y"' in text
 
 
 def test_summary_escapes_markdown_and_html(tmp_path: Path) -> None:
