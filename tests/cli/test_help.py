@@ -83,7 +83,7 @@ def _complete(
 def test_completion_through_python_m_flatten(tmp_path: Path) -> None:
     proc = _complete([], "flatten build --d", tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["--dialect", "--diagnostics-json"]
+    assert proc.stdout.split() == ["--dialect", "--diagnostics-json", "--diff"]
     proc = _complete([], "flatten gr", tmp_path)
     assert proc.stdout.split() == ["graph"]
 
@@ -116,7 +116,7 @@ def test_a_completion_request_never_builds(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
     proc = _complete(argv, "flatten build --d", tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["--dialect", "--diagnostics-json"]
+    assert proc.stdout.split() == ["--dialect", "--diagnostics-json", "--diff"]
     assert "wrote" not in proc.stderr
 
 
