@@ -84,6 +84,7 @@ COMMANDS = (
     "hook flatten-check",
     "action.sh",
     "affected --base-out",
+    "affected --since",
 )
 
 
@@ -237,6 +238,9 @@ def _command(box: Path, command: str) -> tuple[list[str], dict[str, str]]:
         return [*_flatten(), *command.split()], env
     if command in ("graph", "providers"):
         return [*_flatten(), command, root], env
+    if command == "affected --since":
+        _commit_as_ref(box)
+        return [*_flatten(), "affected", "root", "--since", "HEAD", "--format", "json"], env
     if command == "affected --base-out":  # OUT read as the old side (flatten/shell/affected.py)
         return [*_flatten(), "affected", "root", "--base-out", out, "--format", "json"], env
     args = [*_flatten(), "build", root, "--out", out]
@@ -251,6 +255,40 @@ def _command(box: Path, command: str) -> tuple[list[str], dict[str, str]]:
     elif command == "build --offline":
         args.append("--offline")
     return args, env
+
+
+def _git(box: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=canary", "-c", "user.email=canary@example.invalid", *args],
+        cwd=box,
+        check=True,
+        capture_output=True,
+        timeout=DEADLINE,
+    )
+
+
+def _commit_as_ref(box: Path) -> None:
+    """Make the case's hostile ROOT the commit at REF, then edit the working tree.
+
+    ``affected --since HEAD`` then builds the working tree and the tree at REF, which
+    flatten/shell/git_ref.py writes from ``git archive`` into a private directory: a symlink or a
+    /dev/zero link committed there must lead nowhere. Git keeps a link as a link; a FIFO or a
+    3 GiB file stay in the working tree only (git cannot commit the one, and would read the other
+    whole). The comment appended to main.tf makes the root a candidate, so REF is built.
+    """
+    _git(box, "init", "--quiet", "--initial-branch=main")
+    special = []
+    for current, dirs, names in os.walk(box / "root"):
+        for name in dirs + names:
+            path = Path(current) / name
+            if not path.is_symlink() and (path.is_fifo() or (path.is_file() and path.stat().st_size >= HUGE)):
+                special.append(":!" + path.relative_to(box).as_posix())
+    _git(box, "add", "-A", "--", "root", *special)
+    _git(box, "commit", "--quiet", "--allow-empty", "-m", "ref")
+    main = box / "root" / "main.tf"
+    if main.is_file() and not main.is_symlink():
+        with open(main, "a", encoding="utf-8") as f:
+            f.write("# edited after REF\n")
 
 
 def run_case(template: Path, box: Path, case: Case) -> int:
