@@ -1086,11 +1086,16 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     that cannot vouch for the result, python-hcl2 (``parse_native``) reads the whole file.
     """
     result = read_in_pieces(text, filename, options=options)
-    if result is not None:
-        return result
-    from flatten.syntax.hcl import parse_native
+    if result is None:
+        from flatten.syntax.hcl import parse_native
 
-    return parse_native(content(text), filename, options=options)
+        result = parse_native(content(text), filename, options=options)
+    if result[1].has_errors:
+        # The error path: HCL's own errors for the file (syntax/_hcl_errors.py), not the readers'.
+        from flatten.syntax._hcl_syntax_diags import with_hcl_errors
+
+        return result[0], with_hcl_errors(content(text), filename, result[1])
+    return result
 
 
 def parse_any_blocks(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics]:

@@ -35,6 +35,7 @@ __all__ = ["parse_json"]
 MAX_DEPTH: Final = 500  # deeper values would overflow later stages' recursion
 
 _OBJ, _ARR, _STR, _SCALAR = 0, 1, 2, 3
+_INVALID = 4  # a value HCL's parser gave up on (its ``invalidVal``): only on the error path
 
 _TOKEN = re.compile(
     r"""[ \t\n\r]*(?:
@@ -651,9 +652,14 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
 def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple[Body, Diagnostics]:
     try:
         root = _tree(text, start)
-    except _SyntaxError as err:
-        decoder.error(err.summary, err.detail, err.start, err.end)
-        return Body(), decoder.diags
+    except _SyntaxError:
+        # The error path: HCL's parser again, with its recovery (every error it reports, and the
+        # partial tree Terraform decodes).
+        root, errors = _Recovering(text, start).file()
+        for err in errors:
+            decoder.error(err.summary, err.detail, err.start, err.end)
+        if root.kind not in (_OBJ, _ARR):
+            return Body(), decoder.diags  # "Root value must be object" is among the errors
     if root.kind not in (_OBJ, _ARR):
         decoder.diags.error(
             "Root value must be object",
@@ -663,3 +669,249 @@ def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple
         )
         return Body(), decoder.diags
     return decoder.body(root, top_schema(options.dialect)), decoder.diags
+
+
+class _Recovering:
+    """hashicorp/hcl json/parser.go, with its recovery: a value that fails to parse becomes an
+    invalid value (``wrapInvalid``) and its container goes on after ``recover`` moved past it, so
+    one file may give several errors and a partial tree, which the decoder then reads as
+    Terraform's does (an invalid value where a block belongs: "Incorrect JSON value type")."""
+
+    def __init__(self, text: str, start: int) -> None:
+        self.text = text
+        self.pos = start
+        self.errors: list[_SyntaxError] = []
+        self._peeked: tuple[str, int, int] | None = None
+
+    def _scan(self, pos: int) -> tuple[str, int, int]:
+        """The token at ``pos`` (json/scanner.go): its kind ("{", "}", "[", "]", ":", ",", "=",
+        "string", "number", "keyword", "eof", "invalid"), start and end."""
+        m = _TOKEN.match(self.text, pos)
+        assert m is not None
+        kind = m.lastgroup or "x"
+        s = m.start(kind)
+        if kind == "p":
+            return self.text[s], s, s + 1
+        if kind in ("s", "q"):
+            i = s + 1
+            text = self.text
+            while i < len(text):
+                c = text[i]
+                if c == "\\":
+                    i += 2
+                    continue
+                if c == '"':
+                    return "string", s, i + 1
+                i += 1
+            return "string", s, len(text)
+        if kind == "n":
+            return "number", s, m.end()
+        if kind == "k":
+            return "keyword", s, m.end()
+        if kind == "e":
+            return "eof", s, s
+        return "invalid", s, s + 1
+
+    def peek(self) -> tuple[str, int, int]:
+        if self._peeked is None:
+            self._peeked = self._scan(self.pos)
+        return self._peeked
+
+    def read(self) -> tuple[str, int, int]:
+        tok = self.peek()
+        self._peeked = None
+        self.pos = tok[2]
+        return tok
+
+    def err(self, summary: str, detail: str, start: int, end: int) -> None:
+        self.errors.append(_SyntaxError(summary, detail, start, end))
+
+    def file(self) -> tuple[_Node, list[_SyntaxError]]:
+        try:
+            root = self.value(0)
+        except RecursionError:
+            root = _Node(_INVALID, self.pos, self.pos)
+        if not self.errors and self.peek()[0] != "eof":
+            tok = self.peek()
+            self.err("Extraneous data after value", "Extra characters appear after the JSON value.", tok[1], tok[2])
+        if root.kind not in (_OBJ, _ARR):
+            self.err(
+                "Root value must be object",
+                "The root value in a JSON-based configuration must be either a JSON object or a JSON array "
+                "of objects.",
+                root.start,
+                max(root.start + 1, root.end) if root.kind == _INVALID else root.end,
+            )
+        return root, self.errors
+
+    def value(self, depth: int) -> _Node:
+        kind, s, e = self.peek()
+        node: _Node | None
+        if depth >= MAX_DEPTH and kind in "{[":
+            self.err("Nesting too deep", f"JSON values may be nested at most {MAX_DEPTH} levels deep.", s, s + 1)
+            node = None
+        elif kind == "{":
+            node = self.object(depth)
+        elif kind == "[":
+            node = self.array(depth)
+        elif kind == "number":
+            self.read()
+            raw = self.text[s:e]
+            num = _NUMBER.match(raw)
+            if num is None:
+                self.err("Invalid JSON number", "There is a syntax error in the given JSON number.", s, e)
+                node = None
+            else:
+                exact = Decimal(raw) if num.group(1) or num.group(2) or raw == "-0" else int(raw)
+                node = _Node(_SCALAR, s, e, exact)
+        elif kind == "string":
+            self.read()
+            try:
+                node = _string(self.text, s)
+            except _SyntaxError as exc:
+                self.errors.append(exc)
+                node = None
+        elif kind == "keyword":
+            self.read()
+            word = self.text[s:e]
+            if word in _KEYWORDS:
+                node = _Node(_SCALAR, s, e, _KEYWORDS[word])
+            else:
+                self.err("Invalid JSON keyword", _keyword_detail(word), s, e)
+                node = None
+        else:
+            summary = {"}": "Missing JSON value", "]": "Missing array element value", "eof": "Missing value"}.get(
+                kind, "Invalid start of value"
+            )
+            detail = "The JSON data ends prematurely." if kind == "eof" else _VALUE_START
+            self.err(summary, detail, s, e if e > s or kind == "eof" else s + 1)
+            node = None
+        return node if node is not None else _Node(_INVALID, s, max(s, e))
+
+    def _recover(self, tok: tuple[str, int, int], opener: str, closer: str) -> None:
+        depth = 1
+        while True:
+            if tok[0] == opener:
+                depth += 1
+            elif tok[0] == closer:
+                depth -= 1
+                if depth <= 1:
+                    return
+            elif tok[0] == "eof":
+                return
+            tok = self.read()
+
+    def object(self, depth: int) -> _Node | None:
+        open_tok = self.read()
+        node = _Node(_OBJ, open_tok[1], open_tok[2])
+        node.pairs = []
+        while True:
+            if self.peek()[0] == "}":
+                break
+            key = self.value(depth + 1)
+            if key.kind != _STR:
+                self.err("Invalid object property name", "A JSON object property name must be a string", key.start, key.start + 1 if key.end <= key.start else key.end)
+                return None
+            colon = self.read()
+            if colon[0] != ":":
+                self._recover(colon, "{", "}")
+                if colon[0] in ("}", ","):
+                    self.err(
+                        "Missing object value",
+                        "A JSON object attribute must have a value, introduced by a colon.",
+                        colon[1],
+                        colon[2],
+                    )
+                elif colon[0] == "=":
+                    self.err(
+                        "Missing property value colon",
+                        "JSON uses a colon as its name/value delimiter, not an equals sign.",
+                        colon[1],
+                        colon[2],
+                    )
+                else:
+                    self.err(
+                        "Missing property value colon",
+                        "A colon must appear between an object property's name and its value.",
+                        colon[1],
+                        colon[2],
+                    )
+                return None
+            value = self.value(depth + 1)
+            node.pairs.append((str(key.value), key.start, key.end, value))
+            nxt = self.peek()
+            if nxt[0] == ",":
+                comma = self.read()
+                if self.peek()[0] == "}":
+                    self.err(
+                        "Trailing comma in object",
+                        "JSON does not permit a trailing comma after the final property in an object.",
+                        comma[1],
+                        comma[2],
+                    )
+                    return None
+                continue
+            if nxt[0] == "eof":
+                self.err("Unclosed object", "No closing brace was found for this JSON object.", open_tok[1], open_tok[2])
+                return None
+            if nxt[0] == "]":
+                self.read()
+                at = self.peek()
+                self.err("Mismatched braces", "A JSON object must be closed with a brace, not a bracket.", at[1], at[2] if at[2] > at[1] else at[1])
+                return None
+            if nxt[0] == "}":
+                break
+            self._recover(self.read(), "{", "}")
+            at = self.peek()
+            self.err(
+                "Missing attribute seperator comma",
+                "A comma must appear between each property definition in an object.",
+                at[1],
+                at[2],
+            )
+            return None
+        close = self.read()
+        node.end = close[2]
+        return node
+
+    def array(self, depth: int) -> _Node | None:
+        open_tok = self.read()
+        node = _Node(_ARR, open_tok[1], open_tok[2])
+        node.items = []
+        while True:
+            if self.peek()[0] == "]":
+                break
+            node.items.append(self.value(depth + 1))
+            nxt = self.peek()
+            if nxt[0] == ",":
+                comma = self.read()
+                if self.peek()[0] == "]":
+                    self.err(
+                        "Trailing comma in array",
+                        "JSON does not permit a trailing comma after the final value in an array.",
+                        comma[1],
+                        comma[2],
+                    )
+                    return None
+                continue
+            if nxt[0] == "]":
+                break
+            self._recover(self.read(), "[", "]")
+            at = self.peek()
+            if nxt[0] == ":":
+                self.err("Invalid array value", "A colon is not used to introduce values in a JSON array.", at[1], at[2])
+            elif nxt[0] == "eof":
+                self.err("Unclosed object", "No closing bracket was found for this JSON array.", open_tok[1], open_tok[2])
+            elif nxt[0] == "}":
+                self.err("Mismatched brackets", "A JSON array must be closed with a bracket, not a brace.", at[1], at[2])
+            else:
+                self.err(
+                    "Missing attribute seperator comma",
+                    "A comma must appear between each value in an array.",
+                    at[1],
+                    at[2],
+                )
+            return None
+        close = self.read()
+        node.end = close[2]
+        return node

@@ -1,0 +1,1420 @@
+"""HCL's syntax errors for a native file: hclsyntax's scanner and parser, diagnostics only.
+
+The readers (``hcl_fast``, python-hcl2 in ``hcl.py``) build the model; on a file they find
+broken, this module says what Terraform says about it: every error HCL's parser reports, with
+its recovery (it goes on after an error, so one file may give several), its summaries, details,
+subject and context ranges. It runs only on the error path, so it builds no expression tree.
+
+Ported from hashicorp/hcl v2 ``hclsyntax``: ``scan_tokens.rl`` (the tokens: ``_scan``),
+``token.go`` (``checkInvalidTokens``: ``_token_diags``), ``peeker.go`` (newlines significant or
+not, comments skipped: ``_Parser.peek``), ``parser.go`` (bodies, blocks, attributes, expressions,
+recovery: ``_Parser``), ``parser_template.go`` (templates and their directives) and ``public.go``
+(``ParseConfig``: the token diagnostics first, then the parser's).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["SyntaxDiag", "config_errors", "template_errors"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyntaxDiag:
+    """One HCL error: offsets into the text (subject, and context when HCL gives one)."""
+
+    summary: str
+    detail: str
+    start: int
+    end: int
+    context: tuple[int, int] | None = None
+
+
+# Token types (hclsyntax/token.go); a one-character token is its character.
+IDENT, NUMBER, NEWLINE, COMMENT, EOF = "ident", "number", "nl", "comment", "eof"
+OQUOTE, CQUOTE, OHEREDOC, CHEREDOC = "oquote", "cquote", "oheredoc", "cheredoc"
+QUOTED_LIT, STRING_LIT, QUOTED_NEWLINE = "qlit", "slit", "qnl"
+INTERP, CONTROL, SEQ_END = "${", "%{", "seqend"
+OBRACE, CBRACE = "{", "}"
+INVALID = "invalid"
+EQ, NEQ, GE, LE, AND, OR, DCOLON, ELLIPSIS, FATARROW = "==", "!=", ">=", "<=", "&&", "||", "::", "...", "=>"
+_SELF = set("[]().,*/%+-=<>!?:&|~^;`'")
+
+_NUMBER = re.compile(r"\d(?:(?:\d|\.|[eE][+-]?\d)*(?:\d|[eE][+-]?\d))?")
+_IDENT = re.compile(r"(?:[^\W\d]|_)[\w-]*")
+_SPACES = re.compile(r"[ \t]+")
+_LINE_COMMENT = re.compile(r"(?:#|//)[^\r\n]*(?:\r?\n)?")
+_HEREDOC_OPEN = re.compile(r"<<(-?)((?:[^\W\d]|_)[\w-]*)\r?\n")
+_QUOTED_RUN = re.compile(r'(?:\\[^\r\n]|[^$%"\\\r\n])+')
+_NEWLINES = re.compile(r"[\r\n]+")
+_HEREDOC_RUN = re.compile(r"[^$%\r\n]*")
+_BARE_RUN = re.compile(r"[^$%\r\n]*(?:\r?\n)?")
+_OPS = (EQ, NEQ, GE, LE, AND, OR, DCOLON, ELLIPSIS, FATARROW)
+
+
+@dataclass(slots=True)
+class Tok:
+    type: str
+    start: int
+    end: int
+
+
+def _scan(text: str, template: bool = False) -> list[Tok]:  # noqa: C901 - one scanner, as HCL's
+    """The tokens of ``text`` (``scan_tokens.rl``): ``template`` scans a bare template (a JSON
+    string's), else a configuration file."""
+    toks: list[Tok] = []
+    add = toks.append
+    n = len(text)
+    i = 0
+    braces = 0
+    ret_braces: list[int] = []
+    # the mode stack: "main", "string", ("heredoc", marker, [start_of_line]) or "bare"
+    stack: list[object] = ["bare" if template else "main"]
+    while i < n:
+        mode = stack[-1]
+        c = text[i]
+        if mode == "main":
+            m = _SPACES.match(text, i)
+            if m:
+                i = m.end()
+                continue
+            if c.isdigit() and c.isascii():
+                m = _NUMBER.match(text, i)
+                assert m is not None
+                add(Tok(NUMBER, i, m.end()))
+                i = m.end()
+                continue
+            m = _IDENT.match(text, i)
+            if m:
+                add(Tok(IDENT, i, m.end()))
+                i = m.end()
+                continue
+            if c == "#" or text.startswith("//", i):
+                m = _LINE_COMMENT.match(text, i)
+                assert m is not None
+                add(Tok(COMMENT, i, m.end()))
+                i = m.end()
+                continue
+            if text.startswith("/*", i):
+                end = text.find("*/", i + 2)
+                if end != -1:
+                    add(Tok(COMMENT, i, end + 2))
+                    i = end + 2
+                    continue
+            if c == "\n" or text.startswith("\r\n", i):
+                w = 1 if c == "\n" else 2
+                add(Tok(NEWLINE, i, i + w))
+                i += w
+                continue
+            op = next((o for o in _OPS if text.startswith(o, i)), None)
+            if op is not None:
+                add(Tok(op, i, i + len(op)))
+                i += len(op)
+                continue
+            if c == "<":
+                m = _HEREDOC_OPEN.match(text, i)
+                if m:
+                    add(Tok(OHEREDOC, i, m.end()))
+                    stack.append(("heredoc", m.group(2), [True]))
+                    i = m.end()
+                    continue
+            if text.startswith("~}", i):
+                add(Tok(SEQ_END, i, i + 2))
+                braces -= 1
+                if ret_braces and ret_braces[-1] == braces + 1:
+                    ret_braces.pop()
+                    stack.pop()
+                i += 2
+                continue
+            if c in _SELF:
+                add(Tok(c, i, i + 1))
+                i += 1
+                continue
+            if c == "{":
+                add(Tok(OBRACE, i, i + 1))
+                braces += 1
+                i += 1
+                continue
+            if c == "}":
+                if ret_braces and ret_braces[-1] == braces:
+                    add(Tok(SEQ_END, i, i + 1))
+                    ret_braces.pop()
+                    stack.pop()
+                else:
+                    add(Tok(CBRACE, i, i + 1))
+                braces -= 1
+                i += 1
+                continue
+            if c == '"':
+                add(Tok(OQUOTE, i, i + 1))
+                stack.append("string")
+                i += 1
+                continue
+            add(Tok(INVALID, i, i + 1))
+            i += 1
+            continue
+        # template modes: an interpolation or a directive opens main mode
+        if c in "$%" and text.startswith("{", i + 1):
+            w = 3 if text.startswith("~", i + 2) else 2
+            add(Tok(INTERP if c == "$" else CONTROL, i, i + w))
+            braces += 1
+            ret_braces.append(braces)
+            if isinstance(mode, tuple):
+                mode[2][0] = False
+            stack.append("main")
+            i += w
+            continue
+        if mode == "string":
+            if c == '"':
+                add(Tok(CQUOTE, i, i + 1))
+                stack.pop()
+                i += 1
+                continue
+            if c in "$%":
+                # "$${" is a literal "${"; a lone "$" is literal
+                w = 3 if text.startswith(c + "{", i + 1) else 1
+                add(Tok(QUOTED_LIT, i, i + w))
+                i += w
+                continue
+            if c in "\r\n":
+                m = _NEWLINES.match(text, i)
+                assert m is not None
+                add(Tok(QUOTED_NEWLINE, i, m.end()))
+                i = m.end()
+                continue
+            m = _QUOTED_RUN.match(text, i)
+            if m:
+                add(Tok(QUOTED_LIT, i, m.end()))
+                i = m.end()
+                continue
+            add(Tok(INVALID, i, i + 1))
+            i += 1
+            continue
+        if isinstance(mode, tuple):  # heredoc
+            if c in "$%":
+                w = 3 if text.startswith(c + "{", i + 1) else 1
+                end = i + w
+            else:
+                m = _HEREDOC_RUN.match(text, i)
+                assert m is not None
+                end = m.end()
+            nl = 2 if text.startswith("\r\n", end) else 1 if text.startswith("\n", end) else 0
+            if nl:
+                if mode[2][0] and text[i:end].strip() == mode[1]:
+                    add(Tok(CHEREDOC, i, end))
+                    add(Tok(NEWLINE, end, end + nl))
+                    stack.pop()
+                    i = end + nl
+                    continue
+                mode[2][0] = True
+                add(Tok(STRING_LIT, i, end + nl))
+                i = end + nl
+                continue
+            mode[2][0] = False
+            add(Tok(STRING_LIT, i, end))
+            i = end
+            continue
+        # bare template (a JSON string)
+        if c in "$%":
+            w = 3 if text.startswith(c + "{", i + 1) else 1
+            add(Tok(STRING_LIT, i, i + w))
+            i += w
+            continue
+        m = _BARE_RUN.match(text, i)
+        assert m is not None
+        end = m.end() if m.end() > i else i + 1
+        add(Tok(STRING_LIT, i, end))
+        i = end
+    add(Tok(EOF, n, n))
+    return toks
+
+
+def _token_diags(toks: list[Tok], text: str) -> list[SyntaxDiag]:
+    """``checkInvalidTokens`` (hclsyntax/token.go)."""
+    out: list[SyntaxDiag] = []
+    told = {"bit": 0, "`": 0, "'": 0, ";": 0}
+    for t in toks:
+        ty = t.type
+        if ty in ("&", "|", "^", "~"):
+            if told["bit"] < 4:
+                hint = {
+                    "&": ' Did you mean boolean AND ("&&")?',
+                    "|": ' Did you mean boolean OR ("||")?',
+                    "~": ' Did you mean boolean NOT ("!")?',
+                }.get(ty, "")
+                out.append(
+                    SyntaxDiag("Unsupported operator", f"Bitwise operators are not supported.{hint}", t.start, t.end)
+                )
+                told["bit"] += 1
+        elif ty == "`":
+            if told["`"] % 2 == 0:
+                out.append(
+                    SyntaxDiag(
+                        "Invalid character",
+                        'The "`" character is not valid. To create a multi-line string, use the "heredoc" '
+                        'syntax, like "<<EOT".',
+                        t.start,
+                        t.end,
+                    )
+                )
+            if told["`"] <= 2:
+                told["`"] += 1
+        elif ty == "'":
+            if told["'"] % 2 == 0:
+                out.append(
+                    SyntaxDiag(
+                        "Invalid character",
+                        'Single quotes are not valid. Use double quotes (") to enclose strings.',
+                        t.start,
+                        t.end,
+                    )
+                )
+            if told["'"] <= 2:
+                told["'"] += 1
+        elif ty == ";":
+            if told[";"] < 1:
+                out.append(
+                    SyntaxDiag(
+                        "Invalid character",
+                        'The ";" character is not valid. Use newlines to separate arguments and blocks, and '
+                        "commas to separate items in collection values.",
+                        t.start,
+                        t.end,
+                    )
+                )
+                told[";"] += 1
+        elif ty == QUOTED_NEWLINE:
+            out.append(
+                SyntaxDiag(
+                    "Invalid multi-line string",
+                    "Quoted strings may not be split over multiple lines. To produce a multi-line string, "
+                    'either use the \\n escape to represent a newline character or use the "heredoc" '
+                    "multi-line template syntax.",
+                    t.start,
+                    t.end,
+                )
+            )
+        elif ty == INVALID:
+            if text[t.start : t.end] in ("\u201c", "\u201d"):
+                detail = (
+                    '"Curly quotes" are not valid here. These can sometimes be inadvertently introduced when '
+                    'sharing code via documents or discussion forums. It might help to replace the character '
+                    'with a "straight quote".'
+                )
+            else:
+                detail = "This character is not used within the language."
+            out.append(SyntaxDiag("Invalid character", detail, t.start, t.end))
+    return out
+
+
+_BINARY_OPS: tuple[frozenset[str], ...] = (
+    frozenset({OR}),
+    frozenset({AND}),
+    frozenset({EQ, NEQ}),
+    frozenset({">", GE, "<", LE}),
+    frozenset({"+", "-"}),
+    frozenset({"*", "/", "%"}),
+)
+_OPPOSITE = {
+    OBRACE: CBRACE, "[": "]", "(": ")", OQUOTE: CQUOTE, OHEREDOC: CHEREDOC,
+    CBRACE: OBRACE, "]": "[", ")": "(", CQUOTE: OQUOTE, CHEREDOC: OHEREDOC,
+    CONTROL: SEQ_END, INTERP: SEQ_END, SEQ_END: INTERP,
+}  # fmt: skip
+_UNCLOSED_BLOCK = (
+    "There is no closing brace for this block before the end of the file. This may be caused by "
+    "incorrect brace nesting elsewhere in this file."
+)
+_NEED_ITEM = "An argument or block definition is required here."
+
+
+class _Parser:
+    """hclsyntax's ``parser`` with its ``peeker``; records diagnostics, returns no tree."""
+
+    def __init__(self, text: str, toks: list[Tok]) -> None:
+        self.text = text
+        self.toks = toks
+        self.pos = 0
+        self.prev: Tok = toks[0]
+        self.newlines = [True]
+        self.recovery = False
+        self.diags: list[SyntaxDiag] = []
+
+    # --- the peeker (hclsyntax/peeker.go) ---
+    def _next(self) -> tuple[Tok, int]:
+        i = self.pos
+        toks = self.toks
+        include = self.newlines[-1]
+        while True:
+            t = toks[i]
+            if t.type == COMMENT:
+                # a line comment holds its newline: kept as a newline where newlines count
+                if include and self.text[t.end - 1 : t.end] == "\n":
+                    return Tok(NEWLINE, t.start, t.end), i + 1
+                i += 1
+                continue
+            if t.type == NEWLINE and not include:
+                i += 1
+                continue
+            if t.type == EOF:
+                return t, i
+            return t, i + 1
+
+    def peek(self) -> Tok:
+        return self._next()[0]
+
+    def read(self) -> Tok:
+        t, self.pos = self._next()
+        self.prev = t
+        return t
+
+    def err(self, summary: str, detail: str, subject: Tok | tuple[int, int], context: tuple[int, int] | None = None) -> None:
+        s = (subject.start, subject.end) if isinstance(subject, Tok) else subject
+        self.diags.append(SyntaxDiag(summary, detail, s[0], s[1], context))
+
+    @staticmethod
+    def between(a: Tok | tuple[int, int], b: Tok | tuple[int, int]) -> tuple[int, int]:
+        start = a.start if isinstance(a, Tok) else a[0]
+        end = b.end if isinstance(b, Tok) else b[1]
+        return (start, max(start, end))
+
+    # --- recovery ---
+    def recover(self, end: str) -> Tok:
+        start = _OPPOSITE.get(end)
+        self.recovery = True
+        nest = 0
+        while True:
+            t = self.read()
+            ty = t.type
+            if end == SEQ_END and ty == CONTROL:
+                ty = INTERP
+            if ty == start:
+                nest += 1
+            elif ty == end:
+                if nest < 1:
+                    return t
+                nest -= 1
+            elif ty == EOF:
+                return t
+
+    def recover_over(self, start: str) -> None:
+        while True:
+            t = self.read()
+            if t.type in (start, EOF):
+                break
+        self.recover(_OPPOSITE[start])
+
+    def recover_after_body_item(self) -> None:
+        self.recovery = True
+        opened: list[str] = []
+        while True:
+            t = self.read()
+            ty = t.type
+            if ty == NEWLINE:
+                if not opened:
+                    return
+            elif ty == EOF:
+                return
+            elif ty in (OBRACE, "[", "(", OQUOTE, OHEREDOC, INTERP, CONTROL):
+                opened.append(ty)
+            elif ty in (CBRACE, "]", ")", CQUOTE, CHEREDOC):
+                opener = _OPPOSITE[ty]
+                while opened and opened[-1] != opener:
+                    opened.pop()
+                if opened:
+                    opened.pop()
+            elif ty == SEQ_END:
+                while opened and opened[-1] not in (INTERP, CONTROL):
+                    opened.pop()
+                if opened:
+                    opened.pop()
+
+    # --- bodies ---
+    def body(self, end: str) -> None:
+        start = self.prev
+        while True:
+            nxt = self.peek()
+            if nxt.type == end:
+                self.read()
+                return
+            if nxt.type == NEWLINE:
+                self.read()
+                continue
+            if nxt.type == IDENT:
+                self.body_item()
+                continue
+            bad = self.read()
+            if not self.recovery:
+                if bad.type == OQUOTE:
+                    self.err("Invalid argument name", "Argument names must not be quoted.", bad)
+                elif bad.type == EOF:
+                    if end == CBRACE:
+                        self.err("Unclosed configuration block", _UNCLOSED_BLOCK, start)
+                    else:
+                        self.err(
+                            "Unclosed configuration body",
+                            "Found end of file before the end of this configuration body.",
+                            start,
+                        )
+                else:
+                    self.err("Argument or block definition required", _NEED_ITEM, bad)
+            self.recover(end)
+            return
+
+    def body_item(self) -> None:
+        ident = self.read()
+        nxt = self.peek()
+        if nxt.type == "=":
+            self.attribute(ident, single_line=False)
+        elif nxt.type in (OQUOTE, OBRACE, IDENT):
+            self.block(ident)
+        else:
+            self.recover_after_body_item()
+            self.err(
+                "Argument or block definition required",
+                _NEED_ITEM + ' To set an argument, use the equals sign "=" to introduce the argument value.',
+                ident,
+            )
+
+    def single_attr_body(self) -> None:
+        ident = self.read()
+        if ident.type != IDENT:
+            self.recover_after_body_item()
+            self.err("Argument or block definition required", _NEED_ITEM, ident)
+            return
+        nxt = self.peek()
+        if nxt.type == "=":
+            self.attribute(ident, single_line=True)
+        elif nxt.type in (OQUOTE, OBRACE, IDENT):
+            self.recover_after_body_item()
+            name = self.text[ident.start : ident.end]
+            self.err(
+                "Argument definition required",
+                f'A single-line block definition can contain only a single argument. If you meant to define '
+                f'argument "{name}", use an equals sign to assign it a value. To define a nested block, place '
+                "it on a line of its own within its parent block.",
+                self.between(ident, nxt),
+            )
+        else:
+            self.recover_after_body_item()
+            self.err(
+                "Argument or block definition required",
+                _NEED_ITEM + ' To set an argument, use the equals sign "=" to introduce the argument value.',
+                ident,
+            )
+
+    def attribute(self, ident: Tok, *, single_line: bool) -> None:
+        self.read()  # =
+        had = len(self.diags)
+        self.expression()
+        if self.recovery and len(self.diags) > had:
+            self.recover_after_body_item()
+            return
+        if single_line:
+            return
+        end = self.peek()
+        if end.type not in (NEWLINE, EOF):
+            if not self.recovery:
+                summary, detail = "Missing newline after argument", "An argument definition must end with a newline."
+                if end.type == ",":
+                    summary = "Unexpected comma after argument"
+                    detail = "Argument definitions must be separated by newlines, not commas. " + detail
+                self.err(summary, detail, end, self.between(ident, end))
+            self.recover_after_body_item()
+        else:
+            self.read()
+
+    def block(self, ident: Tok) -> None:
+        while True:
+            tok = self.peek()
+            if tok.type == OBRACE:
+                obrace = self.read()
+                break
+            if tok.type == OQUOTE:
+                self.quoted_string_literal()
+                continue
+            if tok.type == IDENT:
+                self.read()
+                continue
+            if tok.type == "=":
+                self.err(
+                    "Invalid block definition",
+                    'The equals sign "=" indicates an argument definition, and must not be used when defining '
+                    "a block.",
+                    tok,
+                    self.between(ident, tok),
+                )
+            elif tok.type == NEWLINE:
+                self.err(
+                    "Invalid block definition",
+                    'A block definition must have block content delimited by "{" and "}", starting on the same '
+                    "line as the block header.",
+                    tok,
+                    self.between(ident, tok),
+                )
+            elif not self.recovery:
+                self.err(
+                    "Invalid block definition",
+                    'Either a quoted string block label or an opening brace ("{") is expected here.',
+                    tok,
+                    self.between(ident, tok),
+                )
+            self.recover_after_body_item()
+            return
+        body_start = len(self.diags)
+        if self.peek().type in (NEWLINE, EOF, CBRACE):
+            self.body(CBRACE)
+        else:
+            # one-line, single-argument block: the body's diagnostics come after the block's own
+            self.single_attr_body()
+            body_diags = self.diags[body_start:]
+            del self.diags[body_start:]
+            nxt = self.peek()
+            if nxt.type == CBRACE:
+                self.read()
+            elif nxt.type == ",":
+                self.err(
+                    "Invalid single-argument block definition",
+                    "Single-line block syntax can include only one argument definition. To define multiple "
+                    "arguments, use the multi-line block syntax with one argument definition per line.",
+                    nxt,
+                )
+                self.recover(CBRACE)
+            elif nxt.type == NEWLINE:
+                self.err(
+                    "Invalid single-argument block definition",
+                    "An argument definition on the same line as its containing block creates a single-line "
+                    "block definition, which must also be closed on the same line. Place the block's closing "
+                    "brace immediately after the argument definition.",
+                    nxt,
+                )
+                self.recover(CBRACE)
+            else:
+                if not self.recovery:
+                    if nxt.type == EOF:
+                        self.err("Unclosed configuration block", _UNCLOSED_BLOCK, obrace, self.between(ident, obrace))
+                    else:
+                        self.err(
+                            "Invalid single-argument block definition",
+                            "A single-line block definition must end with a closing brace immediately after its "
+                            "single argument definition.",
+                            nxt,
+                        )
+                self.recover(CBRACE)
+            self.diags.extend(body_diags)
+        eol = self.peek()
+        if eol.type in (NEWLINE, EOF):
+            self.read()
+        else:
+            if not self.recovery:
+                self.err(
+                    "Missing newline after block definition",
+                    "A block definition must end with a newline.",
+                    eol,
+                    self.between(ident, eol),
+                )
+            self.recover_after_body_item()
+
+    # --- expressions ---
+    def expression(self) -> tuple[int, int]:
+        """Parse one expression; its source range (what the diagnostics of callers need)."""
+        start = self.peek()
+        had = len(self.diags)
+        cond = self.binary(0)
+        if self.recovery and len(self.diags) > had:
+            return cond
+        q = self.peek()
+        if q.type != "?":
+            return cond
+        self.read()
+        had = len(self.diags)
+        self.expression()
+        if self.recovery and len(self.diags) > had:
+            return cond
+        colon = self.peek()
+        if colon.type != ":":
+            self.err(
+                "Missing false expression in conditional",
+                "The conditional operator (...?...:...) requires a false expression, delimited by a colon.",
+                colon,
+                self.between(start, colon),
+            )
+            return cond
+        self.read()
+        had = len(self.diags)
+        false = self.expression()
+        return (start.start, false[1])
+
+    def binary(self, level: int) -> tuple[int, int]:
+        if level == len(_BINARY_OPS):
+            return self.with_traversals()
+        had = len(self.diags)
+        lhs = self.binary(level + 1)
+        if self.recovery and len(self.diags) > had:
+            return lhs
+        rng = lhs
+        while self.peek().type in _BINARY_OPS[level]:
+            self.read()
+            had = len(self.diags)
+            rhs = self.binary(level + 1)
+            rng = (lhs[0], rhs[1])
+            if self.recovery and len(self.diags) > had:
+                return lhs
+        return rng
+
+    def with_traversals(self) -> tuple[int, int]:
+        term = self.term()
+        return self.traversals(term)
+
+    def traversals(self, rng: tuple[int, int]) -> tuple[int, int]:  # noqa: C901 - as HCL's
+        while True:
+            nxt = self.peek()
+            if nxt.type == ".":
+                dot = self.read()
+                attr = self.peek()
+                if attr.type == IDENT:
+                    self.read()
+                    rng = (rng[0], attr.end)
+                elif attr.type == NUMBER:
+                    num = self.read()
+                    word = self.text[num.start : num.end]
+                    if "." in word:
+                        first, second = word.split(".", 1)
+                        self.err(
+                            "Invalid legacy index syntax",
+                            "When using the legacy index syntax, chaining two indexes together is not permitted. "
+                            f"Use the proper index syntax instead, like [{first}][{second}].",
+                            num,
+                        )
+                    rng = (rng[0], num.end)
+                elif attr.type == "*":
+                    marker = self.read()
+                    last = marker.end
+                    while self.peek().type == ".":
+                        self.read()
+                        if self.peek().type == NUMBER:
+                            last = self.read().end
+                            continue
+                        if self.peek().type != IDENT:
+                            if not self.recovery:
+                                if self.peek().type == "*":
+                                    self.err(
+                                        "Nested splat expression not allowed",
+                                        "A splat expression (*) cannot be used inside another attribute-only splat "
+                                        "expression.",
+                                        self.peek(),
+                                    )
+                                else:
+                                    self.err("Invalid attribute name", "An attribute name is required after a dot.", attr)
+                            self.recovery = True
+                            break
+                        last = self.read().end
+                    rng = (rng[0], last)
+                else:
+                    self.err("Invalid attribute name", "An attribute name is required after a dot.", attr)
+                    rng = (rng[0], dot.end)
+                    self.recovery = True
+            elif nxt.type == "[":
+                self.read()
+                if self.peek().type == "*":
+                    self.read()
+                    close = self.read()
+                    if close.type != "]" and not self.recovery:
+                        self.err(
+                            "Missing close bracket on splat index",
+                            'The star for a full splat operator must be immediately followed by a closing bracket ("]").',
+                            close,
+                        )
+                        close = self.recover("]")
+                    rng = self.traversals((rng[0], close.end))
+                else:
+                    self.newlines.append(False)
+                    had = len(self.diags)
+                    self.expression()
+                    if self.recovery and len(self.diags) > had:
+                        close = self.recover("]")
+                    else:
+                        close = self.read()
+                        if close.type != "]" and not self.recovery:
+                            self.err(
+                                "Missing close bracket on index",
+                                'The index operator must end with a closing bracket ("]").',
+                                close,
+                            )
+                            close = self.recover("]")
+                    self.newlines.pop()
+                    rng = (rng[0], close.end)
+            else:
+                return rng
+
+    def term(self) -> tuple[int, int]:  # noqa: C901 - as HCL's
+        start = self.peek()
+        ty = start.type
+        if ty == "(":
+            self.read()
+            self.newlines.append(False)
+            had = len(self.diags)
+            inner = self.expression()
+            if len(self.diags) > had:
+                self.recover(")")
+                self.newlines.pop()
+                return inner
+            close = self.peek()
+            if close.type != ")":
+                self.err(
+                    "Unbalanced parentheses",
+                    "Expected a closing parenthesis to terminate the expression.",
+                    close,
+                    self.between(start, close),
+                )
+                self.recovery = True
+            close = self.read()
+            self.newlines.pop()
+            return (start.start, close.end)
+        if ty == NUMBER:
+            self.read()
+            return (start.start, start.end)
+        if ty == IDENT:
+            tok = self.read()
+            if self.peek().type in ("(", DCOLON):
+                return self.function_call(tok)
+            return (tok.start, tok.end)
+        if ty in (OQUOTE, OHEREDOC):
+            self.read()
+            self.template_parts(CQUOTE if ty == OQUOTE else CHEREDOC)
+            return (start.start, self.prev.end)
+        if ty in ("-", "!"):
+            self.read()
+            operand = self.with_traversals()
+            return (start.start, operand[1])
+        if ty == "[":
+            return self.tuple_cons()
+        if ty == OBRACE:
+            return self.object_cons()
+        if not self.recovery:
+            if ty == EOF:
+                self.err("Missing expression", "Expected the start of an expression, but found the end of the file.", start)
+            else:
+                self.err(
+                    "Invalid expression",
+                    "Expected the start of an expression, but found an invalid expression token.",
+                    start,
+                )
+        self.recovery = True
+        return (start.start, start.end)
+
+    def function_call(self, name: Tok) -> tuple[int, int]:
+        open_tok = self.read()
+        while open_tok.type == DCOLON:
+            nxt = self.read()
+            if nxt.type != IDENT:
+                self.err(
+                    "Missing function name",
+                    "Function scope resolution symbol :: must be followed by a function name in this scope.",
+                    nxt,
+                    self.between(name, nxt),
+                )
+                self.recover_over("(")
+                return (name.start, nxt.end)
+            open_tok = self.read()
+        if open_tok.type != "(":
+            self.err(
+                "Missing open parenthesis",
+                "Function selector must be followed by an open parenthesis to begin the function call.",
+                open_tok,
+                self.between(name, open_tok),
+            )
+            self.recover_over("(")
+            return (name.start, open_tok.end)
+        self.newlines.append(False)
+        close = open_tok
+        while True:
+            if self.peek().type == ")":
+                close = self.read()
+                break
+            had = len(self.diags)
+            self.expression()
+            if self.recovery and len(self.diags) > had:
+                got = self.recover(")")
+                close = got
+                break
+            sep = self.read()
+            if sep.type == ")":
+                close = sep
+                break
+            if sep.type == ELLIPSIS:
+                if self.peek().type != ")":
+                    if not self.recovery:
+                        self.err(
+                            "Missing closing parenthesis",
+                            "An expanded function argument (with ...) must be immediately followed by closing "
+                            "parentheses.",
+                            sep,
+                            self.between(name, sep),
+                        )
+                    close = self.recover(")")
+                else:
+                    close = self.read()
+                break
+            if sep.type != ",":
+                if sep.type == EOF:
+                    self.err(
+                        "Unterminated function call",
+                        "There is no closing parenthesis for this function call before the end of the file. This "
+                        "may be caused by incorrect parenthesis nesting elsewhere in this file.",
+                        self.between(name, open_tok),
+                    )
+                else:
+                    self.err(
+                        "Missing argument separator",
+                        "A comma is required to separate each function argument from the next.",
+                        sep,
+                        self.between(name, sep),
+                    )
+                close = self.recover(")")
+                break
+            if self.peek().type == ")":
+                close = self.read()
+                break
+        self.newlines.pop()
+        return (name.start, close.end)
+
+    def _is_keyword(self, tok: Tok, word: str) -> bool:
+        return tok.type == IDENT and self.text[tok.start : tok.end] == word
+
+    def tuple_cons(self) -> tuple[int, int]:
+        open_tok = self.read()
+        self.newlines.append(False)
+        try:
+            if self._is_keyword(self.peek(), "for"):
+                return self.for_expr(open_tok)
+            while True:
+                nxt = self.peek()
+                if nxt.type == "]":
+                    close = self.read()
+                    break
+                had = len(self.diags)
+                self.expression()
+                if self.recovery and len(self.diags) > had:
+                    close = self.recover("]")
+                    break
+                nxt = self.peek()
+                if nxt.type == "]":
+                    close = self.read()
+                    break
+                if nxt.type != ",":
+                    if not self.recovery:
+                        if nxt.type == EOF:
+                            self.err(
+                                "Unterminated tuple constructor expression",
+                                "There is no corresponding closing bracket before the end of the file. This may be "
+                                "caused by incorrect bracket nesting elsewhere in this file.",
+                                open_tok,
+                            )
+                        else:
+                            self.err(
+                                "Missing item separator",
+                                "Expected a comma to mark the beginning of the next item.",
+                                nxt,
+                                self.between(open_tok, nxt),
+                            )
+                    close = self.recover("]")
+                    break
+                self.read()
+            return (open_tok.start, close.end)
+        finally:
+            self.newlines.pop()
+
+    def object_cons(self) -> tuple[int, int]:  # noqa: C901 - as HCL's
+        open_tok = self.read()
+        self.newlines.append(False)
+        is_for = self._is_keyword(self.peek(), "for")
+        self.newlines.pop()
+        if is_for:
+            self.newlines.append(False)  # finishParsingForExpr pushes its own
+            try:
+                return self.for_expr(open_tok)
+            finally:
+                self.newlines.pop()
+        self.newlines.append(True)
+        try:
+            while True:
+                nxt = self.peek()
+                if nxt.type == NEWLINE:
+                    self.read()
+                    continue
+                if nxt.type == CBRACE:
+                    close = self.read()
+                    break
+                had = len(self.diags)
+                self.expression()
+                if self.recovery and len(self.diags) > had:
+                    close = self.recover(CBRACE)
+                    break
+                nxt = self.peek()
+                if nxt.type not in ("=", ":"):
+                    if not self.recovery:
+                        if nxt.type in (NEWLINE, ","):
+                            self.err(
+                                "Missing attribute value",
+                                'Expected an attribute value, introduced by an equals sign ("=").',
+                                nxt,
+                                self.between(open_tok, nxt),
+                            )
+                        elif nxt.type == IDENT:
+                            self.err(
+                                "Missing key/value separator",
+                                'Expected an equals sign ("=") to mark the beginning of the attribute value. If '
+                                "you intended to given an attribute name containing periods or spaces, write the "
+                                "name in quotes to create a string literal.",
+                                nxt,
+                                self.between(open_tok, nxt),
+                            )
+                        elif nxt.type == EOF:
+                            self.err(
+                                "Unterminated object constructor expression",
+                                "There is no corresponding closing brace before the end of the file. This may be "
+                                "caused by incorrect brace nesting elsewhere in this file.",
+                                open_tok,
+                            )
+                        else:
+                            self.err(
+                                "Missing key/value separator",
+                                'Expected an equals sign ("=") to mark the beginning of the attribute value.',
+                                nxt,
+                                self.between(open_tok, nxt),
+                            )
+                    close = self.recover(CBRACE)
+                    break
+                self.read()
+                had = len(self.diags)
+                self.expression()
+                if self.recovery and len(self.diags) > had:
+                    close = self.recover(CBRACE)
+                    break
+                nxt = self.peek()
+                if nxt.type == CBRACE:
+                    close = self.read()
+                    break
+                if nxt.type not in (",", NEWLINE):
+                    if not self.recovery:
+                        if nxt.type == EOF:
+                            self.err(
+                                "Unterminated object constructor expression",
+                                "There is no corresponding closing brace before the end of the file. This may be "
+                                "caused by incorrect brace nesting elsewhere in this file.",
+                                open_tok,
+                            )
+                        else:
+                            self.err(
+                                "Missing attribute separator",
+                                "Expected a newline or comma to mark the beginning of the next attribute.",
+                                nxt,
+                                self.between(open_tok, nxt),
+                            )
+                    close = self.recover(CBRACE)
+                    break
+                self.read()
+            return (open_tok.start, close.end)
+        finally:
+            self.newlines.pop()
+
+    def for_expr(self, open_tok: Tok) -> tuple[int, int]:  # noqa: C901 - as HCL's
+        self.newlines.append(False)
+        try:
+            self.read()  # for
+            close_type = CBRACE if open_tok.type == OBRACE else "]"
+            make_obj = open_tok.type == OBRACE
+
+            def bad(detail: str) -> tuple[int, int]:
+                if not self.recovery:
+                    nxt = self.peek()
+                    self.err("Invalid 'for' expression", detail, nxt, self.between(open_tok, nxt))
+                close = self.recover(close_type)
+                return (open_tok.start, close.end)
+
+            if self.peek().type != IDENT:
+                return bad("For expression requires variable name after 'for'.")
+            self.read()
+            if self.peek().type == ",":
+                self.read()
+                if self.peek().type != IDENT:
+                    return bad("For expression requires value variable name after comma.")
+                self.read()
+            if not self._is_keyword(self.peek(), "in"):
+                return bad("For expression requires the 'in' keyword after its name declarations.")
+            self.read()
+            had = len(self.diags)
+            self.expression()
+            if self.recovery and len(self.diags) > had:
+                close = self.recover(close_type)
+                return (open_tok.start, close.end)
+            if self.peek().type != ":":
+                return bad("For expression requires a colon after the collection expression.")
+            self.read()
+            had = len(self.diags)
+            key: tuple[int, int] | None = None
+            value = self.expression()
+            if self.peek().type == FATARROW:
+                self.read()
+                key = value
+                value = self.expression()
+            if self.recovery and len(self.diags) > had:
+                close = self.recover(close_type)
+                return (open_tok.start, close.end)
+            ellipsis = None
+            if self.peek().type == ELLIPSIS:
+                ellipsis = self.read()
+            if self._is_keyword(self.peek(), "if"):
+                self.read()
+                had = len(self.diags)
+                self.expression()
+                if self.recovery and len(self.diags) > had:
+                    close = self.recover(close_type)
+                    return (open_tok.start, close.end)
+            if self.peek().type == close_type:
+                close = self.read()
+            else:
+                if not self.recovery:
+                    nxt = self.peek()
+                    self.err(
+                        "Invalid 'for' expression",
+                        "Extra characters after the end of the 'for' expression.",
+                        nxt,
+                        self.between(open_tok, nxt),
+                    )
+                close = self.recover(close_type)
+            whole = self.between(open_tok, close)
+            if not make_obj:
+                if key is not None:
+                    self.err("Invalid 'for' expression", "Key expression is not valid when building a tuple.", key, whole)
+                if ellipsis is not None:
+                    self.err(
+                        "Invalid 'for' expression",
+                        "Grouping ellipsis (...) cannot be used when building a tuple.",
+                        ellipsis,
+                        whole,
+                    )
+            elif key is None:
+                self.err("Invalid 'for' expression", "Key expression is required when building an object.", value, whole)
+            return whole
+        finally:
+            self.newlines.pop()
+
+    def quoted_string_literal(self) -> None:
+        oquote = self.read()
+        while True:
+            tok = self.read()
+            if tok.type == CQUOTE:
+                return
+            if tok.type == QUOTED_LIT:
+                self.string_literal(tok, quoted=True)
+                continue
+            if tok.type in (CONTROL, INTERP):
+                which = "%" if tok.type == CONTROL else "$"
+                self.err(
+                    "Invalid string literal",
+                    f'Template sequences are not allowed in this string. To include a literal "{which}", double '
+                    f'it (as "{which}{which}") to escape it.',
+                    tok,
+                    self.between(oquote, tok),
+                )
+                self.recover(SEQ_END)
+                continue
+            if tok.type == EOF:
+                self.err(
+                    "Unterminated string literal",
+                    "Unable to find the closing quote mark before the end of the file.",
+                    tok,
+                    self.between(oquote, tok),
+                )
+                return
+            self.err(
+                "Invalid string literal",
+                "This item is not valid in a string literal.",
+                tok,
+                self.between(oquote, tok),
+            )
+            self.recover(CQUOTE)
+            return
+
+    _ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|.|$)", re.S)
+
+    def string_literal(self, tok: Tok, *, quoted: bool) -> None:
+        """``ParseStringLiteralToken``'s escape errors."""
+        if not quoted:
+            return
+        text = self.text[tok.start : tok.end]
+        for m in self._ESCAPE.finditer(text):
+            seq = m.group(0)
+            at = (tok.start + m.start(), tok.start + m.end())
+            if len(seq) < 2:
+                self.err("Invalid escape sequence", "Backslash must be followed by an escape sequence selector character.", at)
+            elif seq[1] in 'nrt"\\':
+                continue
+            elif seq[1] == "u" and len(seq) != 6:
+                self.err("Invalid escape sequence", "The \\u escape sequence must be followed by four hexadecimal digits.", at)
+            elif seq[1] == "U" and len(seq) != 10:
+                self.err("Invalid escape sequence", "The \\U escape sequence must be followed by eight hexadecimal digits.", at)
+            elif seq[1] not in "uU":
+                self.err("Invalid escape sequence", f'The symbol "{seq[1:]}" is not a valid escape sequence selector.', at)
+
+    def template_parts(self, end: str) -> None:  # noqa: C901 - as HCL's
+        start = self.peek()
+        # the directives, for the template parser's balance checks: ("if"|"for"|"else"|"endif"|"endfor", range)
+        directives: list[tuple[str, Tok | tuple[int, int]]] = []
+        end_tok: Tok | None = None
+        while True:
+            nxt = self.read()
+            if nxt.type == end:
+                end_tok = nxt
+                break
+            if nxt.type in (STRING_LIT, QUOTED_LIT):
+                self.string_literal(nxt, quoted=nxt.type == QUOTED_LIT)
+                continue
+            if nxt.type == INTERP:
+                self.newlines.append(False)
+                self.expression()
+                close = self.peek()
+                if close.type != SEQ_END:
+                    if not self.recovery:
+                        if close.type == EOF:
+                            self.err(
+                                "Unclosed template interpolation sequence",
+                                "There is no closing brace for this interpolation sequence before the end of the "
+                                "file. This might be caused by incorrect nesting inside the given expression.",
+                                start,
+                            )
+                        elif close.type == ":":
+                            self.err(
+                                "Extra characters after interpolation expression",
+                                "Template interpolation doesn't expect a colon at this location. Did you intend "
+                                "this to be a literal sequence to be processed as part of another language? If so, "
+                                'you can escape it by starting with "$${" instead of just "${".',
+                                close,
+                                self.between(start, close),
+                            )
+                        elif close.type in (CQUOTE, OQUOTE) and end == CQUOTE:
+                            self.err(
+                                "Unclosed template interpolation sequence",
+                                "There is no closing brace for this interpolation sequence before the end of the "
+                                "quoted template. This might be caused by incorrect nesting inside the given "
+                                "expression.",
+                                start,
+                            )
+                        else:
+                            self.err(
+                                "Extra characters after interpolation expression",
+                                "Expected a closing brace to end the interpolation expression, but found extra "
+                                "characters.\n\nThis can happen when you include interpolation syntax for another "
+                                "language, such as shell scripting, but forget to escape the interpolation start "
+                                'token. If this is an embedded sequence for another language, escape it by starting '
+                                'with "$${" instead of just "${".',
+                                close,
+                                self.between(start, close),
+                            )
+                    self.recover(SEQ_END)
+                else:
+                    self.read()
+                self.newlines.pop()
+                continue
+            if nxt.type == CONTROL:
+                self.newlines.append(False)
+                kw = self.peek()
+                if kw.type != IDENT:
+                    if not self.recovery:
+                        self.err(
+                            "Invalid template directive",
+                            'A template directive keyword ("if", "for", etc) is expected at the beginning of a %{ '
+                            "sequence.",
+                            kw,
+                            self.between(nxt, kw),
+                        )
+                    self.recover(SEQ_END)
+                    self.newlines.pop()
+                    continue
+                self.read()
+                word = self.text[kw.start : kw.end]
+                if word == "if":
+                    self.expression()
+                elif word == "for":
+                    failed = ""
+                    if self.peek().type != IDENT:
+                        failed = "For directive requires variable name after 'for'."
+                    else:
+                        self.read()
+                        if self.peek().type == ",":
+                            self.read()
+                            if self.peek().type != IDENT:
+                                failed = "For directive requires value variable name after comma."
+                            else:
+                                self.read()
+                        if not failed and not self._is_keyword(self.peek(), "in"):
+                            failed = "For directive requires 'in' keyword after names."
+                    if failed:
+                        if not self.recovery:
+                            self.err("Invalid 'for' directive", failed, self.peek())
+                        self.recover(SEQ_END)
+                        self.newlines.pop()
+                        continue
+                    self.read()
+                    self.expression()
+                elif word not in ("else", "endif", "endfor"):
+                    if not self.recovery:
+                        hint = _suggest(word, ("if", "for", "else", "endif", "endfor"))
+                        self.err(
+                            "Invalid template control keyword",
+                            f'"{word}" is not a valid template control keyword.'
+                            + (f' Did you mean "{hint}"?' if hint else ""),
+                            kw,
+                            self.between(nxt, kw),
+                        )
+                    self.recover(SEQ_END)
+                    self.newlines.pop()
+                    continue
+                directives.append((word, (nxt.start, self.peek().end)))
+                close = self.peek()
+                if close.type != SEQ_END:
+                    if not self.recovery:
+                        self.err(
+                            f"Extra characters in {word} marker",
+                            "Expected a closing brace to end the sequence, but found extra characters.",
+                            close,
+                            self.between(start, close),
+                        )
+                    self.recover(SEQ_END)
+                else:
+                    self.read()
+                self.newlines.pop()
+                continue
+            if not self.recovery:
+                self.err(
+                    "Unterminated template string",
+                    "No closing marker was found for the string.",
+                    nxt,
+                    self.between(start, nxt),
+                )
+            end_tok = self.recover(end)
+            break
+        self._directives(directives, end_tok)
+
+    def _directives(self, directives: list[tuple[str, Tok | tuple[int, int]]], end_tok: Tok) -> None:
+        """The template parser's balance checks (``templateParser``, parser_template.go)."""
+        i = 0
+
+        def where(r: Tok | tuple[int, int]) -> str:
+            return _range_text(self.text, r)
+
+        def expr() -> bool:
+            nonlocal i
+            if i == len(directives):
+                return False
+            word, rng = directives[i]
+            if word in ("if", "for"):
+                i += 1
+                return block(word, rng)
+            i += 1
+            self.err(f"Unexpected {word} directive", "The control directives within this template are unbalanced.", rng)
+            return True
+
+        def block(opener: str, rng: Tok | tuple[int, int]) -> bool:
+            nonlocal i
+            in_else = False
+            want = "endif" if opener == "if" else "endfor"
+            while True:
+                if i == len(directives):
+                    self.err(
+                        "Unexpected end of template",
+                        f"The {opener} directive at {where(rng)} is missing its corresponding {want} directive.",
+                        end_tok,
+                    )
+                    return False
+                word, at = directives[i]
+                if word in ("if", "for"):
+                    i += 1
+                    if not block(word, at):
+                        return False
+                    continue
+                i += 1
+                if word == want:
+                    return True
+                if word == "else" and opener == "if" and not in_else:
+                    in_else = True
+                    continue
+                if word == "else":
+                    detail = (
+                        f"Already in the else clause for the if started at {where(rng)}."
+                        if opener == "if"
+                        else "An else clause is not expected for a for directive."
+                    )
+                    self.err("Unexpected else directive", detail, at)
+                else:
+                    detail = (
+                        f"Expecting an endif directive for the if started at {where(rng)}."
+                        if opener == "if"
+                        else f"Expecting an endfor directive corresponding to the for directive at {where(rng)}."
+                    )
+                    self.err(f"Unexpected {word} directive", detail, at)
+                return True
+
+        while i < len(directives):
+            if not expr():
+                break
+
+
+def _range_text(text: str, r: Tok | tuple[int, int]) -> str:
+    """A range as HCL's ``Range.String`` writes it (``file:line,col-col``); the file name is
+    left out here (the caller's diagnostics carry it)."""
+    start = r.start if isinstance(r, Tok) else r[0]
+    end = r.end if isinstance(r, Tok) else r[1]
+
+    def lc(i: int) -> tuple[int, int]:
+        line = text.count("\n", 0, i) + 1
+        return line, i - (text.rfind("\n", 0, i) + 1) + 1
+
+    (l1, c1), (l2, c2) = lc(start), lc(end)
+    return f"{l1},{c1}-{c2}" if l1 == l2 else f"{l1},{c1}-{l2},{c2}"
+
+
+def _suggest(given: str, names: tuple[str, ...]) -> str:
+    """HCL's ``nameSuggestion``: the first name within Levenshtein distance 3."""
+    for name in names:
+        if _levenshtein(given, name) < 3:
+            return name
+    return ""
+
+
+def _levenshtein(a: str, b: str) -> int:
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def config_errors(text: str) -> list[SyntaxDiag]:
+    """Every error HCL's ``ParseConfig`` reports for ``text`` (a native file), in its order:
+    the scanner's invalid tokens, then the parser's (with its recovery)."""
+    toks = _scan(text)
+    out = _token_diags(toks, text)
+    parser = _Parser(text, toks)
+    try:
+        parser.body(EOF)
+    except RecursionError:
+        pass
+    return out + parser.diags
+
+
+def template_errors(text: str) -> list[SyntaxDiag]:
+    """Every error HCL's ``ParseTemplate`` reports for ``text`` (a JSON string's template)."""
+    toks = _scan(text, template=True)
+    out = _token_diags(toks, text)
+    parser = _Parser(text, toks)
+    parser.newlines = [False]
+    try:
+        parser.template_parts(EOF)
+    except RecursionError:
+        pass
+    return out + parser.diags

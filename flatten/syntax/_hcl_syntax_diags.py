@@ -1,0 +1,95 @@
+"""A native file's diagnostics on the error path: HCL's syntax errors in place of the readers'.
+
+The readers (the fast reader, python-hcl2) decide whether a file is well-formed and build its
+model; their own wording of a syntax error is python-hcl2's view of it. When a file has errors,
+``with_hcl_errors`` asks ``_hcl_errors`` (hclsyntax's scanner and parser) for every error
+Terraform reports, with HCL's summaries, details and ranges, and keeps of the readers'
+diagnostics only those that are not syntax errors and come before HCL's first error (what the
+decoder reports about the well-formed part). When HCL finds no syntax error where python-hcl2
+failed (a construct python-hcl2 cannot read), the readers' diagnostics stand.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.model import Pos, Range
+from flatten.syntax._hcl_errors import SyntaxDiag, config_errors
+
+__all__ = ["READER_SYNTAX_SUMMARIES", "positions", "with_hcl_errors"]
+
+# What the readers say about a syntax error (hcl.py ``_syntax_error`` and the template reader):
+# replaced by HCL's own errors.
+READER_SYNTAX_SUMMARIES = frozenset(
+    {
+        "Unclosed configuration block",
+        "Invalid character",
+        "Argument or block definition required",
+        "Missing newline after argument",
+        "Invalid expression",
+        "Invalid configuration syntax",
+        "Configuration too deeply nested",
+        "Unterminated template string",
+        "Invalid multi-line string",
+        "Unclosed template interpolation sequence",
+        "Extra characters after interpolation expression",
+        "Invalid template directive",
+        "Invalid template control keyword",
+        "Unexpected end of template",
+        "Invalid escape sequence",
+        "Invalid block definition",
+        "Invalid single-argument block definition",
+        "Missing newline after block definition",
+        "Invalid string literal",
+        "Unterminated string literal",
+        "Invalid argument name",
+    }
+)
+
+
+def positions(text: str, filename: str) -> "_Positions":
+    return _Positions(text, filename)
+
+
+class _Positions:
+    """Character offsets to HCL positions: 1-based line and column, byte offset in UTF-8 (a
+    byte order mark counts in bytes, not in columns, as hclsyntax's ``scanTokens``)."""
+
+    def __init__(self, text: str, filename: str) -> None:
+        self.text = text
+        self.filename = filename
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.ascii = text.isascii()
+
+    def pos(self, i: int) -> Pos:
+        i = max(0, min(i, len(self.text)))
+        line = bisect.bisect_right(self.starts, i) - 1
+        column = i - self.starts[line] + 1
+        byte = i if self.ascii else len(self.text[:i].encode("utf-8", "surrogatepass"))
+        return Pos(line + 1, column, byte)
+
+    def range(self, start: int, end: int) -> Range:
+        return Range(self.filename, self.pos(start), self.pos(max(start, end)))
+
+
+def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnostic]:
+    return [Diagnostic.error(d.summary, d.detail, where.range(d.start, d.end)) for d in found]
+
+
+def with_hcl_errors(text: str, filename: str, diags: Diagnostics) -> Diagnostics:
+    """``diags`` (the readers') with HCL's syntax errors for ``text`` in place of theirs."""
+    found = config_errors(text)
+    if not found:
+        return diags
+    where = _Positions(text, filename)
+    first = where.pos(min(d.start for d in found))
+    out = Diagnostics(as_diagnostics(found, where))
+    for d in diags:
+        if d.summary in READER_SYNTAX_SUMMARIES:
+            continue
+        if d.range is not None and (d.range.start.line, d.range.start.column) >= (first.line, first.column):
+            continue
+        out.append(d)
+    return out
