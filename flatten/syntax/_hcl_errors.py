@@ -51,6 +51,24 @@ _NEWLINES = re.compile(r"[\r\n]+")
 _HEREDOC_RUN = re.compile(r"[^$%\r\n]*")
 _BARE_RUN = re.compile(r"[^$%\r\n]*(?:\r?\n)?")
 _OPS = (EQ, NEQ, GE, LE, AND, OR, DCOLON, ELLIPSIS, FATARROW)
+# The main scanner (scan_tokens.rl's ``main``), longest match first where two rules overlap.
+_MAIN = re.compile(
+    r"""(?P<sp>[ \t]+)
+    | (?P<num>\d(?:(?:\d|\.|[eE][+-]?\d)*(?:\d|[eE][+-]?\d))?)
+    | (?P<id>(?:[^\W\d]|_)[\w-]*)
+    | (?P<com>(?:\#|//)[^\r\n]*(?:\r?\n)?|/\*.*?\*/)
+    | (?P<nl>\r?\n)
+    | (?P<op>==|!=|>=|<=|&&|\|\||::|\.\.\.|=>)
+    | (?P<hd><<-?(?P<hdw>(?:[^\W\d]|_)[\w-]*)\r?\n)
+    | (?P<tilde>~\})
+    | (?P<self>[\[\]().,*/%+\-=<>!?:&|~^;`'])
+    | (?P<ob>\{)
+    | (?P<cb>\})
+    | (?P<q>")
+    | (?P<bad>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_MAIN_KINDS = {"num": "number", "id": "ident", "com": "comment", "nl": "nl", "bad": "invalid"}
 
 
 @dataclass(slots=True)
@@ -75,84 +93,41 @@ def _scan(text: str, template: bool = False) -> list[Tok]:  # noqa: C901 - one s
         mode = stack[-1]
         c = text[i]
         if mode == "main":
-            m = _SPACES.match(text, i)
-            if m:
-                i = m.end()
+            m = _MAIN.match(text, i)
+            assert m is not None
+            kind = m.lastgroup
+            j = m.end()
+            if kind == "sp":
+                i = j
                 continue
-            if c.isdigit() and c.isascii():
-                m = _NUMBER.match(text, i)
-                assert m is not None
-                add(Tok(NUMBER, i, m.end()))
-                i = m.end()
-                continue
-            m = _IDENT.match(text, i)
-            if m:
-                add(Tok(IDENT, i, m.end()))
-                i = m.end()
-                continue
-            if c == "#" or text.startswith("//", i):
-                m = _LINE_COMMENT.match(text, i)
-                assert m is not None
-                add(Tok(COMMENT, i, m.end()))
-                i = m.end()
-                continue
-            if text.startswith("/*", i):
-                end = text.find("*/", i + 2)
-                if end != -1:
-                    add(Tok(COMMENT, i, end + 2))
-                    i = end + 2
-                    continue
-            if c == "\n" or text.startswith("\r\n", i):
-                w = 1 if c == "\n" else 2
-                add(Tok(NEWLINE, i, i + w))
-                i += w
-                continue
-            op = next((o for o in _OPS if text.startswith(o, i)), None)
-            if op is not None:
-                add(Tok(op, i, i + len(op)))
-                i += len(op)
-                continue
-            if c == "<":
-                m = _HEREDOC_OPEN.match(text, i)
-                if m:
-                    add(Tok(OHEREDOC, i, m.end()))
-                    stack.append(("heredoc", m.group(2), [True]))
-                    i = m.end()
-                    continue
-            if text.startswith("~}", i):
-                add(Tok(SEQ_END, i, i + 2))
+            if kind == "hd":
+                add(Tok(OHEREDOC, i, j))
+                stack.append(("heredoc", m.group("hdw"), [True]))
+            elif kind == "tilde":
+                add(Tok(SEQ_END, i, j))
                 braces -= 1
                 if ret_braces and ret_braces[-1] == braces + 1:
                     ret_braces.pop()
                     stack.pop()
-                i += 2
-                continue
-            if c in _SELF:
-                add(Tok(c, i, i + 1))
-                i += 1
-                continue
-            if c == "{":
-                add(Tok(OBRACE, i, i + 1))
+            elif kind == "ob":
+                add(Tok(OBRACE, i, j))
                 braces += 1
-                i += 1
-                continue
-            if c == "}":
+            elif kind == "cb":
                 if ret_braces and ret_braces[-1] == braces:
-                    add(Tok(SEQ_END, i, i + 1))
+                    add(Tok(SEQ_END, i, j))
                     ret_braces.pop()
                     stack.pop()
                 else:
-                    add(Tok(CBRACE, i, i + 1))
+                    add(Tok(CBRACE, i, j))
                 braces -= 1
-                i += 1
-                continue
-            if c == '"':
-                add(Tok(OQUOTE, i, i + 1))
+            elif kind == "q":
+                add(Tok(OQUOTE, i, j))
                 stack.append("string")
-                i += 1
-                continue
-            add(Tok(INVALID, i, i + 1))
-            i += 1
+            elif kind == "op" or kind == "self":
+                add(Tok(m.group(kind), i, j))
+            else:
+                add(Tok(_MAIN_KINDS[kind], i, j))
+            i = j
             continue
         # template modes: an interpolation or a directive opens main mode
         if c in "$%" and text.startswith("{", i + 1):
@@ -316,6 +291,7 @@ _BINARY_OPS: tuple[frozenset[str], ...] = (
     frozenset({"+", "-"}),
     frozenset({"*", "/", "%"}),
 )
+_OP_LEVEL = {op: level for level, ops in enumerate(_BINARY_OPS) for op in ops}
 _OPPOSITE = {
     OBRACE: CBRACE, "[": "]", "(": ")", OQUOTE: CQUOTE, OHEREDOC: CHEREDOC,
     CBRACE: OBRACE, "]": "[", ")": "(", CQUOTE: OQUOTE, CHEREDOC: OHEREDOC,
@@ -339,6 +315,15 @@ class _Parser:
         self.newlines = [True]
         self.recovery = False
         self.diags: list[SyntaxDiag] = []
+        # How the text must change to read as the partial body HCL's recovery keeps
+        # (``repaired``): (start, end, what to put first), and bodies left open at the end.
+        self.edits: list[tuple[int, int, str]] = []
+        self.unclosed = 0
+
+    def item_end(self) -> int:
+        """Where the item just read ends (before the newline that ended it)."""
+        prev = self.prev
+        return prev.start if prev.type == NEWLINE else prev.end
 
     # --- the peeker (hclsyntax/peeker.go) ---
     def _next(self) -> tuple[Tok, int]:
@@ -458,7 +443,13 @@ class _Parser:
                         )
                 else:
                     self.err("Argument or block definition required", _NEED_ITEM, bad)
-            self.recover(end)
+            closed = self.recover(end)
+            if closed.type == EOF:
+                if end == CBRACE:
+                    self.unclosed += 1
+                self.edits.append((bad.start, len(self.text), ""))
+            else:
+                self.edits.append((bad.start, closed.start, ""))
             return
 
     def body_item(self) -> None:
@@ -470,6 +461,7 @@ class _Parser:
             self.block(ident)
         else:
             self.recover_after_body_item()
+            self.edits.append((ident.start, self.item_end(), ""))
             self.err(
                 "Argument or block definition required",
                 _NEED_ITEM + ' To set an argument, use the equals sign "=" to introduce the argument value.',
@@ -504,11 +496,14 @@ class _Parser:
             )
 
     def attribute(self, ident: Tok, *, single_line: bool) -> None:
-        self.read()  # =
+        eq = self.read()
         had = len(self.diags)
-        self.expression()
-        if self.recovery and len(self.diags) > had:
-            self.recover_after_body_item()
+        expr = self.expression()
+        if len(self.diags) > had:
+            # kept by HCL with a placeholder value: read as null
+            if self.recovery:
+                self.recover_after_body_item()
+            self.edits.append((eq.end, self.item_end(), " null"))
             return
         if single_line:
             return
@@ -521,6 +516,7 @@ class _Parser:
                     detail = "Argument definitions must be separated by newlines, not commas. " + detail
                 self.err(summary, detail, end, self.between(ident, end))
             self.recover_after_body_item()
+            self.edits.append((expr[1], self.item_end(), ""))
         else:
             self.read()
 
@@ -560,6 +556,7 @@ class _Parser:
                     self.between(ident, tok),
                 )
             self.recover_after_body_item()
+            self.edits.append((ident.start, self.item_end(), ""))
             return
         body_start = len(self.diags)
         if self.peek().type in (NEWLINE, EOF, CBRACE):
@@ -569,9 +566,12 @@ class _Parser:
             self.single_attr_body()
             body_diags = self.diags[body_start:]
             del self.diags[body_start:]
+            attr_end = self.item_end() if not body_diags else obrace.end
             nxt = self.peek()
             if nxt.type == CBRACE:
                 self.read()
+                if body_diags:
+                    self.edits.append((obrace.end, self.prev.end, "}"))
             elif nxt.type == ",":
                 self.err(
                     "Invalid single-argument block definition",
@@ -601,6 +601,12 @@ class _Parser:
                             nxt,
                         )
                 self.recover(CBRACE)
+            if self.diags[body_start:]:
+                if self.prev.type == EOF:
+                    self.unclosed += 1
+                    self.edits.append((attr_end, len(self.text), ""))
+                else:
+                    self.edits.append((attr_end, self.prev.end, "}"))
             self.diags.extend(body_diags)
         eol = self.peek()
         if eol.type in (NEWLINE, EOF):
@@ -614,6 +620,7 @@ class _Parser:
                     self.between(ident, eol),
                 )
             self.recover_after_body_item()
+            self.edits.append((eol.start, self.item_end(), ""))
 
     # --- expressions ---
     def expression(self) -> tuple[int, int]:
@@ -646,21 +653,22 @@ class _Parser:
         return (start.start, false[1])
 
     def binary(self, level: int) -> tuple[int, int]:
-        if level == len(_BINARY_OPS):
-            return self.with_traversals()
+        """``parseBinaryOps`` as precedence climbing (the same tree and the same recovery, without
+        a call per precedence level for every term)."""
         had = len(self.diags)
-        lhs = self.binary(level + 1)
+        lhs = self.with_traversals()
         if self.recovery and len(self.diags) > had:
             return lhs
-        rng = lhs
-        while self.peek().type in _BINARY_OPS[level]:
+        while True:
+            op_level = _OP_LEVEL.get(self.peek().type)
+            if op_level is None or op_level < level:
+                return lhs
             self.read()
             had = len(self.diags)
-            rhs = self.binary(level + 1)
-            rng = (lhs[0], rhs[1])
+            rhs = self.binary(op_level + 1)
             if self.recovery and len(self.diags) > had:
                 return lhs
-        return rng
+            lhs = (lhs[0], rhs[1])
 
     def with_traversals(self) -> tuple[int, int]:
         term = self.term()
@@ -1397,14 +1405,39 @@ def _levenshtein(a: str, b: str) -> int:
 def config_errors(text: str) -> list[SyntaxDiag]:
     """Every error HCL's ``ParseConfig`` reports for ``text`` (a native file), in its order:
     the scanner's invalid tokens, then the parser's (with its recovery)."""
+    return read_config(text)[0]
+
+
+def read_config(text: str) -> tuple[list[SyntaxDiag], str | None]:
+    """``config_errors``, and the text of the partial body HCL keeps (what Terraform's decoder
+    reads after these errors): ``text`` with the items HCL's recovery dropped blanked out, a
+    value it could not read made ``null``, and the blocks left open closed at the end. Every
+    position of what is kept stays where it was. None when no such text can be written."""
     toks = _scan(text)
     out = _token_diags(toks, text)
     parser = _Parser(text, toks)
     try:
         parser.body(EOF)
     except RecursionError:
-        pass
-    return out + parser.diags
+        return out + parser.diags, None
+    return out + parser.diags, _repaired(text, parser.edits, parser.unclosed)
+
+
+def _repaired(text: str, edits: list[tuple[int, int, str]], unclosed: int) -> str | None:
+    chars = list(text)
+    for start, end, first in sorted(edits):
+        if end < start:
+            continue
+        span = text[start:end]
+        newlines = span.count("\n")
+        room = len(span) - newlines
+        if first.strip() == "null" and room < len(first):
+            first = " 0" if room >= 2 else "0"
+        if room < len(first):
+            return None
+        new = first + " " * (room - len(first)) + "\n" * newlines
+        chars[start:end] = new
+    return "".join(chars) + "\n}" * unclosed + ("\n" if unclosed else "")
 
 
 def template_errors(text: str) -> list[SyntaxDiag]:

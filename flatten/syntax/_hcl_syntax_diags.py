@@ -14,9 +14,10 @@ from __future__ import annotations
 import bisect
 import re
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Pos, Range
-from flatten.syntax._hcl_errors import SyntaxDiag, config_errors
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.model import Body, Pos, Range
+from flatten.lang.options import Options
+from flatten.syntax._hcl_errors import SyntaxDiag, config_errors, read_config
 
 __all__ = ["READER_SYNTAX_SUMMARIES", "positions", "with_hcl_errors"]
 
@@ -78,18 +79,30 @@ def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnosti
     return [Diagnostic.error(d.summary, d.detail, where.range(d.start, d.end)) for d in found]
 
 
-def with_hcl_errors(text: str, filename: str, diags: Diagnostics) -> Diagnostics:
-    """``diags`` (the readers') with HCL's syntax errors for ``text`` in place of theirs."""
-    found = config_errors(text)
+def with_hcl_errors(
+    text: str, filename: str, result: tuple[Body, Diagnostics], options: Options
+) -> tuple[Body, Diagnostics]:
+    """The readers' ``result`` for ``text`` with HCL's syntax errors in place of theirs, and the
+    partial body HCL's recovery keeps (what Terraform's decoder then reads) in place of theirs
+    when it can be had (``_hcl_errors.read_config``)."""
+    body, diags = result
+    found, repaired = read_config(text)
     if not found:
-        return diags
+        return result
     where = _Positions(text, filename)
     first = where.pos(min(d.start for d in found))
     out = Diagnostics(as_diagnostics(found, where))
+    if repaired is not None and not config_errors(repaired):
+        from flatten.syntax.hcl_fast import read
+
+        partial, more = read(repaired, filename, options=options)
+        if not any(d.summary in READER_SYNTAX_SUMMARIES for d in more if d.severity is Severity.ERROR):
+            out.extend(more)
+            return partial, out
     for d in diags:
         if d.summary in READER_SYNTAX_SUMMARIES:
             continue
         if d.range is not None and (d.range.start.line, d.range.start.column) >= (first.line, first.column):
             continue
         out.append(d)
-    return out
+    return body, out

@@ -1085,16 +1085,36 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     declines (``read_in_pieces``; a file it reads whole gives what ``read_fast`` gives); when
     that cannot vouch for the result, python-hcl2 (``parse_native``) reads the whole file.
     """
-    result = read_in_pieces(text, filename, options=options)
+    accepted: list[tuple[int, int]] = []
+    result = read(text, filename, options=options, accepted=accepted)
+    if not result[1].has_errors and accepted:
+        # What python-hcl2 read, HCL's parser must accept too (it is the reference for syntax:
+        # python-hcl2 reads a one-line block closed on the next line, which HCL rejects).
+        from flatten.syntax._hcl_errors import config_errors
+
+        whole = content(text)
+        if not any(config_errors(whole[start:end]) for start, end in accepted):
+            return result
+    elif not result[1].has_errors:
+        return result
+    # The error path: HCL's own errors for the file (syntax/_hcl_errors.py), not the readers'.
+    from flatten.syntax._hcl_syntax_diags import with_hcl_errors
+
+    return with_hcl_errors(content(text), filename, result, options)
+
+
+def read(
+    text: str, filename: str, *, options: Options, accepted: list[tuple[int, int]] | None = None
+) -> tuple[Body, Diagnostics]:
+    """What the readers make of ``text``: the fast reader, python-hcl2 where it declines (the
+    spans python-hcl2 read go to ``accepted``)."""
+    result = read_in_pieces(text, filename, options=options, accepted=accepted)
     if result is None:
         from flatten.syntax.hcl import parse_native
 
         result = parse_native(content(text), filename, options=options)
-    if result[1].has_errors:
-        # The error path: HCL's own errors for the file (syntax/_hcl_errors.py), not the readers'.
-        from flatten.syntax._hcl_syntax_diags import with_hcl_errors
-
-        return result[0], with_hcl_errors(content(text), filename, result[1])
+        if accepted is not None:
+            accepted.append((0, length(text)))
     return result
 
 
@@ -1117,7 +1137,9 @@ def parse_any_blocks(text: str, filename: str, *, options: Options) -> tuple[Bod
 _ITEM_LINE = re.compile(r"\n(?=[A-Za-z_])")
 
 
-def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnostics] | None:
+def read_in_pieces(
+    text: str, filename: str, *, options: Options, accepted: list[tuple[int, int]] | None = None
+) -> tuple[Body, Diagnostics] | None:
     """Return what ``parse_native`` returns for ``text``, reading python-hcl2 only where needed; or
     None when only a whole-file parse can tell.
 
@@ -1129,6 +1151,9 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
     read); a piece that ends inside something (an unclosed brace, a heredoc whose body has such
     a line) is made about twice as long until it closes, up to the end of the file. So a 20 MB
     file with one typo costs the fast reader's time plus python-hcl2 on a few KB.
+
+    ``accepted`` collects the spans of the pieces python-hcl2 read without a syntax error (which
+    ``parse`` has HCL's parser confirm: python-hcl2 accepts some input HCL rejects).
     """
     if (
         text.find("\x00", 0, length(text)) != -1
@@ -1177,6 +1202,8 @@ def read_in_pieces(text: str, filename: str, *, options: Options) -> tuple[Body,
                 src = PieceSource(text, filename, start, end, reader.line_starts, reader.line_bytes)
                 piece = parse_piece(src, schema, options, probe=probe)
                 if piece.status == "ok":
+                    if accepted is not None:
+                        accepted.append((start, end))
                     items.extend(piece.items)
                     diags.extend(piece.diags)
                     break
