@@ -495,8 +495,24 @@ def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, comma
 
         return render_junit(diags, find_base(root), command=command)
     from flatten.lang.diagnostics import render_json
+    from flatten.syntax.snippets import context_string
 
-    return render_json(diags)
+    return render_json(diags, sources=_source_reader(root), context=context_string)
+
+
+def _source_reader(root: Path) -> Callable[[str], str | None]:
+    """A file's text by its name in ranges (relative to ``root``), each read once, for snippets."""
+    cache: dict[str, str | None] = {}
+
+    def read(name: str) -> str | None:
+        if name not in cache:
+            try:
+                cache[name] = (root / name).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                cache[name] = None
+        return cache[name]
+
+    return read
 
 
 def _annotate(diags: "Diagnostics", *, root: Path, environ: Mapping[str, str]) -> None:

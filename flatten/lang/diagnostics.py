@@ -28,6 +28,7 @@ __all__ = [
     "range_json",
     "render_json",
     "render_text",
+    "snippet_json",
 ]
 
 
@@ -85,6 +86,9 @@ class Diagnostic:
     module: str = ""
     refusal: bool = False
     extra: Extra | None = None
+    # HCL's context range (the construct around the subject), where the parser gives one: the
+    # snippet covers it too (``snippet_json``).
+    context: Range | None = None
 
     @classmethod
     def error(
@@ -156,8 +160,73 @@ def range_json(r: Range) -> dict[str, object]:
     }
 
 
-def render_json(diags: Iterable[Diagnostic]) -> str:
-    """Return the diagnostics as ``terraform validate -json`` prints them (one JSON object)."""
+def snippet_json(
+    d: Diagnostic, text: str | None, context: Callable[[str, str, int], str] | None = None
+) -> dict[str, object] | None:
+    """Terraform's ``snippet`` object for ``d`` (internal/command/views/json/diagnostic.go,
+    ``NewDiagnostic``): the lines of the source the subject (and its context range) covers, the
+    subject's byte offsets in them, the name of the top-level block around it (``context``, as
+    HCL's ``ContextString`` gives it: ``resource "terraform_data" "a"``) and no values (flatten
+    evaluates nothing). None without the file's text."""
+    r = d.range
+    if r is None or text is None:
+        return None
+    src = text.encode("utf-8", "surrogatepass")
+    hl_start, hl_end = r.start.byte, max(r.end.byte, r.start.byte)
+    sn_start, sn_end, start_line = hl_start, hl_end, r.start.line
+    if d.context is not None and d.context.filename == r.filename:
+        sn_start, sn_end = min(sn_start, d.context.start.byte), max(sn_end, d.context.end.byte)
+        start_line = min(start_line, d.context.start.line)
+    # Empty ranges are made one byte long, for the snippet and the highlight alike.
+    if sn_end == sn_start:
+        sn_end += 1
+    if hl_end == hl_start:
+        hl_end += 1
+    code: list[bytes] = []
+    code_start = -1
+    line_start = 0
+    for raw in src.split(b"\n"):
+        line = raw[:-1] if raw.endswith(b"\r") else raw
+        line_end = line_start + len(line)
+        # hcl.Range.Overlaps: an empty line's range overlaps when the snippet contains it.
+        if (line_start < sn_end and sn_start < line_end) or (
+            line_start == line_end and sn_start <= line_start < sn_end
+        ):
+            if code_start < 0:
+                code_start = line_start
+            code.append(line)
+        line_start += len(raw) + 1
+    code_text = b"\n".join(code)
+    begin = min(max(hl_start - max(code_start, 0), 0), len(code_text))
+    end = min(max(begin + (hl_end - hl_start), 0), len(code_text))
+    out: dict[str, object] = {"context": None}
+    name = context(text, r.filename, hl_start - 1) if context is not None else ""
+    if name:
+        out["context"] = name
+    out.update(
+        {
+            "code": code_text.decode("utf-8", "replace"),
+            "start_line": start_line,
+            "highlight_start_offset": begin,
+            "highlight_end_offset": end,
+            "values": [],
+        }
+    )
+    return out
+
+
+def render_json(
+    diags: Iterable[Diagnostic],
+    *,
+    sources: Callable[[str], str | None] | None = None,
+    context: Callable[[str, str, int], str] | None = None,
+) -> str:
+    """Return the diagnostics as ``terraform validate -json`` prints them (one JSON object).
+
+    ``sources`` gives a file's text by its name in ranges (None when it cannot be read): each
+    diagnostic with a range then carries Terraform's ``snippet`` (``snippet_json``), its context
+    named by ``context`` (text, filename, byte offset -> block header).
+    """
     items = list(diags)
     errors = sum(1 for d in items if d.severity is Severity.ERROR)
     out: list[dict[str, object]] = []
@@ -170,6 +239,10 @@ def render_json(diags: Iterable[Diagnostic]) -> str:
         }
         if d.range is not None:
             entry["range"] = range_json(d.range)
+            if sources is not None:
+                snippet = snippet_json(d, sources(d.range.filename), context)
+                if snippet is not None:
+                    entry["snippet"] = snippet
         if d.module:
             entry["module"] = d.module
         out.append(entry)

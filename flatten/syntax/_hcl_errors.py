@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the diagnostics are HCL's sentences, kept whole for grep
 """HCL's syntax errors for a native file: hclsyntax's scanner and parser, diagnostics only.
 
 The readers (``hcl_fast``, python-hcl2 in ``hcl.py``) build the model; on a file they find
@@ -14,6 +15,7 @@ recovery: ``_Parser``), ``parser_template.go`` (templates and their directives) 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
@@ -78,7 +80,7 @@ class Tok:
     end: int
 
 
-def _scan(text: str, template: bool = False) -> list[Tok]:  # noqa: C901 - one scanner, as HCL's
+def _scan(text: str, template: bool = False) -> list[Tok]:
     """The tokens of ``text`` (``scan_tokens.rl``): ``template`` scans a bare template (a JSON
     string's), else a configuration file."""
     toks: list[Tok] = []
@@ -95,7 +97,7 @@ def _scan(text: str, template: bool = False) -> list[Tok]:  # noqa: C901 - one s
         if mode == "main":
             m = _MAIN.match(text, i)
             assert m is not None
-            kind = m.lastgroup
+            kind = m.lastgroup or "bad"
             j = m.end()
             if kind == "sp":
                 i = j
@@ -219,7 +221,9 @@ def _token_diags(toks: list[Tok], text: str) -> list[SyntaxDiag]:
                     "~": ' Did you mean boolean NOT ("!")?',
                 }.get(ty, "")
                 out.append(
-                    SyntaxDiag("Unsupported operator", f"Bitwise operators are not supported.{hint}", t.start, t.end)
+                    SyntaxDiag(
+                        "Unsupported operator", f"Bitwise operators are not supported.{hint}", t.start, t.end
+                    )
                 )
                 told["bit"] += 1
         elif ty == "`":
@@ -274,7 +278,7 @@ def _token_diags(toks: list[Tok], text: str) -> list[SyntaxDiag]:
             if text[t.start : t.end] in ("\u201c", "\u201d"):
                 detail = (
                     '"Curly quotes" are not valid here. These can sometimes be inadvertently introduced when '
-                    'sharing code via documents or discussion forums. It might help to replace the character '
+                    "sharing code via documents or discussion forums. It might help to replace the character "
                     'with a "straight quote".'
                 )
             else:
@@ -319,6 +323,9 @@ class _Parser:
         # (``repaired``): (start, end, what to put first), and bodies left open at the end.
         self.edits: list[tuple[int, int, str]] = []
         self.unclosed = 0
+        # The top-level blocks: (start, end, header as HCL's ContextString writes it).
+        self.top_blocks: list[tuple[int, int, str]] = []
+        self.depth = 0
 
     def item_end(self) -> int:
         """Where the item just read ends (before the newline that ended it)."""
@@ -353,7 +360,13 @@ class _Parser:
         self.prev = t
         return t
 
-    def err(self, summary: str, detail: str, subject: Tok | tuple[int, int], context: tuple[int, int] | None = None) -> None:
+    def err(
+        self,
+        summary: str,
+        detail: str,
+        subject: Tok | tuple[int, int],
+        context: tuple[int, int] | None = None,
+    ) -> None:
         s = (subject.start, subject.end) if isinstance(subject, Tok) else subject
         self.diags.append(SyntaxDiag(summary, detail, s[0], s[1], context))
 
@@ -482,7 +495,7 @@ class _Parser:
             name = self.text[ident.start : ident.end]
             self.err(
                 "Argument definition required",
-                f'A single-line block definition can contain only a single argument. If you meant to define '
+                f"A single-line block definition can contain only a single argument. If you meant to define "
                 f'argument "{name}", use an equals sign to assign it a value. To define a nested block, place '
                 "it on a line of its own within its parent block.",
                 self.between(ident, nxt),
@@ -510,7 +523,10 @@ class _Parser:
         end = self.peek()
         if end.type not in (NEWLINE, EOF):
             if not self.recovery:
-                summary, detail = "Missing newline after argument", "An argument definition must end with a newline."
+                summary, detail = (
+                    "Missing newline after argument",
+                    "An argument definition must end with a newline.",
+                )
                 if end.type == ",":
                     summary = "Unexpected comma after argument"
                     detail = "Argument definitions must be separated by newlines, not commas. " + detail
@@ -521,16 +537,32 @@ class _Parser:
             self.read()
 
     def block(self, ident: Tok) -> None:
+        top = self.depth == 0
+        self.depth += 1
+        labels: list[str] = []
+        try:
+            self._block(ident, labels)
+        finally:
+            self.depth -= 1
+            if top:
+                name = self.text[ident.start : ident.end]
+                header = " ".join([name, *(f'"{label}"' for label in labels)])
+                self.top_blocks.append((ident.start, max(self.prev.end, ident.end), header))
+
+    def _block(self, ident: Tok, labels: list[str]) -> None:
         while True:
             tok = self.peek()
             if tok.type == OBRACE:
                 obrace = self.read()
                 break
             if tok.type == OQUOTE:
+                start = tok.end
                 self.quoted_string_literal()
+                labels.append(self.text[start : max(start, self.prev.start)])
                 continue
             if tok.type == IDENT:
                 self.read()
+                labels.append(self.text[tok.start : tok.end])
                 continue
             if tok.type == "=":
                 self.err(
@@ -592,7 +624,12 @@ class _Parser:
             else:
                 if not self.recovery:
                     if nxt.type == EOF:
-                        self.err("Unclosed configuration block", _UNCLOSED_BLOCK, obrace, self.between(ident, obrace))
+                        self.err(
+                            "Unclosed configuration block",
+                            _UNCLOSED_BLOCK,
+                            obrace,
+                            self.between(ident, obrace),
+                        )
                     else:
                         self.err(
                             "Invalid single-argument block definition",
@@ -674,7 +711,7 @@ class _Parser:
         term = self.term()
         return self.traversals(term)
 
-    def traversals(self, rng: tuple[int, int]) -> tuple[int, int]:  # noqa: C901 - as HCL's
+    def traversals(self, rng: tuple[int, int]) -> tuple[int, int]:
         while True:
             nxt = self.peek()
             if nxt.type == ".":
@@ -713,7 +750,11 @@ class _Parser:
                                         self.peek(),
                                     )
                                 else:
-                                    self.err("Invalid attribute name", "An attribute name is required after a dot.", attr)
+                                    self.err(
+                                        "Invalid attribute name",
+                                        "An attribute name is required after a dot.",
+                                        attr,
+                                    )
                             self.recovery = True
                             break
                         last = self.read().end
@@ -755,7 +796,7 @@ class _Parser:
             else:
                 return rng
 
-    def term(self) -> tuple[int, int]:  # noqa: C901 - as HCL's
+    def term(self) -> tuple[int, int]:
         start = self.peek()
         ty = start.type
         if ty == "(":
@@ -801,7 +842,11 @@ class _Parser:
             return self.object_cons()
         if not self.recovery:
             if ty == EOF:
-                self.err("Missing expression", "Expected the start of an expression, but found the end of the file.", start)
+                self.err(
+                    "Missing expression",
+                    "Expected the start of an expression, but found the end of the file.",
+                    start,
+                )
             else:
                 self.err(
                     "Invalid expression",
@@ -933,7 +978,7 @@ class _Parser:
         finally:
             self.newlines.pop()
 
-    def object_cons(self) -> tuple[int, int]:  # noqa: C901 - as HCL's
+    def object_cons(self) -> tuple[int, int]:
         open_tok = self.read()
         self.newlines.append(False)
         is_for = self._is_keyword(self.peek(), "for")
@@ -1027,7 +1072,7 @@ class _Parser:
         finally:
             self.newlines.pop()
 
-    def for_expr(self, open_tok: Tok) -> tuple[int, int]:  # noqa: C901 - as HCL's
+    def for_expr(self, open_tok: Tok) -> tuple[int, int]:
         self.newlines.append(False)
         try:
             self.read()  # for
@@ -1095,7 +1140,12 @@ class _Parser:
             whole = self.between(open_tok, close)
             if not make_obj:
                 if key is not None:
-                    self.err("Invalid 'for' expression", "Key expression is not valid when building a tuple.", key, whole)
+                    self.err(
+                        "Invalid 'for' expression",
+                        "Key expression is not valid when building a tuple.",
+                        key,
+                        whole,
+                    )
                 if ellipsis is not None:
                     self.err(
                         "Invalid 'for' expression",
@@ -1104,7 +1154,12 @@ class _Parser:
                         whole,
                     )
             elif key is None:
-                self.err("Invalid 'for' expression", "Key expression is required when building an object.", value, whole)
+                self.err(
+                    "Invalid 'for' expression",
+                    "Key expression is required when building an object.",
+                    value,
+                    whole,
+                )
             return whole
         finally:
             self.newlines.pop()
@@ -1127,7 +1182,9 @@ class _Parser:
                     tok,
                     self.between(oquote, tok),
                 )
-                self.recover(SEQ_END)
+                closed = self.recover(SEQ_END)
+                # the label keeps a marker in place of the sequence ("${ ... }"): an escaped "${"
+                self.edits.append((tok.start, closed.end if closed.type == SEQ_END else tok.end, "$${"))
                 continue
             if tok.type == EOF:
                 self.err(
@@ -1157,17 +1214,33 @@ class _Parser:
             seq = m.group(0)
             at = (tok.start + m.start(), tok.start + m.end())
             if len(seq) < 2:
-                self.err("Invalid escape sequence", "Backslash must be followed by an escape sequence selector character.", at)
+                self.err(
+                    "Invalid escape sequence",
+                    "Backslash must be followed by an escape sequence selector character.",
+                    at,
+                )
             elif seq[1] in 'nrt"\\':
                 continue
             elif seq[1] == "u" and len(seq) != 6:
-                self.err("Invalid escape sequence", "The \\u escape sequence must be followed by four hexadecimal digits.", at)
+                self.err(
+                    "Invalid escape sequence",
+                    "The \\u escape sequence must be followed by four hexadecimal digits.",
+                    at,
+                )
             elif seq[1] == "U" and len(seq) != 10:
-                self.err("Invalid escape sequence", "The \\U escape sequence must be followed by eight hexadecimal digits.", at)
+                self.err(
+                    "Invalid escape sequence",
+                    "The \\U escape sequence must be followed by eight hexadecimal digits.",
+                    at,
+                )
             elif seq[1] not in "uU":
-                self.err("Invalid escape sequence", f'The symbol "{seq[1:]}" is not a valid escape sequence selector.', at)
+                self.err(
+                    "Invalid escape sequence",
+                    f'The symbol "{seq[1:]}" is not a valid escape sequence selector.',
+                    at,
+                )
 
-    def template_parts(self, end: str) -> None:  # noqa: C901 - as HCL's
+    def template_parts(self, end: str) -> None:
         start = self.peek()
         # the directives, for the template parser's balance checks: ("if"|"for"|"else"|"endif"|"endfor", range)
         directives: list[tuple[str, Tok | tuple[int, int]]] = []
@@ -1216,7 +1289,7 @@ class _Parser:
                                 "Expected a closing brace to end the interpolation expression, but found extra "
                                 "characters.\n\nThis can happen when you include interpolation syntax for another "
                                 "language, such as shell scripting, but forget to escape the interpolation start "
-                                'token. If this is an embedded sequence for another language, escape it by starting '
+                                "token. If this is an embedded sequence for another language, escape it by starting "
                                 'with "$${" instead of just "${".',
                                 close,
                                 self.between(start, close),
@@ -1322,7 +1395,11 @@ class _Parser:
                 i += 1
                 return block(word, rng)
             i += 1
-            self.err(f"Unexpected {word} directive", "The control directives within this template are unbalanced.", rng)
+            self.err(
+                f"Unexpected {word} directive",
+                "The control directives within this template are unbalanced.",
+                rng,
+            )
             return True
 
         def block(opener: str, rng: Tok | tuple[int, int]) -> bool:
@@ -1446,8 +1523,20 @@ def template_errors(text: str) -> list[SyntaxDiag]:
     out = _token_diags(toks, text)
     parser = _Parser(text, toks)
     parser.newlines = [False]
-    try:
+    with contextlib.suppress(RecursionError):
         parser.template_parts(EOF)
-    except RecursionError:
-        pass
     return out + parser.diags
+
+
+def context_string(text: str, offset: int) -> str:
+    """HCL's ``ContextString`` for a native file (hclsyntax/navigation.go): the header of the
+    top-level block around character ``offset`` (``resource "terraform_data" "a"``), or ""."""
+    parser = _Parser(text, _scan(text))
+    try:
+        parser.body(EOF)
+    except RecursionError:
+        return ""
+    for start, end, header in parser.top_blocks:
+        if start <= offset < end:
+            return header
+    return ""

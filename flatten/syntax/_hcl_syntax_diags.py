@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics, Severity
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Body, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax._hcl_errors import SyntaxDiag, config_errors, read_config
@@ -50,7 +50,7 @@ READER_SYNTAX_SUMMARIES = frozenset(
 )
 
 
-def positions(text: str, filename: str) -> "_Positions":
+def positions(text: str, filename: str) -> _Positions:
     return _Positions(text, filename)
 
 
@@ -76,7 +76,16 @@ class _Positions:
 
 
 def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnostic]:
-    return [Diagnostic.error(d.summary, d.detail, where.range(d.start, d.end)) for d in found]
+    return [
+        Diagnostic(
+            Severity.ERROR,
+            d.summary,
+            d.detail,
+            where.range(d.start, d.end),
+            context=where.range(*d.context) if d.context is not None else None,
+        )
+        for d in found
+    ]
 
 
 def with_hcl_errors(
@@ -88,7 +97,21 @@ def with_hcl_errors(
     body, diags = result
     found, repaired = read_config(text)
     if not found:
-        return result
+        # HCL reads the file: what the readers rejected is a construct they cannot read. The
+        # build stops (no output could be written without it), as flatten's own refusal.
+        out = Diagnostics()
+        for d in diags:
+            if d.code is Code.UNREADABLE and d.range is not None:
+                d = Diagnostic(
+                    Severity.ERROR,
+                    "Unsupported configuration syntax",
+                    "Terraform reads this file, but flatten's reader cannot read the construct here. "
+                    "Rewrite it in another form Terraform accepts, and report it to flatten's maintainers.",
+                    d.range,
+                    refusal=True,
+                )
+            out.append(d)
+        return body, out
     where = _Positions(text, filename)
     first = where.pos(min(d.start for d in found))
     out = Diagnostics(as_diagnostics(found, where))

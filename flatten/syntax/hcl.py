@@ -51,6 +51,7 @@ _NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tu
 
 # Data for the decode stage, which re-reports some of these in OpenTofu's words (decode.py).
 _INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION)
+_UNREADABLE = Extra(Code.UNREADABLE)  # python-hcl2 could not parse the text
 _QUOTED = Extra(Code.QUOTED_KEYWORD)
 
 _STATIC_REF_DETAIL = (
@@ -71,7 +72,6 @@ _QUOTED_TYPE_DETAIL = (
     "Terraform 0.11 and earlier required type constraints to be given in quotes, but that form is "
     "now deprecated and will be removed in a future version of Terraform. Remove the quotes around "
 )
-_PARSER_GAP = "This syntax is valid HCL, but flatten's parser (python-hcl2 8.1.4) cannot read it yet"
 
 # Same-length rewrites that bridge python-hcl2 grammar gaps (see module docstring).
 _STRIP_OPEN = re.compile(r"(?<!\$)\$\{~")
@@ -1033,10 +1033,10 @@ def _syntax_error(exc: Exception, src: _Source, diags: Diagnostics) -> None:
             )
     else:
         summary, detail = "Invalid configuration syntax", f"The file could not be parsed: {exc}"
-    if isinstance(exc, UnexpectedInput):
-        detail += f" (If this is valid HCL: {_PARSER_GAP} at this point.)"
     pos = min(pos, len(text))
-    diags.error(summary, detail, src.range(pos, min(pos + 1, len(text))))
+    # Marked as python-hcl2's view of a syntax error: HCL's own errors replace it
+    # (syntax/_hcl_syntax_diags.py).
+    diags.error(summary, detail, src.range(pos, min(pos + 1, len(text))), extra=_UNREADABLE)
 
 
 def _run(src: _Source, schema: BlockSchema, options: Options) -> tuple[Body, Diagnostics]:

@@ -332,8 +332,11 @@ def _string(text: str, s: int) -> _Node:
     try:
         value, end = scanstring(text, s + 1, True)
     except JSONDecodeError as err:
+        # Go's decoder reports the offset after the offending byte: for a bad escape, the
+        # character after the backslash.
+        at = err.pos + 2 if text.startswith("\\", err.pos) else err.pos
         raise _SyntaxError(
-            "Invalid JSON string", "There is a syntax error in the given JSON string.", err.pos, err.pos + 1
+            "Invalid JSON string", "There is a syntax error in the given JSON string.", at, at + 1
         ) from None
     if _SURROGATE.search(value):
         value = _SURROGATE.sub("\ufffd", value)
@@ -652,7 +655,10 @@ def parse_json(text: str, filename: str, *, options: Options) -> tuple[Body, Dia
 def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple[Body, Diagnostics]:
     try:
         root = _tree(text, start)
-    except _SyntaxError:
+    except _SyntaxError as exc:
+        if exc.summary == "Nesting too deep":  # flatten's own limit: nothing is read past it
+            decoder.error(exc.summary, exc.detail, exc.start, exc.end)
+            return Body(), decoder.diags
         # The error path: HCL's parser again, with its recovery (every error it reports, and the
         # partial tree Terraform decodes).
         root, errors = _Recovering(text, start).file()
@@ -682,10 +688,13 @@ class _Recovering:
         self.pos = start
         self.errors: list[_SyntaxError] = []
         self._peeked: tuple[str, int, int] | None = None
+        self.stop: int | None = None
 
     def _scan(self, pos: int) -> tuple[str, int, int]:
         """The token at ``pos`` (json/scanner.go): its kind ("{", "}", "[", "]", ":", ",", "=",
         "string", "number", "keyword", "eof", "invalid"), start and end."""
+        if self.stop is not None:
+            return "eof", self.stop, self.stop
         m = _TOKEN.match(self.text, pos)
         assert m is not None
         kind = m.lastgroup or "x"
@@ -693,6 +702,7 @@ class _Recovering:
         if kind == "p":
             return self.text[s], s, s + 1
         if kind in ("s", "q"):
+            # A string token ends at its closing quote, or before a newline (json/scanner.go).
             i = s + 1
             text = self.text
             while i < len(text):
@@ -702,6 +712,8 @@ class _Recovering:
                     continue
                 if c == '"':
                     return "string", s, i + 1
+                if c == "\n":
+                    return "string", s, i
                 i += 1
             return "string", s, len(text)
         if kind == "n":
@@ -710,6 +722,8 @@ class _Recovering:
             return "keyword", s, m.end()
         if kind == "e":
             return "eof", s, s
+        # The scanner stops at a character it cannot read: the file ends after it.
+        self.stop = s + 1
         return "invalid", s, s + 1
 
     def peek(self) -> tuple[str, int, int]:
@@ -733,7 +747,9 @@ class _Recovering:
             root = _Node(_INVALID, self.pos, self.pos)
         if not self.errors and self.peek()[0] != "eof":
             tok = self.peek()
-            self.err("Extraneous data after value", "Extra characters appear after the JSON value.", tok[1], tok[2])
+            self.err(
+                "Extraneous data after value", "Extra characters appear after the JSON value.", tok[1], tok[2]
+            )
         if root.kind not in (_OBJ, _ARR):
             self.err(
                 "Root value must be object",
@@ -748,7 +764,9 @@ class _Recovering:
         kind, s, e = self.peek()
         node: _Node | None
         if depth >= MAX_DEPTH and kind in "{[":
-            self.err("Nesting too deep", f"JSON values may be nested at most {MAX_DEPTH} levels deep.", s, s + 1)
+            self.err(
+                "Nesting too deep", f"JSON values may be nested at most {MAX_DEPTH} levels deep.", s, s + 1
+            )
             node = None
         elif kind == "{":
             node = self.object(depth)
@@ -780,9 +798,11 @@ class _Recovering:
                 self.err("Invalid JSON keyword", _keyword_detail(word), s, e)
                 node = None
         else:
-            summary = {"}": "Missing JSON value", "]": "Missing array element value", "eof": "Missing value"}.get(
-                kind, "Invalid start of value"
-            )
+            summary = {
+                "}": "Missing JSON value",
+                "]": "Missing array element value",
+                "eof": "Missing value",
+            }.get(kind, "Invalid start of value")
             detail = "The JSON data ends prematurely." if kind == "eof" else _VALUE_START
             self.err(summary, detail, s, e if e > s or kind == "eof" else s + 1)
             node = None
@@ -810,7 +830,12 @@ class _Recovering:
                 break
             key = self.value(depth + 1)
             if key.kind != _STR:
-                self.err("Invalid object property name", "A JSON object property name must be a string", key.start, key.start + 1 if key.end <= key.start else key.end)
+                self.err(
+                    "Invalid object property name",
+                    "A JSON object property name must be a string",
+                    key.start,
+                    key.start + 1 if key.end <= key.start else key.end,
+                )
                 return None
             colon = self.read()
             if colon[0] != ":":
@@ -852,12 +877,22 @@ class _Recovering:
                     return None
                 continue
             if nxt[0] == "eof":
-                self.err("Unclosed object", "No closing brace was found for this JSON object.", open_tok[1], open_tok[2])
+                self.err(
+                    "Unclosed object",
+                    "No closing brace was found for this JSON object.",
+                    open_tok[1],
+                    open_tok[2],
+                )
                 return None
             if nxt[0] == "]":
                 self.read()
                 at = self.peek()
-                self.err("Mismatched braces", "A JSON object must be closed with a brace, not a bracket.", at[1], at[2] if at[2] > at[1] else at[1])
+                self.err(
+                    "Mismatched braces",
+                    "A JSON object must be closed with a brace, not a bracket.",
+                    at[1],
+                    at[2] if at[2] > at[1] else at[1],
+                )
                 return None
             if nxt[0] == "}":
                 break
@@ -899,11 +934,26 @@ class _Recovering:
             self._recover(self.read(), "[", "]")
             at = self.peek()
             if nxt[0] == ":":
-                self.err("Invalid array value", "A colon is not used to introduce values in a JSON array.", at[1], at[2])
+                self.err(
+                    "Invalid array value",
+                    "A colon is not used to introduce values in a JSON array.",
+                    at[1],
+                    at[2],
+                )
             elif nxt[0] == "eof":
-                self.err("Unclosed object", "No closing bracket was found for this JSON array.", open_tok[1], open_tok[2])
+                self.err(
+                    "Unclosed object",
+                    "No closing bracket was found for this JSON array.",
+                    open_tok[1],
+                    open_tok[2],
+                )
             elif nxt[0] == "}":
-                self.err("Mismatched brackets", "A JSON array must be closed with a bracket, not a brace.", at[1], at[2])
+                self.err(
+                    "Mismatched brackets",
+                    "A JSON array must be closed with a bracket, not a brace.",
+                    at[1],
+                    at[2],
+                )
             else:
                 self.err(
                     "Missing attribute seperator comma",
@@ -915,3 +965,12 @@ class _Recovering:
         close = self.read()
         node.end = close[2]
         return node
+
+
+def json_tree(text: str) -> _Node:
+    """The tree of a JSON file as HCL's parser keeps it (with its recovery), for navigation."""
+    start = 1 if text.startswith("\ufeff") else 0
+    try:
+        return _tree(text, start)
+    except _SyntaxError:
+        return _Recovering(text, start).file()[0]

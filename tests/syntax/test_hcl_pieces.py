@@ -167,7 +167,7 @@ def test_a_missing_brace_and_a_stray_one_later() -> None:
     later = text.index('resource "terraform_data" "r30"')
     text = text[:later] + "}\n" + text[later:]
     assert same(text) or hcl_fast.read_fast(text, "main.tf", options=Options()) is not None
-    body, diags = hcl_fast.parse(text, "main.tf", options=Options())
+    body, diags = hcl_fast.read(text, "main.tf", options=Options())
     assert (body, diags) == parse_native(text, "main.tf", options=Options())
 
 
@@ -177,7 +177,7 @@ def test_a_byte_order_mark_inside_the_file_is_the_error_there(after: str) -> Non
     file's first syntax error, even when a later item is damaged too (found by the damaged
     concatenations without the conformance corpus: a piece starting there read it as a BOM)."""
     text = 'module "m" {\n  source = "./m"\n}\n\n\ufefflocals {\n  v = 1\n}\n\n' + after
-    body, diags = hcl_fast.parse(text, "main.tf", options=Options())
+    body, diags = hcl_fast.read(text, "main.tf", options=Options())
     assert (body, diags) == parse_native(text, "main.tf", options=Options())
     assert diags.has_errors and diags[0].range is not None and diags[0].range.start.line == 5
 

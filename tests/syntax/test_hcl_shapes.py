@@ -262,6 +262,6 @@ def test_short_paths_agree(text: str) -> None:
     if fast is not None:
         ref = parse_native(text, "main.tf", options=Options())
         assert repr(fast) == repr(ref)
-    assert repr(hcl_fast.parse(text, "main.tf", options=Options())) == repr(
+    assert repr(hcl_fast.read(text, "main.tf", options=Options())) == repr(
         parse_native(text, "main.tf", options=Options())
     )
