@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
 
 __all__ = ["SyntaxDiag", "config_errors", "template_errors"]
 
@@ -41,7 +42,7 @@ INTERP, CONTROL, SEQ_END = "${", "%{", "seqend"
 OBRACE, CBRACE = "{", "}"
 INVALID = "invalid"
 EQ, NEQ, GE, LE, AND, OR, DCOLON, ELLIPSIS, FATARROW = "==", "!=", ">=", "<=", "&&", "||", "::", "...", "=>"
-_SELF = set("[]().,*/%+-=<>!?:&|~^;`'")
+_SELF = frozenset("[]().,*/%+-=<>!?:&|~^;`'")
 
 _NUMBER = re.compile(r"\d(?:(?:\d|\.|[eE][+-]?\d)*(?:\d|[eE][+-]?\d))?")
 _IDENT = re.compile(r"(?:[^\W\d]|_)[\w-]*")
@@ -70,7 +71,9 @@ _MAIN = re.compile(
     | (?P<bad>.)""",
     re.VERBOSE | re.DOTALL,
 )
-_MAIN_KINDS = {"num": "number", "id": "ident", "com": "comment", "nl": "nl", "bad": "invalid"}
+_MAIN_KINDS = MappingProxyType(
+    {"num": "number", "id": "ident", "com": "comment", "nl": "nl", "bad": "invalid"}
+)
 
 
 @dataclass(slots=True)
@@ -295,12 +298,12 @@ _BINARY_OPS: tuple[frozenset[str], ...] = (
     frozenset({"+", "-"}),
     frozenset({"*", "/", "%"}),
 )
-_OP_LEVEL = {op: level for level, ops in enumerate(_BINARY_OPS) for op in ops}
-_OPPOSITE = {
+_OP_LEVEL = MappingProxyType({op: level for level, ops in enumerate(_BINARY_OPS) for op in ops})
+_OPPOSITE = MappingProxyType({
     OBRACE: CBRACE, "[": "]", "(": ")", OQUOTE: CQUOTE, OHEREDOC: CHEREDOC,
     CBRACE: OBRACE, "]": "[", ")": "(", CQUOTE: OQUOTE, CHEREDOC: OHEREDOC,
     CONTROL: SEQ_END, INTERP: SEQ_END, SEQ_END: INTERP,
-}  # fmt: skip
+})  # fmt: skip
 _UNCLOSED_BLOCK = (
     "There is no closing brace for this block before the end of the file. This may be caused by "
     "incorrect brace nesting elsewhere in this file."

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Severity
 from flatten.lang.model import Body, Pos, Range
@@ -89,11 +90,15 @@ def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnosti
 
 
 def with_hcl_errors(
-    text: str, filename: str, result: tuple[Body, Diagnostics], options: Options
+    text: str,
+    filename: str,
+    result: tuple[Body, Diagnostics],
+    options: Options,
+    read: Callable[[str, str, Options], tuple[Body, Diagnostics]],
 ) -> tuple[Body, Diagnostics]:
     """The readers' ``result`` for ``text`` with HCL's syntax errors in place of theirs, and the
     partial body HCL's recovery keeps (what Terraform's decoder then reads) in place of theirs
-    when it can be had (``_hcl_errors.read_config``)."""
+    when it can be had (``_hcl_errors.read_config``), read with ``read`` (the readers)."""
     body, diags = result
     found, repaired = read_config(text)
     if not found:
@@ -116,9 +121,7 @@ def with_hcl_errors(
     first = where.pos(min(d.start for d in found))
     out = Diagnostics(as_diagnostics(found, where))
     if repaired is not None and not config_errors(repaired):
-        from flatten.syntax.hcl_fast import read
-
-        partial, more = read(repaired, filename, options=options)
+        partial, more = read(repaired, filename, options)
         if not any(d.summary in READER_SYNTAX_SUMMARIES for d in more if d.severity is Severity.ERROR):
             out.extend(more)
             return partial, out

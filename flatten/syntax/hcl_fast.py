@@ -1100,7 +1100,11 @@ def parse(text: str, filename: str, *, options: Options) -> tuple[Body, Diagnost
     # The error path: HCL's own errors for the file (syntax/_hcl_errors.py), not the readers'.
     from flatten.syntax._hcl_syntax_diags import with_hcl_errors
 
-    return with_hcl_errors(content(text), filename, result, options)
+    return with_hcl_errors(content(text), filename, result, options, _read_positional)
+
+
+def _read_positional(text: str, filename: str, options: Options) -> tuple[Body, Diagnostics]:
+    return read(text, filename, options=options)
 
 
 def read(

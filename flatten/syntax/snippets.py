@@ -9,6 +9,7 @@ to the innermost value there (``resource.terraform_data.a.input``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from flatten.syntax._hcl_errors import context_string as _native_context
 
@@ -32,10 +33,10 @@ def context_string(text: str, filename: str, byte_offset: int) -> str:
 def _json_context(text: str, offset: int) -> str:
     from flatten.syntax.jsonsyntax import json_tree
 
-    node = json_tree(text)
+    node: Any = json_tree(text)
     steps: list[str] = []
     while node is not None:
-        found = None
+        found: Any = None
         for key, ks, ke, child in getattr(node, "pairs", None) or ():
             if ks <= offset < ke or child.start <= offset < child.end:
                 steps.append(f".{key}" if _IDENT.match(key) else f"[{key!r}]".replace("'", '"'))

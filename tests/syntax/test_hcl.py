@@ -28,6 +28,7 @@ from support.hcl_cases import CASES, plain, read_case
 
 from flatten.lang.fields import Mode
 from flatten.lang.options import Dialect, Options
+from flatten.syntax import hcl_fast
 from flatten.syntax._hcl_syntax_diags import with_hcl_errors
 from flatten.syntax.hcl import convert_expression, parse_native
 
@@ -43,7 +44,9 @@ def test_case(path: Path) -> None:
         if diags.has_errors:
             # The corpus holds Terraform's errors: on the error path HCL's own parser gives them
             # (syntax/_hcl_syntax_diags.py), over what python-hcl2 read.
-            body, diags = with_hcl_errors(source, "main.tf", (body, diags), options)
+            body, diags = with_hcl_errors(
+                source, "main.tf", (body, diags), options, lambda t, f, o: hcl_fast.read(t, f, options=o)
+            )
         value = plain(body)
     got_diags = [
         f"{d.severity.value}: {d.summary} @ {d.range.start.line}:{d.range.start.column}"
