@@ -501,15 +501,16 @@ def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, comma
 
 
 def _source_reader(root: Path) -> Callable[[str], str | None]:
-    """A file's text by its name in ranges (relative to ``root``), each read once, for snippets."""
+    """A file's text by its name in ranges (relative to ``root``), each read once, for snippets:
+    through the gate's rule for quoted source (a link out of the root is never quoted, issue 38)."""
+    from flatten import gate
+
+    gated = gate.source_reader(root)
     cache: dict[str, str | None] = {}
 
     def read(name: str) -> str | None:
         if name not in cache:
-            try:
-                cache[name] = (root / name).read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                cache[name] = None
+            cache[name] = gated(name)
         return cache[name]
 
     return read

@@ -1,0 +1,63 @@
+"""`--diagnostics-json` carries the `snippet` object `terraform validate -json` gives (issue 40):
+the block header as context, the source line, its number and the highlighted span, compared with
+Terraform's own on the same roots (terraform_data only, offline).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.files import write_tree
+from support.oracle import terraform
+
+ROOTS = {
+    "undeclared variable": {"main.tf": 'resource "terraform_data" "a" {\n  input = var.nope\n}\n'},
+    "unclosed block": {
+        "main.tf": 'resource "terraform_data" "a" {\n  input = "x"\n\nresource "terraform_data" "b" {}\n'
+    },
+    "second file": {
+        "main.tf": 'resource "terraform_data" "a" {}\n',
+        "locals.tf": "locals {\n  a = 1\n  b = local.missing\n}\n",
+    },
+    "json syntax in an array": {
+        "main.tf.json": '{"resource": [{"terraform_data": {"a": {"input": "${var.nope}"}}}]}\n'
+    },
+    "json syntax": {"main.tf.json": '{"resource": {"terraform_data": {"a": {"input": "${var.nope}"}}}}\n'},
+}
+
+
+def _snippets(doc: dict[str, object]) -> list[tuple[object, ...]]:
+    found = []
+    for d in doc["diagnostics"]:  # type: ignore[attr-defined]
+        rng = d.get("range") or {}
+        found.append((d["severity"], d["summary"], rng.get("filename"), d.get("snippet")))
+    return sorted(found, key=repr)
+
+
+@pytest.mark.parametrize("name", sorted(ROOTS))
+def test_the_snippet_is_terraforms(name: str, tmp_path: Path) -> None:
+    tf = terraform()
+    root = write_tree(tmp_path / "root", ROOTS[name])
+    tf.run("init", "-backend=false", "-input=false", cwd=root)
+    theirs = json.loads(tf.run("validate", "-json", cwd=root).stdout)
+    assert theirs["error_count"] >= 1 and all(d.get("snippet") for d in theirs["diagnostics"])
+    ours = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flatten",
+            "build",
+            str(root),
+            "--out",
+            str(tmp_path / "out"),
+            "--diagnostics-json",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert ours.returncode == 1, ours.stderr
+    assert _snippets(json.loads(ours.stdout)) == _snippets(theirs)
