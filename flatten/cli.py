@@ -494,6 +494,11 @@ def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, comma
         from flatten.reports.junit import render_junit
 
         return render_junit(diags, find_base(root), command=command)
+    return _json_report(diags, root)
+
+
+def _json_report(diags: "Diagnostics", root: Path) -> str:
+    """``terraform validate -json``'s object for ``diags``, each with Terraform's ``snippet``."""
     from flatten.lang.diagnostics import render_json
     from flatten.syntax.snippets import context_string
 
@@ -969,7 +974,7 @@ def graph(
     ] = None,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
-    from flatten.lang.diagnostics import render_json, render_text
+    from flatten.lang.diagnostics import render_text
     from flatten.reports.graph_render import render_graph
     from flatten.shell.memo import DiskMemo
     from flatten.stages.graph import build_graph
@@ -996,9 +1001,9 @@ def graph(
         )
         code = max(code, exit_code(diags))
         if diagnostics_json and label is not None:
-            diag_docs.append({"root": label, **_json.loads(render_json(diags))})
+            diag_docs.append({"root": label, **_json.loads(_json_report(diags, root_abs))})
         elif diagnostics_json:
-            sys.stderr.write(render_json(diags))
+            sys.stderr.write(_json_report(diags, root_abs))
         elif diags:
             sys.stderr.write(
                 render_text(diags, root=root_abs, label=label, style=style, read=gate.source_reader(root_abs))
@@ -1399,10 +1404,11 @@ def _render_many(
             ],
             command=command,
         )
-    from flatten.lang.diagnostics import render_json
-
     return _json_array(
-        [{"root": label, **_json.loads(render_json(d))} for label, (_, d) in zip(labels, roots, strict=True)]
+        [
+            {"root": label, **_json.loads(_json_report(d, r))}
+            for label, (r, d) in zip(labels, roots, strict=True)
+        ]
     )
 
 

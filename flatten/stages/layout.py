@@ -1027,6 +1027,9 @@ def layout_tree(
     # What flatten owns in the output (docs/ci.md, "Who owns what in OUT"): every file it writes,
     # with the digest of its content, so a rebuild keeps everything else there and --check tells
     # a file edited by hand from one a source changed (stages/stale.py).
+    # The source's own manifest (a flattened tree built again) is never copied: the build writes
+    # its own there, and listing the copy would break the fixed point.
+    copies.pop(MANIFEST_NAME, None)
     owned: dict[str, JsonValue] = {rel: output_digest(data) for rel, data in files.items()}
     for rel, path in copies.items():
         digest, kind = _digest_and_scan(path)
@@ -1035,5 +1038,4 @@ def layout_tree(
             diags.append(_credential_warning(rel, path, kind, origin.get(rel), root, real_root))
     manifest["files"] = {rel: owned[rel] for rel in sorted(owned)}
     files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
-    copies.pop(MANIFEST_NAME, None)
     return OutputTree(files=files, copies=copies, diagnostics=diags, root=root_place)

@@ -35,6 +35,7 @@ from types import MappingProxyType
 from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.model import Attribute, Block, JsonValue, Module, Pos, Range
+from flatten.lang.oserror import Refused
 from flatten.lang.printable import printable
 from flatten.stages.emit import MANIFEST_NAME
 from flatten.stages.graph import ModuleGraph
@@ -128,6 +129,12 @@ def _existing(out: Path, root_place: str, written: Mapping[str, object]) -> set[
     return found
 
 
+# What makes a file of OUT "not what the build writes" rather than an error: the gate refused it
+# (a FIFO, a device, a link not followed, a file over its budget) or it is gone. Any other
+# OSError (a failing disk, a permission) is reported as itself by the command.
+_NOT_THE_OUTPUT = (Refused, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+
+
 def _digest_of(path: Path) -> str | None:
     """Return the manifest's name for an output file's content (``sha256:<hex>``), None when
     unreadable (a link is not followed)."""
@@ -136,7 +143,7 @@ def _digest_of(path: Path) -> str | None:
         with gate.open_read(path, limit=_COPY_LIMIT, follow=False) as f:
             while chunk := f.read(1 << 20):
                 digest.update(chunk)
-    except OSError:
+    except _NOT_THE_OUTPUT:
         return None
     return "sha256:" + digest.hexdigest()
 
@@ -146,7 +153,7 @@ def _read(path: Path, limit: int = _TEXT_LIMIT, *, follow: bool = True) -> bytes
     ``limit``: a FIFO or a link to /dev/zero in OUT is never read without end, issue 38)."""
     try:
         return gate.read_bytes(path, limit=limit, follow=follow)
-    except OSError:
+    except _NOT_THE_OUTPUT:
         return None
 
 
@@ -166,7 +173,7 @@ def _same(made: Path, source: Path) -> bool:
                     return False
                 if not ca:
                     return True
-    except OSError:
+    except _NOT_THE_OUTPUT:
         return False
 
 

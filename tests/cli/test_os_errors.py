@@ -142,10 +142,19 @@ def test_an_unreadable_output_with_check(monkeypatch, capsys, tree, tmp_path) ->
     out = tmp_path / "out"
     assert run_cli(monkeypatch, capsys, "build", str(root), "--out", str(out))[0] == 0
 
-    def read_bytes(self: Path) -> bytes:
-        raise OSError(errno.EIO, os.strerror(errno.EIO), str(self))
+    # --check reads OUT through the gate (flatten/gate.py); the disk fails under OUT only.
+    from flatten import gate
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    def failing(real):  # type: ignore[no-untyped-def]
+        def call(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if os.fspath(path).startswith(str(out)):
+                raise OSError(errno.EIO, os.strerror(errno.EIO), os.fspath(path))
+            return real(path, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(gate, "read_bytes", failing(gate.read_bytes))
+    monkeypatch.setattr(gate, "open_read", failing(gate.open_read))
     status, err = run_cli(monkeypatch, capsys, "build", str(root), "--out", str(out), "--check")
     monkeypatch.undo()
     assert status == 1
