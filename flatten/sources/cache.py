@@ -57,8 +57,14 @@ def tree_digest(root: Path) -> str:
     entries: list[tuple[str, str, int, gate.Dir]] = []  # (rel, name, kind, directory)
     opened: list[gate.Dir] = []
     try:
-        stack = [("", gate.open_dir(root))]
-        opened.append(stack[0][1])
+        top = gate.open_dir(root)
+    except (FileNotFoundError, NotADirectoryError):
+        # Nothing there (a modules.json entry naming a directory that is gone): the digest of no
+        # files, as the walk before the gate gave; the stage that loads the module reports it.
+        return "sha256:" + h.hexdigest()
+    try:
+        stack = [("", top)]
+        opened.append(top)
         while stack:
             rel_dir, directory = stack.pop()
             for item in directory.list():

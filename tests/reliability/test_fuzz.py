@@ -339,10 +339,12 @@ def test_hostile_names_through_the_command_line(tmp_path: Path) -> None:
 
 
 def test_the_names_checker_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With the escaping switched off (lang/printable.py), the checker reports the raw name."""
+    """With the escaping switched off (lang/printable.py: ``printable`` and the wrap-then-defuse
+    ``no_commands`` behind it), the checker reports the raw name."""
     from flatten.lang import diagnostics
 
     monkeypatch.setattr(diagnostics, "printable", lambda text, lines=False: text)
+    monkeypatch.setattr(diagnostics, "no_commands", lambda text: text)
     root = write_spec(
         tmp_path / "src", {"main.tf": b'module "m" {\n  source = "./d\\n::stop-commands::x"\n}\n'}
     )
