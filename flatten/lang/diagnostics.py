@@ -199,13 +199,20 @@ def snippet_json(
     code_text = b"\n".join(code)
     begin = min(max(hl_start - max(code_start, 0), 0), len(code_text))
     end = min(max(begin + (hl_end - hl_start), 0), len(code_text))
+    shown = code_text.decode("utf-8", "replace")
+    if (redacted := redact_url(shown)) != shown:
+        # A credential in a URL of the source (userinfo, a token) is never shown, as in text
+        # output; the highlight is kept within the shorter line.
+        shown = redacted
+        end = min(end, len(shown.encode("utf-8")))
+        begin = min(begin, end)
     out: dict[str, object] = {"context": None}
     name = context(text, r.filename, hl_start - 1) if context is not None else ""
     if name:
         out["context"] = name
     out.update(
         {
-            "code": code_text.decode("utf-8", "replace"),
+            "code": shown,
             "start_line": start_line,
             "highlight_start_offset": begin,
             "highlight_end_offset": end,
