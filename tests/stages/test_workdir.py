@@ -16,7 +16,7 @@ import pytest
 
 from flatten.stages import output
 from flatten.stages.output import MANIFEST_NAME, terraform_entries, write_tree
-from flatten.stages.stale import StaleFile, Staleness, stale_files
+from flatten.stages.stale import Cause, StaleFile, Staleness, stale_files
 
 
 def _manifest(root: str = "") -> bytes:
@@ -117,11 +117,12 @@ def test_check_counts_the_builds_files_only(tmp_path: Path) -> None:
     _terraform_wrote(out)
     assert stale_files(out, tree) == []
     (out / "notes.zip").write_bytes(_zip("notes.txt"))
-    assert stale_files(out, tree) == [StaleFile("notes.zip", Staleness.EXTRA)]
+    # A manifest without "files" (an older build): an extra file is one it no longer writes.
+    assert stale_files(out, tree) == [StaleFile("notes.zip", Staleness.EXTRA, Cause.REMOVED)]
     # A lock file the build copies from the source is the build's: compared.
     assert stale_files(out, {**tree, ".terraform.lock.hcl": b"# source"}) == [
         StaleFile(".terraform.lock.hcl", Staleness.CHANGED),
-        StaleFile("notes.zip", Staleness.EXTRA),
+        StaleFile("notes.zip", Staleness.EXTRA, Cause.REMOVED),
     ]
 
 
