@@ -125,7 +125,7 @@ EDITS = [
 
 # Seed 21 (a call argument of modules/m1 edited, fourth edit) rebuilt modules/m0/n0 from stale
 # content at the end of stop 44: found at integration, not yet diagnosed (the closing note names it).
-_OPEN_SEEDS = {21: "issue 41 follow-up: seed 21's fourth edit leaves modules/m0/n0 stale (under investigation)"}
+_OPEN_SEEDS = {21: "seed 21: modules/m0/n0 left stale after an edit (open, under investigation)"}
 
 
 @pytest.mark.parametrize(
