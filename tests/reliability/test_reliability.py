@@ -198,8 +198,14 @@ def test_huge_broken_json_file_gives_a_located_diagnostic(tree, deadline) -> Non
     items = ",".join(f'"k{i}": "v"' for i in range(MB20 // 12))
     root = tree({"main.tf.json": '{"locals": {' + items + ", }}"})
     diags = run_build(root)
-    [err] = diags.errors
-    assert err.range is not None and err.range.start.line == 1 and err.range.start.column > MB20 // 2
+    # Terraform's two errors (as `terraform validate` gives for '{"locals": {"a": "v", }}'): the
+    # comma, and the "locals" value that HCL's parser then holds as invalid.
+    by_summary = {d.summary: d for d in diags.errors}
+    assert sorted(by_summary) == ["Incorrect JSON value type", "Trailing comma in object"]
+    comma = by_summary["Trailing comma in object"].range
+    assert comma is not None and comma.start.line == 1 and comma.start.column > MB20 // 2
+    value = by_summary["Incorrect JSON value type"].range
+    assert value is not None and (value.start.line, value.start.column) == (1, 12)
 
 
 def test_huge_binary_garbage_is_an_encoding_error(tree, deadline) -> None:

@@ -467,3 +467,55 @@ def test_never_raises(doc: Any) -> None:
         body, diags = parse_json(text[:cut], "x.tf.json", options=OPTS)
         assert isinstance(body, Body)
         assert all(d.range is not None for d in diags)
+
+
+def _recovered(text: str, resume: bool) -> tuple[Any, list[tuple[str, int, int]]]:
+    """The recovering parser's tree and errors, from the start or resumed where _tree stopped."""
+    from flatten.syntax import jsonsyntax
+
+    try:
+        jsonsyntax._tree(text, 0)
+    except jsonsyntax._SyntaxError as exc:
+        read = exc.open if resume else None
+    else:
+        read = None
+
+    def tree(node: Any) -> Any:
+        if node.kind == jsonsyntax._OBJ:
+            return ("{", node.start, node.end, [(k, ks, ke, tree(v)) for k, ks, ke, v in node.pairs])
+        if node.kind == jsonsyntax._ARR:
+            return ("[", node.start, node.end, [tree(v) for v in node.items])
+        return (node.kind, node.start, node.end, node.value)
+
+    root, errors = jsonsyntax._Recovering(text, 0, read).file()
+    return tree(root), [(e.summary, e.start, e.end) for e in errors]
+
+
+_PIECES = [
+    '{"a": 1',
+    ', "b": [1, 2',
+    "]",
+    "}",
+    ",",
+    ":",
+    '"k"',
+    "[",
+    "{",
+    " ",
+    "\n",
+    "=",
+    "true",
+    "nul",
+    '"x\n"',
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14), st.integers(min_value=0, max_value=60))
+def test_recovery_resumed_after_the_fast_parse_reads_as_a_fresh_one(pieces: list[str], cut: int) -> None:
+    # On a syntax error the recovering parser takes what the fast parse already read (a 20 MB file
+    # broken at its end is not read twice); every error and every node must be as if it had read
+    # the file again from its start.
+    valid = '{"locals": {"a": [1, {"b": "c"}, 3], "d": {"e": [true, null]}}, "x": [{"y": 1}]}'
+    text = valid[:cut] + "".join(pieces) + valid[cut:]
+    assert _recovered(text, resume=True) == _recovered(text, resume=False)
