@@ -8,12 +8,17 @@ canary`` runs random cases by the thousand (docs/reliability.md, "The gate").
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from support import canary
+from support.files import write_tree
+from support.oracle import terraform
 from support.remote import CHILD
 from support.servers import HTTPServer, Reply, make_tar
 
@@ -32,6 +37,7 @@ def _cases() -> list[canary.Case]:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> object:
+    canary.warm()  # each command a forked child of this process (canary.run_case ``forked``)
     srv = HTTPServer()
     srv.routes["/app.tgz"] = Reply(200, make_tar(CHILD))
     box = tmp_path_factory.mktemp("canary-template") / "t"
@@ -45,4 +51,38 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> object:
 def test_the_canary_survives_every_command(template: Path, tmp_path: Path, case: canary.Case) -> None:
     if case.command == "affected --since" and shutil.which("git") is None:
         pytest.skip("the git binary is not installed (affected --since reads the tree at REF from git)")
-    canary.run_case(template, tmp_path / "box", case)
+    canary.run_case(template, tmp_path / "box", case, forked=True)
+
+
+def test_a_module_directory_linked_out_of_the_root_is_read_where_terraform_reads_it(tmp_path: Path) -> None:
+    """The policy for the canary's MODULE_DIRS (docs/reliability.md, "Symlinked module
+    directories"): ``./m`` a symlink to a directory outside ROOT is the module, as for Terraform
+    (``terraform get`` records the link's target as its Dir: internal/initwd/module_install.go),
+    and flatten writes it where that Dir puts it; a link inside that module leading out of it is
+    neither read nor copied, and the canary is unchanged."""
+    tf = terraform()
+    box = tmp_path
+    canary_dir = canary.canary(box)
+    before = canary.snapshot(canary_dir)
+    root = write_tree(box / "root", {"main.tf": 'module "m" {\n  source = "./m"\n}\n'})
+    (root / "m").symlink_to(canary_dir, target_is_directory=True)
+    got = tf.run("get", cwd=root)
+    assert got.returncode == 0, got.stderr
+    modules = json.loads((root / ".terraform" / "modules" / "modules.json").read_text())
+    assert {r["Key"]: r["Dir"] for r in modules["Modules"]}["m"] == str(canary_dir)
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(box / "out")],
+        capture_output=True,
+        text=True,
+        env=canary.environ(box),
+        timeout=canary.DEADLINE,
+    )
+    assert proc.returncode == 0, proc.stderr
+    main = json.loads((box / "out" / "root" / "main.tf.json").read_text())
+    assert main["module"]["m"]["source"] == "../canary"  # Terraform's Dir, relative to ROOT
+    assert canary.SECRET in (box / "out" / "canary" / "main.tf.json").read_text()  # the module, read
+    assert "Module file not copied" in proc.stderr and "notes.txt" in proc.stderr
+    for path in (box / "out").rglob("*"):
+        assert path.is_dir() or canary.ELSEWHERE.encode() not in path.read_bytes(), path
+    assert canary.snapshot(canary_dir) == before

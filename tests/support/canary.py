@@ -12,11 +12,15 @@ tests/reliability/test_canary.py and scripts/fuzz (``--kinds canary``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +28,8 @@ from support.files import write_tree
 from support.paths import REPO
 
 SECRET = "CANARY-SECRET-91c2e7"
+# Beside the canary, never named by anything but a symlink inside the canary: read by nothing.
+ELSEWHERE = "ELSEWHERE-SECRET-5d03aa"
 DEADLINE = 90.0  # seconds a command may take (a hang for ever fails long before)
 HUGE = 3 << 30  # a sparse file: 3 GiB that take no disk
 
@@ -69,6 +75,15 @@ ROOT_TARGETS = (
     "root/.terraform/modules/modules.json",
 )
 TARGETS = CACHE_TARGETS + OUT_TARGETS + ROOT_TARGETS
+# A local module's directory (a call's ``./m``, a test run's ``./tests/helper``) replaced by a
+# symlink to the canary: the canary *is* that module. Terraform's installer resolves a local
+# module directory with filepath.EvalSymlinks wherever it leads (internal/initwd/module_install.go
+# ``installLocalModule``; ``terraform get`` records the link's target as the module's Dir), as it
+# reads ``../shared``; flatten follows it the same way (docs/reliability.md, "Symlinked module
+# directories"), so the canary's files may appear in OUT and the cache. Everything else still
+# holds: the canary unchanged, its secret never printed, and ELSEWHERE (reached only through a
+# symlink inside the module leading out of it) nowhere.
+MODULE_DIRS = ("root/m", "root/tests/helper")
 KINDS = ("symlink", "fifo", "devzero", "huge")
 COMMANDS = (
     "build",
@@ -128,8 +143,10 @@ def root_files(url: str) -> dict[str, str]:
 
 
 def canary(box: Path) -> Path:
-    """The canary: a directory (and a file in it) holding the secret, never to change."""
-    return write_tree(
+    """The canary: a directory (and a file in it) holding the secret, never to change; and, beside
+    it, a directory holding ELSEWHERE that only a symlink in the canary (``notes.txt``) leads to."""
+    write_tree(box / "elsewhere", {"secret.txt": f"{ELSEWHERE}\n"})
+    made = write_tree(
         box / "canary",
         {
             "secret.txt": f"{SECRET}\n",
@@ -139,6 +156,8 @@ def canary(box: Path) -> Path:
             "0123456789abcdef0123456789abcdef01234567": SECRET,
         },
     )
+    (made / "notes.txt").symlink_to("../elsewhere/secret.txt")
+    return made
 
 
 def snapshot(directory: Path) -> dict[str, bytes | str]:
@@ -291,32 +310,130 @@ def _commit_as_ref(box: Path) -> None:
             f.write("# edited after REF\n")
 
 
-def run_case(template: Path, box: Path, case: Case) -> int:
-    """Run one case in ``box`` (a copy of ``template``); return the exit code."""
+def warm() -> None:
+    """Import every module of flatten into this process, once, before ``run_case(forked=True)``:
+    each forked command then starts where a fresh interpreter would be after its imports."""
+    import importlib
+    import pkgutil
+
+    import flatten
+
+    for module in pkgutil.walk_packages(flatten.__path__, "flatten."):
+        importlib.import_module(module.name)
+
+
+def _forked(
+    argv: list[str], env: dict[str, str], cwd: Path, deadline: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``flatten ARGV`` as a forked child of this process, which has imported flatten
+    (``warm``): the same entry point as the ``flatten`` script (flatten/__main__.py ``main``, which
+    ends the process with ``os._exit``), with ``env``, ``cwd``, stdin from /dev/null and stdout and
+    stderr in files. The child leads a process group of its own, killed whole at the deadline (the
+    prefetching children with it). Raises ``subprocess.TimeoutExpired`` as ``subprocess.run`` does.
+    """
+    import flatten.__main__ as entry
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()  # nothing buffered here is written twice by the child
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            status = 70
+            try:
+                os.setpgid(0, 0)
+                for signum in (signal.SIGALRM, signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+                    signal.signal(signum, signal.SIG_DFL)
+                os.chdir(cwd)
+                os.environ.clear()
+                os.environ.update(env)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                # New streams on fds 1 and 2: the parent's may be a test runner's capture objects.
+                sys.stdout = sys.__stdout__ = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+                sys.stderr = sys.__stderr__ = open(  # noqa: SIM115
+                    2, "w", encoding="utf-8", errors="backslashreplace", closefd=False
+                )
+                sys.argv = ["flatten", *argv]
+                entry.main()
+            except BaseException as exc:  # only a fault of this harness ends here
+                os.write(2, f"canary harness: {exc!r}\n".encode())
+            finally:
+                os._exit(status)
+        pidfd = os.pidfd_open(pid)
+        try:
+            ready, _, _ = select.select([pidfd], [], [], deadline)
+            if not ready:
+                _kill_group(pid)
+                os.waitpid(pid, 0)
+                raise subprocess.TimeoutExpired(argv, deadline)
+            _, status = os.waitpid(pid, 0)
+        finally:
+            os.close(pidfd)
+            _kill_group(pid)  # whatever the command left running (none should be)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(
+            argv,
+            os.waitstatus_to_exitcode(status),
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace"),
+        )
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group has ended already
+        os.killpg(pid, signal.SIGKILL)
+
+
+def run_case(
+    template: Path, box: Path, case: Case, *, forked: bool = False, deadline: float = DEADLINE
+) -> int:
+    """Run one case in ``box`` (a copy of ``template``); return the exit code. The command must
+    end within ``deadline`` seconds.
+
+    ``forked``: run flatten's commands in a forked child of this process (``warm`` first) instead
+    of a fresh interpreter (scripts/fuzz: several times faster; ``scripts/action.sh`` is always a
+    fresh process)."""
     shutil.copytree(template, box, symlinks=True)
     canary_dir = canary(box)
     before = snapshot(canary_dir)
     _replace(box, case.target, case.kind, canary_dir)
     args, env = _command(box, case.command)
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=DEADLINE, cwd=box)
+        if forked and args[: len(_flatten())] == _flatten():
+            proc = _forked(args[len(_flatten()) :], env, box, deadline)
+        else:
+            proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=deadline, cwd=box)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"{case.name}: did not end within {DEADLINE} s") from None
+        raise AssertionError(f"{case.name}: did not end within {deadline} s") from None
     text = proc.stdout + proc.stderr
     assert snapshot(canary_dir) == before, f"{case.name}: the canary changed"
     assert SECRET not in text, f"{case.name}: the secret was printed:\n{text[-2000:]}"
+    assert ELSEWHERE not in text, f"{case.name}: the secret elsewhere was printed:\n{text[-2000:]}"
     assert "Traceback" not in text and "[Errno" not in text, f"{case.name}:\n{text[-3000:]}"
     assert proc.returncode in (0, 1, 2), f"{case.name}: exit {proc.returncode}\n{text[-2000:]}"
     if proc.returncode and case.command != "action.sh":
         assert proc.stderr.strip() or proc.stdout.strip(), f"{case.name}: failed without a word"
+    # The canary as a local module directory is read as Terraform reads it (MODULE_DIRS).
+    secrets = [ELSEWHERE] if case.kind == "symlink" and case.target in MODULE_DIRS else [SECRET, ELSEWHERE]
     for where in ("out", "cache"):
         top = box / where
         if top.is_symlink():
             continue  # the case made it the canary itself: compared above
-        for current, _, names in os.walk(top):
-            for name in names:
+        real_top = os.path.realpath(top)
+        for current, dirs, names in os.walk(top):
+            for name in dirs + names:
                 path = Path(current) / name
+                if where == "out" and path.is_symlink() and path != box / case.target:
+                    # A link flatten wrote into OUT (not the case's own) stays inside OUT.
+                    real = os.path.realpath(path)
+                    inside = os.path.commonpath([real, real_top]) == real_top
+                    assert inside, f"{case.name}: {path} links out of OUT to {real}"
                 if path.is_symlink() or not path.is_file() or path.stat().st_size > 64 << 20:
                     continue
-                assert SECRET.encode() not in path.read_bytes(), f"{case.name}: the secret is in {path}"
+                data = path.read_bytes()
+                for secret in secrets:
+                    assert secret.encode() not in data, f"{case.name}: {secret} is in {path}"
     return proc.returncode
