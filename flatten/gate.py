@@ -33,6 +33,7 @@ import errno
 import fcntl
 import io
 import os
+import posixpath
 import shutil
 import stat
 import time
@@ -51,6 +52,7 @@ __all__ = [
     "CACHE_AREAS",
     "CACHE_OWNER",
     "CONFIG_LIMIT",
+    "COPY_LIMIT",
     "STAMP_NAME",
     "Dir",
     "DirEntry",
@@ -59,9 +61,16 @@ __all__ = [
     "append",
     "atomic_writer",
     "check_deadline",
+    # OUT's writer and the copies beside a module (one block at the end of this file):
+    "copy_file",
+    "exchange",
     "kind_of",
+    "link_file",
     "list_dir",
     "make_dirs",
+    "make_temp_dir",
+    "move",
+    "move_below",
     "open_dir",
     "open_owned_root",
     "open_read",
@@ -69,9 +78,11 @@ __all__ = [
     "read_bytes",
     "read_text",
     "remove_owned",
+    "set_mode",
     "source_reader",
     "within",
     "write_atomic",
+    "write_file",
 ]
 
 #: The size budget of one file flatten reads whole: configuration, variables, ignore files,
@@ -702,3 +713,193 @@ def open_owned_root(
 def path_of(directory: Dir, name: str = "") -> Path:
     """The path of ``name`` in ``directory``, for messages and for handing to a reader."""
     return Path(directory.join(name) if name else directory.path)
+
+
+# -- Trees flatten writes whole: OUT's writer (stages/output.py) and the copies beside a module ----
+#
+# The output is written into a temporary tree flatten makes beside ``--out`` (or inside it, for a
+# mount point) and swapped in by renames. Every step names its files relative to directories
+# reached from ``--out``'s parent without following a symlink, so a link planted in OUT
+# (``OUT/modules -> ~``) or under one of flatten's temporary names can neither receive an entry
+# nor be written, copied or linked through (issue 38; docs/reliability.md, "The gate").
+
+#: The size budget of one file copied into the output from beside a module (templates, scripts,
+#: test files, ``*.auto.tfvars.json``): a file larger than this is refused before a byte is read
+#: (docs/reliability.md). 1 GiB is four times the largest deployment package AWS Lambda accepts
+#: unzipped; a copy this large is almost always a build artefact or a file put there to stall a
+#: build (a sparse file of terabytes reads as zeros for ever).
+COPY_LIMIT = 1 << 30
+
+_RENAME_EXCHANGE = 2
+
+
+@contextlib.contextmanager
+def _named(directory: Dir, name: str) -> Iterator[None]:
+    """An ``OSError`` of a call made relative to ``directory`` names the whole path (a message
+    naming only ``name`` would not say where)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None or exc.filename == name:
+            exc.filename = directory.join(name)
+        raise
+
+
+def make_temp_dir(directory: Dir, prefix: str, *, mode: int = 0o700) -> str:
+    """Make a new directory named ``prefix`` and random letters in ``directory`` (as
+    ``tempfile.mkdtemp`` does, by descriptor) and return its name."""
+    for _ in range(100):
+        name = prefix + os.urandom(6).hex()
+        try:
+            with _named(directory, name):
+                os.mkdir(name, mode, dir_fd=directory.fd)
+        except FileExistsError:
+            continue
+        return name
+    raise FileExistsError(errno.EEXIST, "no free temporary name", directory.join(prefix))
+
+
+def move(src_dir: Dir, src: str, dst_dir: Dir, dst: str) -> None:
+    """Rename ``src`` (in ``src_dir``) to ``dst`` (in ``dst_dir``), never replacing anything:
+    ``FileExistsError`` when ``dst`` exists (a symlink there included, which is never followed)."""
+    if dst_dir.kind(dst) != "missing":
+        raise FileExistsError(errno.EEXIST, "File exists", dst_dir.join(dst))
+    with _named(src_dir, src):
+        os.rename(src, dst, src_dir_fd=src_dir.fd, dst_dir_fd=dst_dir.fd)
+
+
+def move_below(base: Dir, src: str, dst: str, *, make_parents: bool = False) -> None:
+    """:func:`move` ``base/src`` to ``base/dst`` (relative POSIX paths), every directory on the way
+    reached without following a symlink (:class:`Refused` ``symlink`` for a link where a directory
+    should be); ``make_parents``: ``dst``'s missing parent directories are made."""
+    src_parent, src_name = posixpath.split(src)
+    dst_parent, dst_name = posixpath.split(dst)
+    with base.sub(src_parent) as s, base.sub(dst_parent, create=make_parents, mode=0o777) as d:
+        move(s, src_name, d, dst_name)
+
+
+def exchange(directory: Dir, a: str, b: str) -> bool:
+    """Swap the entries ``a`` and ``b`` of ``directory`` atomically (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``); False where the kernel or file system has no such call, or it failed."""
+    # Imported here: ctypes costs every build's start-up 7 ms, and only a rebuild into an
+    # existing --out swaps (docs/performance.md, "Start-up").
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    fd = ctypes.c_int(directory.fd)
+    return bool(renameat2(fd, os.fsencode(a), fd, os.fsencode(b), _RENAME_EXCHANGE) == 0)
+
+
+def _new_file(directory: Dir, name: str) -> int:
+    """A descriptor of ``name`` in ``directory``, made or truncated, never through a symlink and
+    never a FIFO or device (refused): the file a tree's writer fills."""
+    try:
+        with _named(directory, name):
+            fd = os.open(
+                name,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _NONBLOCK | _CLOEXEC,
+                0o666,
+                dir_fd=directory.fd,
+            )
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and directory.kind(name) == "link":
+            raise _symlink(directory.join(name)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _special(directory.join(name), st.st_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_file(directory: Dir, name: str, data: bytes, *, mode: int | None = None) -> None:
+    """Write ``name`` in a directory flatten is making (the tree is the temporary: no file of its
+    own), never through a symlink; ``mode``: its permissions (else 0o666 less the umask)."""
+    fd = _new_file(directory, name)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if mode is not None:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _fill(fd: int, source: int, shown: str, limit: int, deadline: float | None) -> None:
+    copied = 0
+    while True:
+        check_deadline(deadline, shown)
+        try:
+            sent = os.sendfile(fd, source, None, min(_CHUNK * 8, limit + 1 - copied) or 1)
+        except OSError as exc:  # no sendfile between these files: plain reads and writes
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            chunk = os.read(source, min(_CHUNK, limit + 1 - copied) or 1)
+            sent = len(chunk)
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(fd, view) :]
+        if not sent:
+            return
+        copied += sent
+        if copied > limit:  # grew after the fstat
+            raise _too_large(shown, limit)
+
+
+def copy_file(
+    source: str | os.PathLike[str],
+    directory: Dir,
+    name: str,
+    *,
+    mode: Callable[[int], int],
+    limit: int = COPY_LIMIT,
+    deadline: float | None = None,
+    src_dir: Dir | None = None,
+) -> None:
+    """Copy the regular file ``source`` (under :func:`read_bytes`' rules: a FIFO, device or a
+    file over ``limit`` is :class:`Refused` unread) to ``name`` in ``directory``, never through a
+    symlink there; ``mode`` gives the copy's permissions from the source's ``st_mode``.
+    ``src_dir``: ``source`` is a name in that directory and a symlink there is not followed."""
+    if src_dir is None:
+        fd_in, st = _open_regular(source, limit=limit, deadline=deadline, inside=None, follow=True)
+    else:
+        fd_in, st = _open_regular(
+            source, limit=limit, deadline=deadline, inside=None, follow=False, dir_fd=src_dir.fd
+        )
+    try:
+        fd = _new_file(directory, name)
+        try:
+            _fill(fd, fd_in, os.fspath(source), limit, deadline)
+            os.fchmod(fd, mode(st.st_mode))
+        finally:
+            os.close(fd)
+    finally:
+        os.close(fd_in)
+
+
+def link_file(src_dir: Dir, src: str, directory: Dir, name: str) -> None:
+    """Make ``name`` in ``directory`` the regular file ``src`` of ``src_dir`` is (a hard link;
+    neither side's symlink followed), else a copy with its permissions where the file system has
+    no hard link between them. A symlink, FIFO or device at ``src`` is :class:`Refused`."""
+    st = src_dir.stat(src)
+    if not stat.S_ISREG(st.st_mode):
+        raise (
+            _symlink(src_dir.join(src))
+            if stat.S_ISLNK(st.st_mode)
+            else _special(src_dir.join(src), st.st_mode)
+        )
+    try:
+        os.link(src, name, src_dir_fd=src_dir.fd, dst_dir_fd=directory.fd, follow_symlinks=False)
+    except OSError:  # another file system, or one without hard links
+        copy_file(src, directory, name, mode=stat.S_IMODE, limit=1 << 62, src_dir=src_dir)
+
+
+def set_mode(directory: Dir, mode: int) -> None:
+    """Set the permissions of the open ``directory`` itself (by its descriptor)."""
+    os.fchmod(directory.fd, mode)

@@ -36,12 +36,10 @@ import fcntl
 import hashlib
 import os
 import posixpath
-import shutil
 import signal
 import stat
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
@@ -84,10 +82,9 @@ class OutputError(Exception):
 _INSIDE_PREFIXES = (".flatten-new-", ".flatten-old-")
 
 
-def _is_previous_output(path: Path) -> bool:
-    return (path / MANIFEST_NAME).is_file() or not any(
-        not p.name.startswith(_INSIDE_PREFIXES) for p in path.iterdir()
-    )
+def _is_previous_output(out: gate.Dir) -> bool:
+    names = [e.name for e in out.list()]
+    return out.kind(MANIFEST_NAME) == "file" or not any(not n.startswith(_INSIDE_PREFIXES) for n in names)
 
 
 def manifest_root(data: bytes | None) -> str:
@@ -110,6 +107,13 @@ def manifest_root(data: bytes | None) -> str:
 def _read_manifest(tree: str) -> bytes | None:
     try:
         return gate.read_bytes(os.path.join(tree, MANIFEST_NAME), follow=False)
+    except OSError:
+        return None
+
+
+def _manifest_in(tree: gate.Dir) -> bytes | None:
+    try:
+        return tree.read(MANIFEST_NAME)
     except OSError:
         return None
 
@@ -166,8 +170,16 @@ def user_entries(tree: str | Path, wanted: Collection[str] = ()) -> list[str]:
     manifest (``owned_paths``) nor Terraform's (in the root module's directory), as relative POSIX
     paths. A directory holding nothing of flatten's and not written by the new tree (``wanted``:
     its files) is one entry; a symlink is the link. Empty when the manifest lists no files."""
-    base = os.fspath(tree)
-    manifest = _read_manifest(base)
+    try:
+        with gate.open_dir(tree) as directory:
+            return _user_entries(directory, wanted)
+    except OSError:
+        return []
+
+
+def _user_entries(tree: gate.Dir, wanted: Collection[str] = ()) -> list[str]:
+    """``user_entries`` of an open tree: every directory below it reached without following a link."""
+    manifest = _manifest_in(tree)
     owned = owned_paths(manifest)
     if owned is None:
         return []
@@ -175,12 +187,12 @@ def user_entries(tree: str | Path, wanted: Collection[str] = ()) -> list[str]:
     descend = _parents(owned) | _parents(wanted)
     found: list[str] = []
 
-    def walk(rel_dir: str) -> None:
+    def walk(here: gate.Dir, rel_dir: str) -> None:
         try:
-            entries = gate.list_dir(os.path.join(base, rel_dir) if rel_dir else base)
+            entries = here.list()
         except OSError:
             return
-        skipped = set(terraform_entries(os.path.join(base, rel_dir))) if rel_dir == place else set()
+        skipped = set(_terraform_entries(here)) if rel_dir == place else set()
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             if not rel_dir and (entry.name == MANIFEST_NAME or entry.name.startswith(_INSIDE_PREFIXES)):
@@ -188,11 +200,15 @@ def user_entries(tree: str | Path, wanted: Collection[str] = ()) -> list[str]:
             if entry.name in skipped or rel in owned:
                 continue
             if entry.kind == "dir" and rel in descend:
-                walk(rel)
+                try:
+                    with here.sub(entry.name) as below:
+                        walk(below, rel)
+                except OSError:
+                    continue
             else:
                 found.append(rel)
 
-    walk("")
+    walk(tree, "")
     return sorted(found)
 
 
@@ -200,16 +216,16 @@ def user_entries(tree: str | Path, wanted: Collection[str] = ()) -> list[str]:
 _PLAN_LIMIT = 1 << 30
 
 
-def _is_plan(path: str) -> bool:
-    """Return whether ``path`` is a regular file Terraform reads as a saved plan: a zip archive
-    with a ``tfplan`` member (internal/plans/planfile/reader.go)."""
+def _is_plan(directory: gate.Dir, name: str) -> bool:
+    """Return whether ``name`` in ``directory`` is a regular file Terraform reads as a saved plan:
+    a zip archive with a ``tfplan`` member (internal/plans/planfile/reader.go)."""
     try:
-        if gate.kind_of(path) != "file":
+        if directory.kind(name) != "file":
             return False
-        with gate.open_read(path, follow=False, limit=_PLAN_LIMIT) as f:
+        with gate.open_read(name, follow=False, limit=_PLAN_LIMIT, dir_fd=directory.fd) as f:
             if f.read(len(ZIP_MAGIC)) != ZIP_MAGIC:
                 return False
-        data = gate.read_bytes(path, follow=False, limit=_PLAN_LIMIT)
+        data = directory.read(name, limit=_PLAN_LIMIT)
     except OSError:
         return False
     import io
@@ -228,91 +244,110 @@ def terraform_entries(directory: str | Path, written: Collection[str] = ()) -> l
     and saved plans, but none of ``written`` (the names the build puts there: a lock file copied
     from the source wins over Terraform's)."""
     try:
-        names = [e.name for e in gate.list_dir(directory)]
+        with gate.open_dir(directory) as opened:
+            return _terraform_entries(opened, written)
+    except OSError:
+        return []
+
+
+def _terraform_entries(directory: gate.Dir, written: Collection[str] = ()) -> list[str]:
+    try:
+        names = [e.name for e in directory.list()]
     except OSError:
         return []
     found = []
     for name in names:
         if name in written or name == MANIFEST_NAME:
             continue
-        if name in TERRAFORM_ENTRIES or _is_plan(os.path.join(directory, name)):
+        if name in TERRAFORM_ENTRIES or _is_plan(directory, name):
             found.append(name)
     return sorted(found)
 
 
-def _move(source: str, target: str, base: str) -> None:
-    """Rename ``source`` to ``target`` (its parent directories below the tree ``base`` made),
-    refusing to replace anything or to pass through a symlink below ``base``: a link planted
-    where a directory of the tree was (``OUT/modules -> ~``) must not receive the entry."""
-    rel = os.path.relpath(os.path.dirname(target), base)
-    here = base
-    for part in [] if rel == "." else rel.split(os.sep):
-        here = os.path.join(here, part)
-        kind = gate.kind_of(here)
-        if kind == "missing":
-            os.mkdir(here)
-        elif kind != "dir":
-            raise FileExistsError(errno.EEXIST, "not a directory of the output (a link or a file)", here)
-    if os.path.lexists(target):
-        raise FileExistsError(errno.EEXIST, "File exists", target)
-    os.rename(source, target)
+# Every tree below is named by its path relative to ``--out``'s parent (``base``, an open
+# directory): ``out``, ``.out.flatten-x`` beside it, ``out/.flatten-new-x`` inside it. Each step
+# reaches its directories from ``base`` one component at a time without following a symlink
+# (flatten/gate.py), so a link planted in OUT or under a temporary name redirects nothing.
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def _names(base: gate.Dir, rel: str = "") -> set[str]:
+    """The names in the directory ``rel`` below ``base`` (none when it cannot be listed)."""
+    try:
+        with base.sub(rel) as directory:
+            return {e.name for e in directory.list()}
+    except OSError:
+        return set()
+
+
+def _kind(base: gate.Dir, rel: str) -> gate.Kind:
+    parent, name = posixpath.split(rel)
+    try:
+        with base.sub(parent) as directory:
+            return directory.kind(name)
+    except OSError:
+        return "missing"
 
 
 def _adopt(
-    old: str, new: str, fault: Fault = _no_fault, *, only_missing: bool = False
+    base: gate.Dir, old: str, new: str, fault: Fault = _no_fault, *, only_missing: bool = False
 ) -> list[tuple[str, str]]:
-    """Move what is not flatten's in the output tree ``old`` into the tree ``new``, one rename
-    each: Terraform's entries from ``old``'s root module directory into ``new``'s (each tree's, from
-    its manifest), and the user's entries (``user_entries``) to the same path in ``new``. Return
-    the moves made, (from, to), for ``_give_back``; on failure every move is undone and the error
-    raised. ``only_missing``: an entry ``new`` already has stays where it is (recovery)."""
-    old_manifest, new_manifest = _read_manifest(old), _read_manifest(new)
-    old_place = manifest_root(old_manifest)
-    old_root = os.path.join(old, old_place)
-    new_root = os.path.join(new, manifest_root(new_manifest))
-    # Not Terraform's after all: what the new tree writes there (a lock file copied from the
-    # source wins), and what flatten wrote there itself (listed in ``old``'s manifest).
-    written = set() if only_missing else _entries(new_root)
-    prefix = old_place + "/" if old_place else ""
-    for rel in owned_paths(old_manifest) or ():
-        if rel.startswith(prefix) and "/" not in rel[len(prefix) :]:
-            written.add(rel[len(prefix) :])
-    planned = [
-        (os.path.join(old_root, name), os.path.join(new_root, name))
-        for name in terraform_entries(old_root, written)
-    ]
-    new_owned = owned_paths(new_manifest) or frozenset()
-    planned += [
-        (os.path.join(old, *rel.split("/")), os.path.join(new, *rel.split("/")))
-        for rel in user_entries(old, new_owned)
-    ]
+    """Move what is not flatten's in the output tree ``old`` into the tree ``new`` (both below
+    ``base``), one rename each: Terraform's entries from ``old``'s root module directory into
+    ``new``'s (each tree's, from its manifest), and the user's entries (``user_entries``) to the
+    same path in ``new``. Return the moves made, (from, to), for ``_give_back``; on failure every
+    move is undone and the error raised. ``only_missing``: an entry ``new`` already has stays
+    where it is (recovery). A symlink where a directory of ``new`` should be (``OUT/modules ->
+    ~``) never receives an entry: the move is refused."""
+    with base.sub(old) as old_tree, base.sub(new) as new_tree:
+        old_manifest, new_manifest = _manifest_in(old_tree), _manifest_in(new_tree)
+        old_place = manifest_root(old_manifest)
+        new_place = manifest_root(new_manifest)
+        # Not Terraform's after all: what the new tree writes there (a lock file copied from the
+        # source wins), and what flatten wrote there itself (listed in ``old``'s manifest).
+        written = set() if only_missing else _names(new_tree, new_place)
+        prefix = old_place + "/" if old_place else ""
+        for rel in owned_paths(old_manifest) or ():
+            if rel.startswith(prefix) and "/" not in rel[len(prefix) :]:
+                written.add(rel[len(prefix) :])
+        try:
+            with old_tree.sub(old_place) as old_root:
+                theirs = _terraform_entries(old_root, written)
+        except OSError:
+            theirs = []
+        planned = [(_join(old, old_place, name), _join(new, new_place, name)) for name in theirs]
+        new_owned = owned_paths(new_manifest) or frozenset()
+        planned += [(_join(old, rel), _join(new, rel)) for rel in _user_entries(old_tree, new_owned)]
     moves: list[tuple[str, str]] = []
     try:
         for source, target in planned:
-            if only_missing and os.path.lexists(target):
+            if only_missing and _kind(base, target) != "missing":
                 continue
-            _move(source, target, new)
+            gate.move_below(base, source, target, make_parents=True)
             moves.append((source, target))
             fault(f"adopt:{len(moves)}")
     except BaseException:
-        _give_back(moves)
+        _give_back(base, moves)
         raise
     return moves
 
 
-def _give_back(moves: list[tuple[str, str]]) -> None:
+def _give_back(base: gate.Dir, moves: list[tuple[str, str]]) -> None:
     """Undo ``_adopt``'s moves (the swap that was to follow failed)."""
     for source, target in reversed(moves):
         with contextlib.suppress(OSError):
-            os.rename(target, source)
+            gate.move_below(base, target, source)
 
 
-def _conflicts(out: Path, paths: Collection[str]) -> list[str]:
+def _conflicts(out: gate.Dir, paths: Collection[str]) -> list[str]:
     """Return the user's entries in ``out`` where the new tree (``paths``: its files) writes a file
     or needs a directory: flatten never replaces one, so the build stops and names them."""
     wanted = set(paths)
     needed = _parents(wanted)
-    return [rel for rel in user_entries(out, wanted) if rel in wanted or rel in needed]
+    return [rel for rel in _user_entries(out, wanted) if rel in wanted or rel in needed]
 
 
 class Interrupted(BaseException):
@@ -338,45 +373,32 @@ def _terminate_as_exception() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
+def _locked(directory: gate.Dir) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` so two builds into the same place take turns."""
-    fd = os.open(directory, os.O_RDONLY)
+    fcntl.flock(directory.fd, fcntl.LOCK_EX)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        fcntl.flock(directory.fd, fcntl.LOCK_UN)
 
 
-_RENAME_EXCHANGE = 2
-_AT_FDCWD = -100
+def _exchange(base: gate.Dir, a: str, b: str) -> bool:
+    """Swap two directories of ``base`` atomically (Linux renameat2); return False where unsupported."""
+    return gate.exchange(base, a, b)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two directories atomically (Linux renameat2); return False where unsupported."""
-    # Imported here: ctypes costs every build's start-up 7 ms, and only a rebuild into an
-    # existing --out swaps (docs/performance.md, "Start-up").
-    import ctypes
-
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        return False
-    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return bool(result == 0)
-
-
-def _swap_by_renames(tmp: Path, out: Path, fault: Fault = _no_fault) -> Path | None:
+def _swap_by_renames(base: gate.Dir, tmp: str, out: str, fault: Fault = _no_fault) -> str | None:
     """Move ``tmp`` to ``out`` with two renames, restoring the old ``out`` if interrupted between;
     return where the old ``out`` now is (None when there was none), for the caller to remove."""
-    old = tmp.with_name(tmp.name + "-old") if out.exists() else None
+    old = tmp + "-old" if base.kind(out) != "missing" else None
     if old is not None:
-        os.rename(out, old)
+        gate.move(base, out, base, old)
         fault("aside")
     try:
-        os.rename(tmp, out)
+        gate.move(base, tmp, base, out)
     except BaseException:
-        if old is not None and not out.exists():
-            os.rename(old, out)
+        if old is not None and base.kind(out) == "missing":
+            gate.move(base, old, base, out)
         raise
     return old
 
@@ -395,23 +417,29 @@ _FS_IOC_SETFLAGS = 0x40086602
 _FS_TOPDIR_FL = 0x00020000
 
 
-def mark_top_directory(path: str | Path) -> None:
-    """Mark the directory ``path`` as the top of a directory hierarchy for the file system's
-    allocator (``chattr +T``), best effort: any failure leaves it as it is."""
+def mark_top_directory(path: str | Path | gate.Dir) -> None:
+    """Mark the directory ``path`` (or an open one) as the top of a directory hierarchy for the
+    file system's allocator (``chattr +T``), best effort: any failure leaves it as it is."""
     if not sys.platform.startswith("linux"):
         return
+    if isinstance(path, gate.Dir):
+        _mark_top(path.fd)
+        return
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        opened = gate.open_dir(path)
     except OSError:
         return
+    with opened:
+        _mark_top(opened.fd)
+
+
+def _mark_top(fd: int) -> None:
     try:
         (flags,) = struct.unpack("i", fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(4)))
         if not flags & _FS_TOPDIR_FL:
             fcntl.ioctl(fd, _FS_IOC_SETFLAGS, struct.pack("i", flags | _FS_TOPDIR_FL))
     except OSError:
         pass
-    finally:
-        os.close(fd)
 
 
 def copied_mode(mode: int) -> int:
@@ -427,121 +455,148 @@ def copied_mode(mode: int) -> int:
     return (stat.S_IMODE(mode) & 0o755) | 0o600
 
 
-def _link(source: Path, digest: str, target: Path) -> None:
-    """Make ``target`` the file ``source`` is (a hard link), else a copy with its permissions; then
-    check that its content has ``digest`` (BLAKE2b, 16 bytes, hex), else raise ``OutputError``."""
-    if not stat.S_ISREG(os.lstat(source).st_mode):
-        raise OutputError(f"{source} is not a regular file")
+def _link(source: gate.Dir, src: str, digest: str, target: gate.Dir, name: str, shown: Path) -> None:
+    """Make ``name`` in ``target`` the file ``src`` in ``source`` is (a hard link), else a copy
+    with its permissions; then check that its content has ``digest`` (BLAKE2b, 16 bytes, hex),
+    else raise ``OutputError``. A symlink or anything but a regular file is not taken."""
     try:
-        os.link(source, target, follow_symlinks=False)
-    except OSError:  # another filesystem, or one without hard links
-        shutil.copyfile(source, target, follow_symlinks=False)
-        os.chmod(target, stat.S_IMODE(os.lstat(source).st_mode))
+        gate.link_file(source, src, target, name)
+    except gate.Refused as exc:
+        if exc.reason in ("symlink", "special"):
+            raise OutputError(f"{shown} is not a regular file") from None
+        raise
     # Checked through the new name: what is checked is what the new tree holds, even if the
     # previous output was replaced meanwhile.
-    with open(target, "rb") as f:
+    with gate.open_read(name, follow=False, limit=1 << 62, dir_fd=target.fd) as f:
         if hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16)).hexdigest() != digest:
-            raise OutputError(f"{source} changed while it was taken into the new output")
+            raise OutputError(f"{shown} changed while it was taken into the new output")
+
+
+class _Places:
+    """The open directories of a tree being written (or read from), by relative path: those on
+    the way to the last one asked for stay open (the files come sorted, so a directory's files
+    and subdirectories are written one after the other), the others are closed."""
+
+    def __init__(self, top: gate.Dir, *, create: bool) -> None:
+        self._top = top
+        self._create = create
+        self._open: dict[str, gate.Dir] = {}
+        self._made: set[str] = set()  # a new tree: every directory in it is one this writer made
+
+    def at(self, rel_dir: str) -> gate.Dir:
+        if not rel_dir:
+            return self._top
+        found = self._open.get(rel_dir)
+        if found is not None:
+            return found
+        for other in [k for k in self._open if not rel_dir.startswith(k + "/")]:
+            self._open.pop(other).close()
+        parent_rel, name = posixpath.split(rel_dir)
+        parent = self.at(parent_rel)
+        if self._create and rel_dir not in self._made:
+            parent.mkdir(name, mode=0o777, exist_ok=True)
+            self._made.add(rel_dir)
+            opened = parent.sub(name)
+            mark_top_directory(opened)  # its subdirectories and files elsewhere: see above
+        else:
+            opened = parent.sub(name)
+        self._open[rel_dir] = opened
+        return opened
+
+    def close(self) -> None:
+        for each in self._open.values():
+            each.close()
+        self._open.clear()
 
 
 def _write_files(
-    tmp: Path,
+    base: gate.Dir,
+    tree: gate.Dir,
     files: Mapping[str, bytes],
     copies: Mapping[str, Path],
     modes: Mapping[str, int],
     links: Mapping[str, tuple[Path, str]],
 ) -> None:
-    # Strings and os calls, not pathlib: creating files is most of writing a tree (about 0.5 ms a
-    # file on a slow disk), and Path.write_bytes adds an fstat, an ioctl and an lseek to each,
-    # Path.mkdir(parents=True, exist_ok=True) a failing mkdir for each directory made before.
-    base = os.fspath(tmp)
-    made = {base}  # tmp is new (mkdtemp): every other directory in it is one this call made
-    for rel, (source, digest) in sorted(links.items()):
-        target = os.path.join(base, rel)
-        _make_parent(target, made)
-        _link(source, digest, Path(target))
-    for rel, source in sorted(copies.items()):
-        target = os.path.join(base, rel)
-        _make_parent(target, made)
-        shutil.copyfile(source, target)
-        os.chmod(target, copied_mode(os.stat(source).st_mode))
-    # The manifest last: a tree holding one is whole, so what is not listed in it was moved in
-    # (recovery after a crash relies on it: _recover).
-    for rel, data in sorted(files.items(), key=lambda item: item[0] == MANIFEST_NAME):
-        target = os.path.join(base, rel)
-        _make_parent(target, made)
-        _write_bytes(target, data)
-        mode = modes.get(rel)
-        if mode is not None:
-            os.chmod(target, mode)
-    os.chmod(tmp, 0o755)
-
-
-def _make_parent(target: str, made: set[str]) -> None:
-    """Make ``target``'s parent directory and those above it that are not in ``made`` (as
-    ``Path.mkdir(parents=True, exist_ok=True)`` would), and note them there."""
-    parent = os.path.dirname(target)
-    missing: list[str] = []
-    while parent not in made:
-        missing.append(parent)
-        up = os.path.dirname(parent)
-        if up == parent:
-            break
-        parent = up
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory)
-            mark_top_directory(directory)  # its subdirectories and files elsewhere: see above
-        except FileExistsError:
-            if not os.path.isdir(directory):
-                raise
-        made.add(directory)
-
-
-def _write_bytes(path: str, data: bytes) -> None:
-    """``Path(path).write_bytes(data)`` (the same flags and mode) in three system calls."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    # Every file made by name in its open directory (openat): no path is resolved again, and a
+    # symlink can be neither written through nor taken in (flatten/gate.py). Copies are read
+    # under the gate's copy budget (a FIFO or device swapped in meanwhile is refused, never read).
+    places = _Places(tree, create=True)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        if links:
+            _link_files(base, places, links)
+        for rel, source in sorted(copies.items()):
+            parent, name = posixpath.split(rel)
+            gate.copy_file(source, places.at(parent), name, mode=copied_mode)
+        # The manifest last: a tree holding one is whole, so what is not listed in it was moved in
+        # (recovery after a crash relies on it: _recover).
+        for rel, data in sorted(files.items(), key=lambda item: item[0] == MANIFEST_NAME):
+            parent, name = posixpath.split(rel)
+            gate.write_file(places.at(parent), name, data, mode=modes.get(rel))
     finally:
-        os.close(fd)
+        places.close()
+    gate.set_mode(tree, 0o755)
 
 
-def _swap_contents(out: Path, new: Path, old: Path, fault: Fault) -> None:
-    """Make the entries of ``new`` the entries of ``out``, moving ``out``'s own entries into ``old``.
+def _link_files(base: gate.Dir, places: _Places, links: Mapping[str, tuple[Path, str]]) -> None:
+    """Take ``links`` (files of the previous output) into the tree: each source reached from
+    ``base`` (``--out``'s parent) without following a link, else from its own directory."""
+    sources = _Places(base, create=False)
+    try:
+        for rel, (source, digest) in sorted(links.items()):
+            parent, name = posixpath.split(rel)
+            below = os.path.relpath(os.fspath(source.parent), base.path)
+            if below == ".." or below.startswith("../") or os.path.isabs(below):
+                with gate.open_dir(source.parent) as held:
+                    _link(held, source.name, digest, places.at(parent), name, source)
+            else:
+                _link(
+                    sources.at("" if below == "." else below),
+                    source.name,
+                    digest,
+                    places.at(parent),
+                    name,
+                    source,
+                )
+    finally:
+        sources.close()
+
+
+def _swap_contents(out: gate.Dir, new: str, old: str, fault: Fault) -> None:
+    """Make the entries of ``new`` the entries of ``out``, moving ``out``'s own entries into ``old``
+    (both directories inside ``out``).
 
     For an ``out`` that cannot itself be renamed (a mount point). Each move is one rename on the
     same filesystem; the manifest leaves last and arrives first, so ``out`` holds a manifest (or
     only these temporary directories) at every moment. On any exception every move is undone.
     """
-    ours = {new.name, old.name}
-    leaving = sorted(n for n in os.listdir(out) if n not in ours)
-    leaving.sort(key=lambda n: n == MANIFEST_NAME)
-    arriving = sorted(os.listdir(new))
-    arriving.sort(key=lambda n: n != MANIFEST_NAME)
-    moved_out: list[str] = []
-    moved_in: list[str] = []
-    try:
-        for name in leaving:
-            os.rename(out / name, old / name)
-            moved_out.append(name)
-            fault(f"leave:{len(moved_out)}")
-        for name in arriving:
-            os.rename(new / name, out / name)
-            moved_in.append(name)
-            fault(f"arrive:{len(moved_in)}")
-    except BaseException:
-        for name in reversed(moved_in):
-            os.rename(out / name, new / name)
-        for name in reversed(moved_out):
-            os.rename(old / name, out / name)
-        raise
+    with out.sub(new) as new_dir, out.sub(old) as old_dir:
+        ours = {new, old}
+        leaving = sorted(e.name for e in out.list() if e.name not in ours)
+        leaving.sort(key=lambda n: n == MANIFEST_NAME)
+        arriving = sorted(e.name for e in new_dir.list())
+        arriving.sort(key=lambda n: n != MANIFEST_NAME)
+        moved_out: list[str] = []
+        moved_in: list[str] = []
+        try:
+            for name in leaving:
+                gate.move(out, name, old_dir, name)
+                moved_out.append(name)
+                fault(f"leave:{len(moved_out)}")
+            for name in arriving:
+                gate.move(new_dir, name, out, name)
+                moved_in.append(name)
+                fault(f"arrive:{len(moved_in)}")
+        except BaseException:
+            for name in reversed(moved_in):
+                gate.move(out, name, new_dir, name)
+            for name in reversed(moved_out):
+                gate.move(old_dir, name, out, name)
+            raise
 
 
 def _replace_contents(
-    out: Path,
+    base: gate.Dir,
+    out: str,
     files: Mapping[str, bytes],
     copies: Mapping[str, Path],
     modes: Mapping[str, int],
@@ -550,41 +605,36 @@ def _replace_contents(
     fault: Fault,
 ) -> None:
     """Write the tree inside ``out`` and swap ``out``'s contents for it (``out`` stays in place)."""
-    new: Path | None = None
-    old: Path | None = None
+    new: str | None = None
+    old: str | None = None
     try:
-        new = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[0], dir=out))
-        mark_top_directory(new)
-        with _signals_allowed(mask):
-            _write_files(new, files, copies, modes, links)
-        fault("written")
-        # Made after the new tree is whole: its presence tells _recover the swap may have begun.
-        old = Path(tempfile.mkdtemp(prefix=_INSIDE_PREFIXES[1], dir=out))
-        fault("aside")
-        moves = _adopt(str(out), str(new), fault)
-        try:
-            _swap_contents(out, new, old, fault)
-        except BaseException:
-            _give_back(moves)
-            raise
-        fault("swapped")
-        with contextlib.suppress(OSError):
-            _adopt(str(old), str(out), only_missing=True)  # what Terraform wrote meanwhile
-        fault("readopted")
+        with base.sub(out) as out_dir:
+            new = gate.make_temp_dir(out_dir, _INSIDE_PREFIXES[0])
+            with out_dir.sub(new) as tree:
+                mark_top_directory(tree)
+                with _signals_allowed(mask):
+                    _write_files(base, tree, files, copies, modes, links)
+            fault("written")
+            # Made after the new tree is whole: its presence tells _recover the swap may have begun.
+            old = gate.make_temp_dir(out_dir, _INSIDE_PREFIXES[1])
+            fault("aside")
+            moves = _adopt(base, out, _join(out, new), fault)
+            try:
+                _swap_contents(out_dir, new, old, fault)
+            except BaseException:
+                _give_back(base, moves)
+                raise
+            fault("swapped")
+            with contextlib.suppress(OSError):
+                _adopt(base, _join(out, old), out, only_missing=True)  # what Terraform wrote meanwhile
+            fault("readopted")
     finally:
         for tmp in (new, old):
             if tmp is not None:
-                _remove(tmp)
+                _remove(base, _join(out, tmp))
 
 
-def _entries(path: str | Path) -> set[str]:
-    try:
-        return {e.name for e in gate.list_dir(path)}
-    except OSError:
-        return set()
-
-
-def _recover(parent: Path, out: Path) -> None:
+def _recover(base: gate.Dir, out: str) -> None:
     """Put back what a build killed outright (SIGKILL) left in flatten's temporary trees, then
     remove them: we hold the lock, so none is in use.
 
@@ -594,55 +644,62 @@ def _recover(parent: Path, out: Path) -> None:
     tree without its manifest was not whole, so nothing was moved into it) goes back to its place
     in ``out`` unless ``out`` has one. Inside ``out`` (a mount point: ``_replace_contents``), the
     interrupted swap is finished when the new tree's manifest had already arrived in ``out`` and
-    undone otherwise, and the same entries go back.
+    undone otherwise, and the same entries go back. A symlink under one of these names is
+    removed (the link), never followed.
     """
-    prefix = f".{out.name}.flatten-"
+    prefix = f".{out}.flatten-"
     stale = sorted(
-        (name for name in _entries(parent) if name.startswith(prefix)), key=lambda n: not n.endswith("-old")
+        (name for name in _names(base) if name.startswith(prefix)), key=lambda n: not n.endswith("-old")
     )
     for name in stale:
-        tree = parent / name
-        if name.endswith("-old") and not os.path.lexists(out) and gate.kind_of(tree) == "dir":
-            os.rename(tree, out)  # killed between _swap_by_renames' two renames: the old output back
+        if name.endswith("-old") and base.kind(out) == "missing" and base.kind(name) == "dir":
+            gate.move(base, name, base, out)  # killed between _swap_by_renames' two renames
             continue
-        if out.is_dir() and gate.kind_of(tree) == "dir":
+        if base.kind(out) == "dir" and base.kind(name) == "dir":
             with contextlib.suppress(OSError):
-                _adopt(str(tree), str(out), only_missing=True)
-        _remove(tree)
-    if not out.is_dir() or os.path.islink(out):
+                _adopt(base, name, out, only_missing=True)
+        _remove(base, name)
+    if base.kind(out) != "dir":
         return
-    inside = _entries(out)
+    with base.sub(out) as out_dir:
+        _recover_inside(base, out, out_dir)
+
+
+def _recover_inside(base: gate.Dir, out: str, out_dir: gate.Dir) -> None:
+    """``_recover``'s part inside ``out`` (the in-place swap's trees)."""
+    inside = _names(out_dir)
     ours = [n for n in inside if n.startswith(_INSIDE_PREFIXES)]
     for name in ours:  # a link planted under one of these names is removed, never followed
-        if gate.kind_of(out / name) != "dir":
-            _remove(out / name)
-    news = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[0]) and gate.kind_of(out / n) == "dir")
-    olds = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[1]) and gate.kind_of(out / n) == "dir")
+        if out_dir.kind(name) != "dir":
+            _remove(base, _join(out, name))
+    news = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[0]) and out_dir.kind(n) == "dir")
+    olds = sorted(n for n in ours if n.startswith(_INSIDE_PREFIXES[1]) and out_dir.kind(n) == "dir")
     for new_name in news:
-        new = out / new_name
-        new_whole = MANIFEST_NAME in _entries(new)
+        new_whole = MANIFEST_NAME in _names(out_dir, new_name)
         forward = (
             not new_whole
             and bool(olds)
-            and (MANIFEST_NAME in inside or any(MANIFEST_NAME in _entries(out / o) for o in olds))
+            and (MANIFEST_NAME in inside or any(MANIFEST_NAME in _names(out_dir, o) for o in olds))
         )
         if forward:  # the new manifest arrived: the rest of the new tree follows it
-            for entry in sorted(_entries(new)):
-                if not os.path.lexists(out / entry):
-                    os.rename(new / entry, out / entry)
+            with out_dir.sub(new_name) as new:
+                for entry in sorted(_names(new)):
+                    if out_dir.kind(entry) == "missing":
+                        gate.move(new, entry, out_dir, entry)
         else:  # the swap had not begun arriving: the old entries return, then what was moved in
             for old_name in olds:
-                for entry in sorted(_entries(out / old_name)):
-                    if not os.path.lexists(out / entry):
-                        os.rename(out / old_name / entry, out / entry)
+                with out_dir.sub(old_name) as old:
+                    for entry in sorted(_names(old)):
+                        if out_dir.kind(entry) == "missing":
+                            gate.move(old, entry, out_dir, entry)
             if new_whole:
                 with contextlib.suppress(OSError):
-                    _adopt(str(new), str(out), only_missing=True)
+                    _adopt(base, _join(out, new_name), out, only_missing=True)
     for old_name in olds:
         with contextlib.suppress(OSError):
-            _adopt(str(out / old_name), str(out), only_missing=True)
+            _adopt(base, _join(out, old_name), out, only_missing=True)
     for name in (*news, *olds):
-        _remove(out / name)
+        _remove(base, _join(out, name))
 
 
 # A directory that cannot be renamed: a mount point (EBUSY), or one on another filesystem than
@@ -689,85 +746,98 @@ def write_tree(
     place: the tree is written into a temporary directory inside it, and its entries are then
     swapped one rename at a time, undone on any failure (docs/reliability.md).
 
+    Every file is read, written, moved and removed through flatten/gate.py, relative to ``out``'s
+    parent (the user's choice, followed if a link, as ``out`` itself is) and never through a
+    symlink below it; a copy over the gate's copy budget, a FIFO or a device is refused.
+
     ``fault`` is called with the name of each step (tests end the process there).
     """
     fault = fault or _no_fault
     out = out.absolute()
-    parent = out.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    if gate.kind_of(out) == "link":  # the user's --out: a link to where the output lives
+        out = Path(os.path.realpath(out))
+    name = out.name
+    copies, modes, links = copies or {}, modes or {}, links or {}
     deferred: set[int] | None = None
-    try:
-        with _terminate_as_exception(), _locked(parent):
-            # What a build killed outright left behind: put back, then removed.
-            _recover(parent, out)
-            if out.exists():
-                if not out.is_dir():
-                    raise OutputError(f"{out} exists and is not a directory")
-                if not _is_previous_output(out):
-                    raise OutputError(
-                        f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a "
-                        "directory flatten did not write. Choose an empty or new --out directory."
-                    )
-                clash = _conflicts(out, [*files, *(copies or {}), *(links or {})])
-                if clash:
-                    shown = ", ".join(clash[:5]) + (f" and {len(clash) - 5} more" if len(clash) > 5 else "")
-                    raise OutputError(
-                        f"{out} holds {shown}, which flatten did not write (its {MANIFEST_NAME} does not "
-                        "list it), where this build writes its own files; flatten never replaces a file "
-                        "of yours. Move or rename it, then build again."
-                    )
-            # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
-            # handled between creating the temporary directory and the start of its cleanup, or
-            # during the swap, would leave that directory behind. One that arrives meanwhile is
-            # handled after the tree is complete (the new output is then in place).
-            deferred = _signal_mask()  # first: whatever happens next, the finally restores it
-            _block_signals(deferred)
-            in_place = out.is_dir() and os.path.ismount(out)
-            tmp: Path | None = None
-            previous: Path | None = None
-            try:
-                if not in_place:
-                    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.flatten-", dir=parent))
-                    mark_top_directory(tmp)
-                    with _signals_allowed(deferred):
-                        _write_files(tmp, files, copies or {}, modes or {}, links or {})
-                    fault("written")
-                    # Terraform's entries and the user's go over to the new tree first (renames:
-                    # same inodes).
-                    moves = _adopt(str(out), str(tmp), fault) if out.is_dir() else []
-                    try:
-                        # After an exchange tmp holds the old output.
-                        exchanged = out.exists() and _exchange(tmp, out)
-                        previous = tmp if exchanged else _swap_by_renames(tmp, out, fault)
-                    except OSError as exc:
-                        _give_back(moves)
-                        if exc.errno not in _UNRENAMABLE or not out.is_dir():
+    # --out's parent is the user's choice (followed, made when missing); below it, nothing is.
+    with gate.open_dir(out.parent, create=True, mode=0o777) as base:
+        try:
+            with _terminate_as_exception(), _locked(base):
+                # What a build killed outright left behind: put back, then removed.
+                _recover(base, name)
+                kind = base.kind(name)
+                if kind != "missing":
+                    if kind != "dir":
+                        raise OutputError(f"{out} exists and is not a directory")
+                    with base.sub(name) as previous_out:
+                        if not _is_previous_output(previous_out):
+                            raise OutputError(
+                                f"{out} is not empty and holds no {MANIFEST_NAME}; refusing to replace a "
+                                "directory flatten did not write. Choose an empty or new --out directory."
+                            )
+                        clash = _conflicts(previous_out, [*files, *copies, *links])
+                    if clash:
+                        shown = ", ".join(clash[:5]) + (
+                            f" and {len(clash) - 5} more" if len(clash) > 5 else ""
+                        )
+                        raise OutputError(
+                            f"{out} holds {shown}, which flatten did not write (its {MANIFEST_NAME} does not "
+                            "list it), where this build writes its own files; flatten never replaces a file "
+                            "of yours. Move or rename it, then build again."
+                        )
+                # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
+                # handled between creating the temporary directory and the start of its cleanup, or
+                # during the swap, would leave that directory behind. One that arrives meanwhile is
+                # handled after the tree is complete (the new output is then in place).
+                deferred = _signal_mask()  # first: whatever happens next, the finally restores it
+                _block_signals(deferred)
+                in_place = base.kind(name) == "dir" and os.path.ismount(out)
+                tmp: str | None = None
+                previous: str | None = None
+                try:
+                    if not in_place:
+                        tmp = gate.make_temp_dir(base, f".{name}.flatten-")
+                        with base.sub(tmp) as tree:
+                            mark_top_directory(tree)
+                            with _signals_allowed(deferred):
+                                _write_files(base, tree, files, copies, modes, links)
+                        fault("written")
+                        # Terraform's entries and the user's go over to the new tree first
+                        # (renames: same inodes).
+                        moves = _adopt(base, name, tmp, fault) if base.kind(name) == "dir" else []
+                        try:
+                            # After an exchange tmp holds the old output.
+                            exchanged = base.kind(name) != "missing" and _exchange(base, tmp, name)
+                            previous = tmp if exchanged else _swap_by_renames(base, tmp, name, fault)
+                        except OSError as exc:
+                            _give_back(base, moves)
+                            if exc.errno not in _UNRENAMABLE or base.kind(name) != "dir":
+                                raise
+                            in_place = True  # _swap_by_renames put the old output back
+                        except BaseException:
+                            _give_back(base, moves)
                             raise
-                        in_place = True  # _swap_by_renames put the old output back
-                    except BaseException:
-                        _give_back(moves)
-                        raise
-                    if previous is not None:
-                        fault("swapped")
-                        # What Terraform wrote meanwhile (between the moves and the swap).
-                        with contextlib.suppress(OSError):
-                            _adopt(str(previous), str(out), only_missing=True)
-                        fault("readopted")
-            finally:
-                if tmp is not None:
-                    _remove(tmp)
-                if previous is not None and previous != tmp:
-                    _remove(previous)
-            if in_place:
-                steps = fault  # the in-place swap's steps named apart from the tried rename's
+                        if previous is not None:
+                            fault("swapped")
+                            # What Terraform wrote meanwhile (between the moves and the swap).
+                            with contextlib.suppress(OSError):
+                                _adopt(base, previous, name, only_missing=True)
+                            fault("readopted")
+                finally:
+                    if tmp is not None:
+                        _remove(base, tmp)
+                    if previous is not None and previous != tmp:
+                        _remove(base, previous)
+                if in_place:
+                    steps = fault  # the in-place swap's steps named apart from the tried rename's
 
-                def inside(step: str) -> None:
-                    steps(f"in-place:{step}")
+                    def inside(step: str) -> None:
+                        steps(f"in-place:{step}")
 
-                _replace_contents(out, files, copies or {}, modes or {}, links or {}, deferred, inside)
-    finally:
-        if deferred is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
+                    _replace_contents(base, name, files, copies, modes, links, deferred, inside)
+        finally:
+            if deferred is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, deferred)
 
 
 _DEFERRED = frozenset({signal.SIGINT, signal.SIGTERM})
@@ -798,18 +868,19 @@ def _signals_allowed(mask: set[int] | None) -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED)
 
 
-def _remove(tmp: Path) -> None:
-    """Remove ``tmp`` (one of flatten's temporary trees, named so in a directory we hold the lock
-    of) whole through the gate (by descriptors, never following a link), even when an interrupt
-    is raised meanwhile; then raise the first one.
+def _remove(base: gate.Dir, tmp: str) -> None:
+    """Remove ``tmp`` (one of flatten's temporary trees below ``base``, named so in a directory we
+    hold the lock of) whole through the gate (by descriptors, never following a link), even when
+    an interrupt is raised meanwhile; then raise the first one.
 
     (Signals are deferred while it runs; this also covers a handler that was already due.)
     """
+    parent_rel, name = posixpath.split(tmp)
     pending: BaseException | None = None
     while True:
         try:
-            with contextlib.suppress(OSError), gate.open_dir(tmp.parent) as parent:
-                gate.remove_owned(parent, tmp.name)
+            with contextlib.suppress(OSError), base.sub(parent_rel) as parent:
+                gate.remove_owned(parent, name)
             break
         except (Interrupted, KeyboardInterrupt) as exc:
             pending = pending or exc

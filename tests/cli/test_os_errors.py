@@ -99,15 +99,15 @@ def run_cli(
 def test_the_temporary_tree_cannot_be_made(
     monkeypatch, capsys, tree, tmp_path, code: int, words: str
 ) -> None:
-    import tempfile
+    from flatten import gate
 
     root = tree({"main.tf": MAIN})
     out = tmp_path / "out"
 
-    def mkdtemp(*args, **kwargs):  # type: ignore[no-untyped-def]
-        raise OSError(code, os.strerror(code), os.path.join(kwargs["dir"], ".out.flatten-abc"))
+    def mkdtemp(directory, prefix, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(code, os.strerror(code), directory.join(prefix + "abc"))
 
-    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    monkeypatch.setattr(gate, "make_temp_dir", mkdtemp)
     status, err = run_cli(monkeypatch, capsys, "build", str(root), "--out", str(out))
     assert status == 2
     assert "Error: Failed to write the output tree" in err

@@ -17,9 +17,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from flatten import gate
 from flatten.stages import emit, output
 
 RESOURCE = 'resource "terraform_data" "r{i}" {{\n  input = "${{local.p}}-{i}-{tag}"\n}}\n'
@@ -132,14 +134,14 @@ def test_failed_write_leaves_previous_output_and_no_temporary_directory(
     emit.write_tree(out, {"main.tf.json": b"old\n", emit.MANIFEST_NAME: b"{}\n"})
     calls = []
 
-    def failing(path: str, data: bytes) -> None:
-        calls.append(path)
+    def failing(directory: gate.Dir, name: str, data: bytes, **kwargs: Any) -> None:
+        calls.append(name)
         if len(calls) > 3:
             raise OSError(28, "No space left on device")
-        real(path, data)
+        real(directory, name, data, **kwargs)
 
-    real = output._write_bytes  # how the writer writes each file
-    monkeypatch.setattr(output, "_write_bytes", failing)
+    real = gate.write_file  # how the writer writes each file
+    monkeypatch.setattr(gate, "write_file", failing)
     files = {f"f{i}.json": b"new\n" for i in range(10)} | {emit.MANIFEST_NAME: b"{}\n"}
     with pytest.raises(OSError):
         emit.write_tree(out, files)
@@ -163,7 +165,7 @@ def test_a_build_waits_for_the_lock_on_the_output(tmp_path: Path) -> None:
     """The lock is real: while another holder has it, a build does not touch --out."""
     root, out = tmp_path / "src", tmp_path / "out"
     make_tree(root, "new", files=2)
-    with output._locked(tmp_path):  # the lock write_tree takes (on the parent of --out)
+    with gate.open_dir(tmp_path) as parent, output._locked(parent):  # write_tree's lock (--out's parent)
         proc = start(root, out)
         time.sleep(3)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.files import at_fd
 from support.files import write_tree as write_files
 from support.servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
 from typer.testing import CliRunner
@@ -66,14 +67,18 @@ def _unrenamable(monkeypatch: pytest.MonkeyPatch, out: Path) -> list[tuple[str, 
     real_rename = os.rename
     done: list[tuple[str, str]] = []
 
-    def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if os.fspath(src) == os.fspath(out) or os.fspath(dst) == os.fspath(out):
-            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(src))
-        real_rename(src, dst)
-        done.append((os.fspath(src), os.fspath(dst)))
+    def rename(src: str, dst: str, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None) -> None:
+        whole_src, whole_dst = at_fd(src, src_dir_fd), at_fd(dst, dst_dir_fd)
+        if os.fspath(out) in (whole_src, whole_dst):
+            raise OSError(errno.EBUSY, "Device or resource busy", whole_src)
+        real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        done.append((whole_src, whole_dst))
 
     monkeypatch.setattr(os, "rename", rename)
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False if Path(b) == out else output._exchange(a, b))
+    real_exchange = output._exchange
+    monkeypatch.setattr(
+        output, "_exchange", lambda base, a, b: False if b == out.name else real_exchange(base, a, b)
+    )
     return done
 
 
@@ -118,13 +123,13 @@ def test_a_failure_during_the_in_place_swap_puts_the_old_output_back(
     real_rename = os.rename
     arrived = 0
 
-    def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    def rename(src: str, dst: str, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None) -> None:
         nonlocal arrived
-        if Path(dst).parent == out:
+        if Path(at_fd(dst, dst_dir_fd)).parent == out:
             arrived += 1
             if arrived == 2:  # the new manifest is in, the next entry fails
-                raise OSError(errno.EIO, "Input/output error", os.fspath(src))
-        real_rename(src, dst)
+                raise OSError(errno.EIO, "Input/output error", at_fd(src, src_dir_fd))
+        real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(os, "rename", rename)
     with pytest.raises(OSError):

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.files import at_fd
 from support.files import write_tree as write_files
 from typer.testing import CliRunner
 
@@ -133,13 +134,13 @@ def test_a_users_file_where_the_build_now_writes_stops_the_build(tmp_path: Path)
 def _unrenamable(monkeypatch: pytest.MonkeyPatch, out: Path) -> None:
     real_rename = os.rename
 
-    def rename(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if os.fspath(src) == os.fspath(out) or os.fspath(dst) == os.fspath(out):
-            raise OSError(errno.EBUSY, "Device or resource busy", os.fspath(src))
-        real_rename(src, dst)
+    def rename(src: str, dst: str, *, src_dir_fd: int | None = None, dst_dir_fd: int | None = None) -> None:
+        if os.fspath(out) in (at_fd(src, src_dir_fd), at_fd(dst, dst_dir_fd)):
+            raise OSError(errno.EBUSY, "Device or resource busy", at_fd(src, src_dir_fd))
+        real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(os, "rename", rename)
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(output, "_exchange", lambda *_: False)
 
 
 def _tree(version: int) -> dict[str, bytes]:
@@ -156,7 +157,7 @@ def test_every_swap_path_keeps_the_users_and_terraforms_entries(
     write_tree(out, _tree(1))
     inodes = _put(out, {**USERS, **TERRAFORMS})
     if path == "renames":
-        monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(output, "_exchange", lambda *_: False)
     elif path == "in place":
         _unrenamable(monkeypatch, out)
     write_tree(out, _tree(2))
@@ -176,7 +177,7 @@ def _steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> list[s
     steps: list[str] = []
     with monkeypatch.context() as patch:
         if path == "renames":
-            patch.setattr(output, "_exchange", lambda a, b: False)
+            patch.setattr(output, "_exchange", lambda *_: False)
         elif path == "in place":
             _unrenamable(patch, out)
         write_tree(out, _tree(2), fault=steps.append)
@@ -218,7 +219,7 @@ def test_a_kill_at_every_step_of_the_swap_loses_nothing(
 
         def run(fault: Callable[[str], None], out: Path = out) -> None:
             if path == "renames":
-                monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+                monkeypatch.setattr(output, "_exchange", lambda *_: False)
             elif path == "in place":
                 _unrenamable(monkeypatch, out)
             write_tree(out, _tree(2), fault=fault)

@@ -150,7 +150,7 @@ def test_write_tree_refuses_a_foreign_directory(tmp_path: Path) -> None:
 def test_swap_by_renames_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import flatten.stages.output as output
 
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(output, "_exchange", lambda *_: False)
     out = tmp_path / "out"
     write_tree(out, {MANIFEST_NAME: b"1"})
     write_tree(out, {MANIFEST_NAME: b"2"})

@@ -11,6 +11,7 @@ import json
 import os
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_a_rebuild_keeps_what_terraform_wrote_with_its_inode(
     (out / "stray.txt").write_text("mine")
     before = _inodes(out)
     if how == "renamed":  # no renameat2: two renames
-        monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(output, "_exchange", lambda *_: False)
     if how == "mount-point":  # an --out that is a mount point keeps its place: its entries are swapped
         monkeypatch.setattr(output.os.path, "ismount", lambda p: Path(p) == out)
     write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})
@@ -158,9 +159,9 @@ def test_what_terraform_writes_during_the_swap_is_kept(
     write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b"{}"})
     exchange = output._exchange
 
-    def late(a: Path, b: Path) -> bool:  # an apply failing to save its state, just before the swap
+    def late(*args: Any) -> bool:  # an apply failing to save its state, just before the swap
         (out / "errored.tfstate").write_text("late")
-        return exchange(a, b)
+        return exchange(*args)
 
     monkeypatch.setattr(output, "_exchange", late)
     write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})
@@ -173,10 +174,10 @@ def test_a_failed_swap_gives_terraforms_entries_back(tmp_path: Path, monkeypatch
     _terraform_wrote(out)
     before = _inodes(out)
 
-    def full(tmp: Path, target: Path, *_: object) -> Path | None:
+    def full(*_: object) -> str | None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(output, "_exchange", lambda *_: False)
     monkeypatch.setattr(output, "_swap_by_renames", full)
     with pytest.raises(OSError):
         write_tree(out, {MANIFEST_NAME: _manifest(), "main.tf.json": b'{"a": 1}'})

@@ -15,3 +15,13 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def at_fd(name: str, dir_fd: int | None) -> str:
+    """The whole path of ``name`` as a call relative to the open directory ``dir_fd`` names it
+    (Linux: /proc/self/fd), for tests that stand in for a system call flatten/gate.py makes."""
+    import os
+
+    if dir_fd is None or os.path.isabs(name):
+        return os.fspath(name)
+    return os.path.join(os.readlink(f"/proc/self/fd/{dir_fd}"), name)
