@@ -39,7 +39,7 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.ignore import IgnoreRules
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
-from flatten.lang.oserror import describe_os_error
+from flatten.lang.oserror import Refused, describe_os_error
 from flatten.lang.printable import printable
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
@@ -103,9 +103,10 @@ _ROOT_HIDDEN_KEPT = frozenset({".terraform.lock.hcl"})
 # Terraform's own state in the root's working directory: a snapshot of that name the root reads
 # through path.module would be taken for the output's state, so it is named in a warning instead.
 _ROOT_STATE = frozenset({"terraform.tfstate", "terraform.tfstate.backup"})
-# A copied file is hashed in chunks whatever its size (it is copied whole too); the gate refuses
-# anything larger, a device or a FIFO put in place of a file.
-_COPY_LIMIT = 1 << 40
+# A copied file is hashed in chunks and copied under the gate's copy budget (gate.COPY_LIMIT,
+# 1 GiB): a larger one, a device or a FIFO put in place of a file is refused before it is read,
+# with an error naming it (issue 38, item 9; docs/reliability.md).
+_COPY_LIMIT = gate.COPY_LIMIT
 # Directories a test's helper module or mock data never comes from: git's (its config may hold a
 # checkout's credentials) and Terraform's data directory (issue 38).
 _NEVER_HELPERS = frozenset({".git", ".terraform"})
@@ -136,7 +137,7 @@ class OutputTree:
     def content(self, rel: str) -> bytes:
         if rel in self.files:
             return self.files[rel]
-        return self.copies[rel].read_bytes()
+        return gate.read_bytes(self.copies[rel], limit=_COPY_LIMIT)
 
 
 def _climb(rel: str) -> int:
@@ -318,9 +319,14 @@ def rewrite_calls(
 
 def _is_module_dir(directory: Path, dialect: Dialect) -> bool:
     try:
-        return any(split_extension(e.name, dialect) for e in os.scandir(directory) if e.is_file())
+        entries = gate.list_dir(directory)
     except OSError:
         return False
+    return any(
+        split_extension(e.name, dialect)
+        and (e.kind == "file" or (e.kind == "link" and os.path.isfile(directory / e.name)))
+        for e in entries
+    )
 
 
 def _within(path: Path, parent: Path) -> bool:
@@ -375,7 +381,8 @@ def module_copies(
 
     def visit(current: Path, rel: str, depth: int, chain: frozenset[Path], current_real: Path) -> None:
         try:
-            entries = sorted(os.scandir(current), key=lambda e: e.name)
+            # Through the gate: a listing that follows no entry (what each one is comes with it).
+            entries = sorted(gate.list_dir(current), key=lambda e: e.name)
         except OSError as exc:
             # The module directory itself is reported where it is loaded; a subdirectory that
             # cannot be listed would silently lose its files.
@@ -386,14 +393,10 @@ def module_copies(
             name = entry.name
             if is_ignored_name(name) and not (is_root and depth == 0 and name in _ROOT_HIDDEN_KEPT):
                 continue
-            path = Path(entry.path)
+            path = current / name
             child_rel = f"{rel}/{name}" if rel else name
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir()
-                is_file = entry.is_file()
-            except OSError:  # ELOOP from a symlink to itself, or a vanished entry
-                is_link, is_dir, is_file = True, False, False
+            is_link = entry.kind in ("link", "missing")  # missing: vanished, or cannot be looked at
+            kind = entry.kind
             real = path
             if is_link:
                 try:
@@ -401,11 +404,13 @@ def module_copies(
                 except (OSError, RuntimeError):
                     skipped.append((child_rel, "it is a symlink that loops or points nowhere"))
                     continue
+                kind = gate.kind_of(real)  # resolved: no link left to follow
                 if not _within(real, boundary):
-                    if is_dir and _is_module_dir(path, dialect):
+                    if kind == "dir" and _is_module_dir(path, dialect):
                         continue  # a module (./linked -> ../shared): vendored on its own when called
                     skipped.append((child_rel, f"it is a symlink to {real}, outside {where}"))
                     continue
+            is_dir, is_file = kind == "dir", kind == "file"
             if is_dir:
                 # A directory that is no link is where its parent really is: no resolving (which
                 # is a stat per path component) for each subdirectory, a module's included.
@@ -424,8 +429,6 @@ def module_copies(
                     # calling "../"): terraform test runs them (stages/testfiles.py).
                     _test_directory(path, child_rel, dest, boundary, left_out, tests, unreadable)
                 continue
-            if not is_file:
-                continue
             if (
                 split_extension(name, dialect) is not None
                 or name.endswith(_SKIP_SUFFIXES)
@@ -433,6 +436,13 @@ def module_copies(
             ):
                 continue
             if left_out is not None and left_out(child_rel, False):
+                continue
+            if kind == "other":
+                # A FIFO, socket or device where a file would be: never opened (a FIFO blocks its
+                # reader for ever, a device may never end), named so the user knows it is missing.
+                skipped.append((child_rel, _special_reason(real)))
+                continue
+            if not is_file:
                 continue
             if unreadable is not None:
                 problem = _unreadable(path)
@@ -459,7 +469,7 @@ def _test_directory(
     """Add the test files at the top of a module's test directory that holds configuration files
     too (not walked as part of the module) to ``tests``, by output path under ``dest``."""
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        entries = gate.list_dir(directory)
     except OSError as exc:
         if unreadable is not None:
             unreadable.append((rel + "/", exc.strerror or str(exc)))
@@ -470,7 +480,7 @@ def _test_directory(
             continue
         if left_out is not None and left_out(child_rel, False):
             continue
-        path = Path(entry.path)
+        path = directory / entry.name
         try:
             if not path.is_file() or not _within(path.resolve(strict=True), boundary):
                 continue
@@ -480,16 +490,27 @@ def _test_directory(
 
 
 def _unreadable(path: Path) -> str | None:
-    """Return why ``path`` cannot be opened for reading (None when it can); nothing is read.
+    """Return why ``path`` cannot be copied (None when it can); nothing is read.
 
-    O_NONBLOCK: a file swapped for a FIFO meanwhile must not block the build.
+    Through the gate: opened without blocking (a file swapped for a FIFO meanwhile must not block
+    the build), and a regular file over the copy budget is refused by its size, unread.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with gate.open_read(path, limit=_COPY_LIMIT):
+            pass
     except OSError as exc:
         return exc.strerror or str(exc)
-    os.close(fd)
     return None
+
+
+def _special_reason(path: Path) -> str:
+    """Why a FIFO, socket or device beside a module is not copied (the gate's own words)."""
+    try:
+        with gate.open_read(path, limit=_COPY_LIMIT):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return "it is not a regular file"
 
 
 def output_digest(data: bytes) -> str:
@@ -577,27 +598,33 @@ def _whole_directory(directory: Path, dest: str, boundary: Path, left_out: LeftO
     files and saved plans, what ``.terraformignore`` and ``--exclude`` leave out (``left_out``,
     the rules at ``directory``), and links out of ``boundary`` are not copied."""
     out: dict[str, Path] = {}
-    for current, dirs, names in os.walk(directory):
-        rel_dir = os.path.relpath(current, directory).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not is_ignored_name(d) and not (left_out is not None and left_out(prefix + d, True))
-        )
-        here = Path(current)
-        for name in sorted(names):
+
+    def walk(here: Path, prefix: str) -> None:
+        # Through the gate: a listing that follows no entry. A linked directory is not walked
+        # (as os.walk does not); a linked file is taken when it leads inside ``boundary``.
+        try:
+            entries = gate.list_dir(here)
+        except OSError:
+            return
+        for entry in entries:
+            name, rel = entry.name, prefix + entry.name
+            if is_ignored_name(name):
+                continue
+            if entry.kind == "dir":
+                if not (left_out is not None and left_out(rel, True)):
+                    walk(here / name, rel + "/")
+                continue
             path = here / name
-            rel = prefix + name
             if (
-                is_ignored_name(name)
-                or name.endswith(_SKIP_SUFFIXES)
+                name.endswith(_SKIP_SUFFIXES)
                 or (left_out is not None and left_out(rel, False))
-                or not path.is_file()
+                or not path.is_file()  # a FIFO, socket or device is never opened
                 or not _within(path.resolve(), boundary)
             ):
                 continue
             out[posixpath.join(dest, rel) if dest else rel] = path
+
+    walk(directory, "")
     return out
 
 
@@ -664,9 +691,10 @@ def named_files(
     return _Carried(copies=copies, diagnostics=diags)
 
 
-def _digest_and_scan(path: Path) -> tuple[str | None, str | None]:
+def _digest_and_scan(path: Path) -> tuple[str | None, str | None, Refused | None]:
     """Return a copied file's digest (as ``output_digest`` names one; None when it cannot be read:
-    the write reports it) and the credential its first bytes hold (flatten/lang/secrets.py)."""
+    the write reports it), the credential its first bytes hold (flatten/lang/secrets.py), and the
+    gate's refusal when it is no file to copy (over the copy budget, a FIFO or a device by now)."""
     h = hashlib.sha256()
     head = b""
     try:
@@ -675,9 +703,33 @@ def _digest_and_scan(path: Path) -> tuple[str | None, str | None]:
                 if len(head) < SCAN_LIMIT:
                     head += chunk[: SCAN_LIMIT - len(head)]
                 h.update(chunk)
+    except Refused as exc:
+        return None, None, exc
     except OSError:
-        return None, None
-    return "sha256:" + h.hexdigest(), secret_kind(head)
+        return None, None, None
+    return "sha256:" + h.hexdigest(), secret_kind(head), None
+
+
+def _refused_copy(
+    rel: str, path: Path, refused: Refused, origin: tuple[ModuleNode, str] | None, root: Path
+) -> Diagnostic:
+    """The error for a file the build would copy to ``rel`` that the gate refuses to read: over
+    the copy budget (``gate.COPY_LIMIT``), or a FIFO or device put in its place."""
+    node = origin[0] if origin is not None else None
+    shown = (
+        _file_name(node, origin[1], root)
+        if node is not None and origin is not None
+        else display_path(path, root)
+    )
+    return Diagnostic.error(
+        "Failed to read file",
+        f"The file {shown} would be copied into the output as {rel}, but it cannot be read: "
+        f"{refused.what}. flatten copies the files beside a module (at most {_COPY_LIMIT:,} bytes "
+        "each); leave this one out with a .terraformignore rule or --exclude, or move it out of "
+        "the module directory.",
+        Range.point(shown),
+        module=node.address if node is not None else "",
+    )
 
 
 def _credential_warning(
@@ -789,7 +841,9 @@ def _carry_test(
         return Target("" if place == "." else place, copy_from=real)
 
     try:
-        data = path.read_bytes()
+        # A test file is configuration: the configuration's budget (a huge or endless one is
+        # refused unread, issue 38 item 9).
+        data = gate.read_bytes(path)
     except OSError as exc:
         problem: str | None = f"it cannot be read ({exc.strerror or exc})"
         result = None
@@ -949,8 +1003,8 @@ def layout_tree(
                 Diagnostic.warning(
                     "Module file not copied",
                     f"{rel} in the module directory {shown} was not copied "
-                    f"into the output because {reason}. If the module reads it at run time, put the file "
-                    "inside the configuration instead of linking to it.",
+                    f"into the output because {reason}. If the module reads it at run time, put a regular "
+                    "file inside the configuration in its place.",
                     module=node.address,
                 )
                 for rel, reason in skipped
@@ -962,7 +1016,9 @@ def layout_tree(
                         "Failed to read file",
                         f"The file {rel} in the module directory {shown} cannot be read: {reason}. flatten "
                         "copies the files beside a module into the output (the module may read them through "
-                        "path.module); make the file readable, or move it out of the module directory.",
+                        f"path.module; at most {_COPY_LIMIT:,} bytes each); make the file readable, leave "
+                        "it out with a .terraformignore rule or --exclude, or move it out of the module "
+                        "directory.",
                         Range.point(name),
                         module=node.address,
                     )
@@ -1031,8 +1087,13 @@ def layout_tree(
     # its own there, and listing the copy would break the fixed point.
     copies.pop(MANIFEST_NAME, None)
     owned: dict[str, JsonValue] = {rel: output_digest(data) for rel, data in files.items()}
-    for rel, path in copies.items():
-        digest, kind = _digest_and_scan(path)
+    for rel, path in list(copies.items()):
+        digest, kind, refused = _digest_and_scan(path)
+        if refused is not None:
+            # Not copied, and an error: the output would lack a file the configuration may read.
+            del copies[rel]
+            diags.append(_refused_copy(rel, path, refused, origin.get(rel), root))
+            continue
         owned[rel] = digest
         if kind is not None:
             diags.append(_credential_warning(rel, path, kind, origin.get(rel), root, real_root))

@@ -58,8 +58,6 @@ NOT_YET = {
     "flatten/sources/archive.py": 19,  # extraction into the download's temporary directory
     "flatten/sources/git.py": 5,  # the clone's directory and its .git
     "flatten/sources/transport.py": 1,  # the download's file
-    "flatten/stages/layout.py": 7,  # the walk of a module directory's files to copy
-    "flatten/stages/output.py": 29,  # OUT's writer (the `out` helper's, issue 38 items 3-5)
 }
 
 
