@@ -425,12 +425,13 @@ def mark_top_directory(path: str | Path | gate.Dir) -> None:
     if isinstance(path, gate.Dir):
         _mark_top(path.fd)
         return
+    head, tail = os.path.split(os.path.abspath(path))
     try:
-        opened = gate.open_dir(path)
+        # The directory itself is not followed if it is a link (what it leads to is not ours).
+        with gate.open_dir(head) as parent, parent.sub(tail) as opened:
+            _mark_top(opened.fd)
     except OSError:
         return
-    with opened:
-        _mark_top(opened.fd)
 
 
 def _mark_top(fd: int) -> None:
