@@ -63,8 +63,10 @@ _NO_COPIES: Mapping[str, Path] = MappingProxyType({})
 _NO_MODULES: Mapping[str, Module] = MappingProxyType({})
 #: Files compared or shown line by line at most this large (a diff of a bigger one is one line).
 _TEXT_LIMIT = 4 << 20
-#: What ``--check`` reads of a copied file to compare it (any size: read in chunks).
-_COPY_LIMIT = 1 << 40
+#: What ``--check`` reads of a file of OUT or a copy's source to compare them (in chunks): the
+#: gate's copy budget, since no file the build writes is larger (a larger one in OUT, a 3 GiB
+#: sparse file put there, is not the output: refused unread instead of hashed for minutes).
+_COPY_LIMIT = gate.COPY_LIMIT
 
 
 class Staleness(StrEnum):

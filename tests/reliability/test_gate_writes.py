@@ -169,3 +169,18 @@ def test_a_huge_sparse_file_the_build_would_copy_ends_with_a_diagnostic(
     _clean(proc)
     assert proc.returncode in (1, 2), proc.stderr
     assert Path(place).name in proc.stderr and "larger than" in proc.stderr, proc.stderr
+
+
+def test_check_with_a_huge_sparse_file_in_out_ends_and_calls_it_stale(tmp_path: Path) -> None:
+    """The canary's case (`build --check`, OUT's main.tf.json a 3 GiB sparse file): before, it was
+    hashed in chunks for minutes. Now no file of OUT over the copy budget is read: not the output."""
+    root = write_files(tmp_path / "src", {"main.tf": MAIN, "a/main.tf": "locals {}\n"})
+    out = tmp_path / "out"
+    first = _run("build", root, "--out", out, tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    (out / "main.tf.json").unlink()
+    _sparse(out / "main.tf.json", 3 << 30)
+    proc = _run("build", root, "--out", out, "--check", tmp_path=tmp_path)
+    _clean(proc)
+    assert proc.returncode == 1, proc.stderr
+    assert "main.tf.json" in proc.stderr and "Output is out of date" in proc.stderr, proc.stderr
