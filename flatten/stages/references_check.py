@@ -72,6 +72,8 @@ _SKIPPED_BLOCKS = frozenset({"moved", "import", "removed", "terraform", "languag
 _RESOURCE_META = frozenset({"provider", "depends_on", "count", "for_each"})
 _CALL_META = frozenset({"source", "version", "providers", "count", "for_each", "depends_on", "enabled"})
 _INT64 = (-(2**63), 2**63 - 1)
+_CLEAN_KEPT = 4096  # clean texts a module's checks remember (``_Checker._clean``)
+_CONVERT = frozenset({"convert", "core::convert"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,16 @@ def _type_arguments(
     return refs, calls
 
 
+def _call_range(call: Call, rng: Range, located: str | None, end: int) -> Range:
+    """The range of ``call`` from its name to ``end`` (the whole value when unsure)."""
+    return locator(located, rng)(call.start, end) if located is not None else rng
+
+
+def _templates(value: JsonValue) -> Iterator[str]:
+    """The strings of ``value`` that can hold a reference or a call (``Scans.calls``' test)."""
+    return (text for text in json_strings(value) if "${" in text or "%{" in text)
+
+
 def _where(module: str) -> str:
     return module or "the root module"
 
@@ -199,6 +211,11 @@ class _Checker:
         self.diags = Diagnostics()
         # The function calls of the current evaluation, each with where its text is.
         self._calls: list[_LocatedCall] = []
+        # Texts (with the names bound where they were read) that an evaluation of this module
+        # found nothing to report in: the same text evaluated again reports nothing either, since
+        # what it is checked against (the module's declarations, its calls, the function table)
+        # is the module's; a module's blocks repeat their expressions, so most are asked again.
+        self._clean: set[tuple[str, frozenset[str]]] = set()
 
     def error(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
@@ -213,6 +230,8 @@ class _Checker:
         while stack:
             item, is_top = stack.pop()
             if isinstance(item, str):
+                if (item, bound) in self._clean:
+                    continue  # nothing to report in it (``unit``)
                 try:
                     refs, calls = self.scans.calls(item, bound)
                 except ExpressionError:
@@ -385,13 +404,29 @@ class _Checker:
             self.step_span(ref, rng, located, k),
         )
 
-    def unit(self, values: list[tuple[JsonValue, Range]], bound: frozenset[str] = frozenset()) -> None:
-        """One evaluation (an expression, or a block body evaluated at once)."""
+    def unit(self, attrs: list[Attribute], bound: frozenset[str] = frozenset()) -> None:
+        """One evaluation (an expression, or a block body evaluated at once) of ``attrs``' values.
+
+        A text this module's checks found clean before (``_clean``) is not read again: its
+        references pass static validation and evaluate without error whatever else the
+        evaluation holds, so leaving them out changes nothing reported (a ``convert`` call, whose
+        type argument hides references of other texts, keeps an evaluation's texts unremembered).
+        """
+        clean = self._clean
+        values = [
+            (attr.value, attr.expr.range)
+            for attr in attrs
+            if any((text, bound) not in clean for text in _templates(attr.value))
+        ]
+        if not values:
+            return
         self._calls = []
         refs = [r for value, rng in values for r in self.references(value, rng, bound)]
+        remember = not any(call.name in _CONVERT for call, _, _ in self._calls)
         if not self.objects:
             refs = [r for r in refs if r[0].root == "module"]
         refs, self._calls = _type_arguments(refs, self._calls, self.functions)
+        before = len(self.diags)
         ok = True
         for ref, rng, located in refs:
             ok = self.static(ref, rng, located) and ok
@@ -401,24 +436,29 @@ class _Checker:
             if self.functions is not None:
                 for call, rng, located in self._calls:
                     self.function(call, rng, located, self.functions)
+        if remember and len(self.diags) == before:
+            if len(clean) >= _CLEAN_KEPT:
+                clean.clear()  # a bound on what a module of one large file keeps
+            clean.update((text, bound) for value, _ in values for text in _templates(value))
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
         ``lang/functions.go``): an unknown name, a removed one, an unknown namespace or provider."""
-        locate = locator(located, rng) if located is not None else None
-        at = locate(call.start, call.end) if locate is not None else rng
         name = call.name
         if "::" not in name:
-            if name in REMOVED and name in table.names:
-                where = locate(call.start, call.paren + 1) if locate is not None else rng
+            if name not in table.names:
+                hint = _did_you_mean(name, [n for n in table.names if n not in REMOVED])
+                suffix = f' Did you mean "{hint}"?' if hint else ""
+                at = _call_range(call, rng, located, call.end)
+                self.error("Call to unknown function", f'There is no function named "{name}".{suffix}', at)
+            elif name in REMOVED:
+                where = _call_range(call, rng, located, call.paren + 1)
                 self.error(
                     "Error in function call", f'Call to function "{name}" failed: {REMOVED[name]}', where
                 )
-            elif name not in table.names:
-                hint = _did_you_mean(name, [n for n in table.names if n not in REMOVED])
-                suffix = f' Did you mean "{hint}"?' if hint else ""
-                self.error("Call to unknown function", f'There is no function named "{name}".{suffix}', at)
             return
+        # Where the call is in the source is worked out only for an error (most calls have none).
+        at = _call_range(call, rng, located, call.end)
         if not table.namespaces:
             return  # before 1.8: not a name HCL reads; left to Terraform (no oracle for the wording)
         namespace, _, rest = name.partition("::")
@@ -468,7 +508,7 @@ class _Checker:
             if block.type == "locals" or block.type == "output":
                 for attr in body.attributes:
                     if attr.name not in ("depends_on", "description", "sensitive", "ephemeral", "type"):
-                        self.unit([(attr.value, attr.expr.range)])
+                        self.unit([attr])
                 self.nested(body, frozenset())
             elif block.type == "variable":
                 for nested in body.blocks_of("validation"):
@@ -489,38 +529,35 @@ class _Checker:
             self.body_unit(nested.body, bound)
 
     def body_unit(self, body: Body, bound: frozenset[str]) -> None:
-        values: list[tuple[JsonValue, Range]] = []
+        attrs: list[Attribute] = []
         for attr, names in _attributes(body, bound):
-            values.append((attr.value, attr.expr.range))
+            attrs.append(attr)
             bound = bound | names
-        self.unit(values, bound)
+        self.unit(attrs, bound)
 
     def resource_like(self, body: Body) -> None:
         for name in ("count", "for_each"):
             attr = body.attribute(name)
             if attr is not None:
-                self.unit([(attr.value, attr.expr.range)])
+                self.unit([attr])
         depends = body.attribute("depends_on")
         if depends is not None and self.objects:
             self.depends_on(depends)
-        values: list[tuple[JsonValue, Range]] = []
         bound = dynamic_iterators(body)
-        for attr, _names in _attributes(body, bound, skip=_RESOURCE_META):
-            values.append((attr.value, attr.expr.range))
-        self.unit(values, bound)
+        self.unit([attr for attr, _names in _attributes(body, bound, skip=_RESOURCE_META)], bound)
 
     def module_call(self, body: Body) -> None:
         for name in ("count", "for_each"):
             attr = body.attribute(name)
             if attr is not None:
-                self.unit([(attr.value, attr.expr.range)])
+                self.unit([attr])
         depends = body.attribute("depends_on")
         if depends is not None:
             self.depends_on(depends)
         for attr in body.attributes:
             if attr.name in ("source", "version", "providers", "count", "for_each", "depends_on", "enabled"):
                 continue
-            self.unit([(attr.value, attr.expr.range)])
+            self.unit([attr])
 
     def depends_on(self, attr: Attribute) -> None:
         """``validateDependsOn``: each item whole, then evaluated, until the first error."""

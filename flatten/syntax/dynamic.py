@@ -8,26 +8,33 @@ it looks for references: ``lang.ReferencesInBlock``).
 
 from __future__ import annotations
 
-from flatten.lang.model import Body, JsonValue
+from flatten.lang.model import Block, Body, JsonValue
 
 __all__ = ["dynamic_iterators"]
+
+_NONE: frozenset[str] = frozenset()
 
 
 def dynamic_iterators(body: Body) -> frozenset[str]:
     """Names ``dynamic`` blocks in ``body`` bind (their labels and ``iterator`` arguments)."""
     names: set[str] = set()
-    for block in body.blocks:
-        if block.type == "dynamic" and block.labels:
-            names.add(block.labels[0])
-            it = block.body.attribute("iterator")
-            if it is not None and isinstance(it.value, str):
-                names.add(it.value.removeprefix("${").removesuffix("}"))
-        names |= dynamic_iterators(block.body)
-    for attr in body.attributes:
-        if attr.name == "dynamic" and isinstance(attr.value, dict):
-            names.update(attr.value)
-            _json_iterators(attr.value, names)
-    return frozenset(names)
+    _native_iterators(body, names)
+    return frozenset(names) if names else _NONE
+
+
+def _native_iterators(body: Body, names: set[str]) -> None:
+    # One pass over the items (a resource's body is read by every check; most bind nothing).
+    for item in body.items:
+        if isinstance(item, Block):
+            if item.type == "dynamic" and item.labels:
+                names.add(item.labels[0])
+                it = item.body.attribute("iterator")
+                if it is not None and isinstance(it.value, str):
+                    names.add(it.value.removeprefix("${").removesuffix("}"))
+            _native_iterators(item.body, names)
+        elif item.name == "dynamic" and isinstance(item.value, dict):
+            names.update(item.value)
+            _json_iterators(item.value, names)
 
 
 def _json_iterators(value: JsonValue, names: set[str]) -> None:

@@ -51,6 +51,11 @@ _HEREDOC = re.compile(r"<<(-?)([^\W\d][\w-]*)[ \t]*\r?\n")
 _DIGITS = re.compile(r"[0-9]+")
 _INDEX = re.compile(r'\[[ \t]*(?:([0-9]+)|"((?:[^"\\$%]|\\[nrt"\\])*)")[ \t]*\]')
 _KEYWORDS = frozenset({"for", "in", "if", "true", "false", "null"})
+# A template that is one interpolation of a name and attribute steps (``${var.a}``).
+_SIMPLE = re.compile(r"\$\{([^\W\d][\w-]*)(?:\.[^\W\d][\w-]*)*\}")
+_SPACE_STARTS = frozenset(" \t\r\n#/")  # what can start blank space or a comment
+_TEMPLATE_MARKS = re.compile(r"[$%]")  # what a template's literal text can hold that matters
+_QUOTED_MARKS = re.compile(r'[$%\\"\n]')  # and a quoted string's
 _ESCAPES = MappingProxyType({"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"})
 
 
@@ -80,7 +85,15 @@ class _Scanner:
         """Scan template text from ``i``; a quoted one stops after its closing quote."""
         text = self.text
         directives: list[str] = []
+        # Only these characters change anything; the literal text between them is skipped in one
+        # search (a heredoc's lines, a long string) instead of character by character.
+        marks = _QUOTED_MARKS if quoted else _TEMPLATE_MARKS
         while i < limit:
+            found = marks.search(text, i, limit)
+            if found is None:
+                i = limit
+                break
+            i = found.start()
             c = text[i]
             if quoted and c == "\\":
                 if i + 1 >= limit:
@@ -148,6 +161,8 @@ class _Scanner:
 
     def space(self, i: int, limit: int) -> int:
         text = self.text
+        if i < limit and text[i] not in _SPACE_STARTS:
+            return i  # most tokens follow another directly
         while i < limit:
             c = text[i]
             if c in " \t\r\n":
@@ -226,7 +241,7 @@ class _Scanner:
                 i = self.template(i + 1, limit, quoted=True)
                 key_position, operand = False, True
                 continue
-            heredoc = _HEREDOC.match(text, i, limit)
+            heredoc = _HEREDOC.match(text, i, limit) if c == "<" else None
             if heredoc is not None:
                 i = self.heredoc(heredoc, limit)
                 key_position, operand = False, True
@@ -407,6 +422,18 @@ def template_calls(text: str, *, bound: Iterable[str] = ()) -> tuple[list[Refere
     """
     if "${" not in text and "%{" not in text:
         return [], []
+    simple = _SIMPLE.fullmatch(text)
+    if simple is not None:
+        # ``${a.b.c}``, the commonest template, read in one match: what the scanner would find.
+        name = simple.group(1)
+        if name in _KEYWORDS or name in bound:
+            return [], []
+        steps: list[Step] = []
+        ends = [simple.end(1)]
+        for step in _IDENT.finditer(text, ends[0], len(text) - 1):
+            steps.append(("attr", step.group(0)))
+            ends.append(step.end())
+        return [Reference(name, tuple(steps), 2, len(text) - 1, tuple(ends))], []
     scanner = _Scanner(text, bound)
     try:
         scanner.template(0, len(text), quoted=False)

@@ -424,6 +424,41 @@ def test_dynamic_iterators_are_not_resources(tmp_path: Path) -> None:
     ]
 
 
+def test_a_text_checked_once_is_checked_again_where_its_names_differ(tmp_path: Path) -> None:
+    # The checks remember, per module, each text that reported nothing (references_check.py
+    # ``_Checker._clean``): the same text is still an error where the names it reads differ, under
+    # another dynamic iterator (g, then h) and in another module (the root declares local.a, the
+    # child does not). Terraform 1.11's validate reports both, as the other cases here word them.
+    sg = 'resource "aws_security_group" "{0}" {{\n  {1}\n}}\n'
+    dynamic = (
+        'dynamic "ingress" {\n    for_each = []\n    iterator = rule\n'
+        "    content { from_port = rule.value }\n  }"
+    )
+    root = write_tree(
+        tmp_path,
+        {
+            "main.tf": sg.format("g", dynamic)
+            + sg.format("h", "description = rule.value")
+            + 'locals {\n  a = 1\n}\noutput "x" { value = local.a }\nmodule "c" { source = "./c" }\n',
+            "c/main.tf": 'output "y" { value = local.a }\n',
+        },
+    )
+    assert _errors(root) == [
+        (
+            "Reference to undeclared resource",
+            'A managed resource "rule" "value" has not been declared in the root module.',
+            9,
+            17,
+        ),
+        (
+            "Reference to undeclared local value",
+            'A local value with the name "a" has not been declared.',
+            1,
+            22,
+        ),
+    ]
+
+
 @pytest.mark.parametrize(
     ("override", "want"),
     [
