@@ -175,6 +175,13 @@ class Dependencies:
         # so that a repeated reference costs two lookups and an edge.
         self._keys: dict[tuple[str, frozenset[str]], tuple[tuple[str, str], ...]] = {}
         self._targets: dict[tuple[tuple[str, ...], str], tuple[int, ...]] = {}
+        # Each text's nodes in a module, ready to link (``_resolve_text``), and the last node that
+        # linked (a node's texts come one after another).
+        self._linked: dict[
+            tuple[str, frozenset[str], tuple[str, ...]], tuple[tuple[int, ...], tuple[tuple[str, str], ...]]
+        ] = {}
+        self._source_name = ""
+        self._source = -1
 
     def _id(self, name: str) -> int:
         found = self._find(name)
@@ -264,18 +271,12 @@ class Dependencies:
             if "${" not in text and "%{" not in text:
                 continue  # literal text
             if not self.explain:
-                keys = self._keys.get((text, bound))
-                if keys is None:
-                    try:
-                        found = self.scans.references(text, bound)
-                    except ExpressionError:
-                        found = ()
-                    keys = tuple(k for k in map(reference_key, found) if k is not None)
-                    if len(self._keys) >= _KEYS_KEPT:
-                        self._keys.clear()  # a bound on what a 10 MB module keeps
-                    self._keys[text, bound] = keys
-                if keys:
-                    self._link_keys(node, scope, keys)
+                linked = self._linked.get((text, bound, scope))
+                if linked is None:
+                    linked = self._resolve_text(text, bound, scope)
+                targets, called = linked
+                if targets or called:
+                    self._link(node, targets, called, scope)
                 continue
             try:
                 found = self.scans.references(text, bound)
@@ -283,22 +284,56 @@ class Dependencies:
                 continue
             self._add(node, scope, text, found, rng)
 
-    def _link_keys(self, node: str, scope: tuple[str, ...], keys: tuple[tuple[str, str], ...]) -> None:
-        """``_add`` while checking: the edges of ``node``'s references by their keys."""
-        source = self._id(node)
-        targets = self._targets
-        edge_from, edge_to = self.edge_from, self.edge_to
+    def _resolve_text(
+        self, text: str, bound: frozenset[str], scope: tuple[str, ...]
+    ) -> tuple[tuple[int, ...], tuple[tuple[str, str], ...]]:
+        """While checking: the nodes the references of ``text`` read in module ``scope`` (by
+        number, in order) and its references to called modules (resolved once every module is
+        in), kept for the next node that holds the same text there."""
+        keys = self._keys.get((text, bound))
+        if keys is None:
+            try:
+                found = self.scans.references(text, bound)
+            except ExpressionError:
+                found = ()
+            keys = tuple(k for k in map(reference_key, found) if k is not None)
+            if len(self._keys) >= _KEYS_KEPT:
+                self._keys.clear()  # a bound on what a 10 MB module keeps
+            self._keys[text, bound] = keys
+        targets: list[int] = []
+        called: list[tuple[str, str]] = []
         for key, fallback in keys:
             if key.startswith("module."):
-                self.refs.append(_Ref(source, scope, key, fallback, "", None))
+                called.append((key, fallback))
                 continue
-            found = targets.get((scope, key))
-            if found is None:
-                found = targets[scope, key] = tuple(self._id(name) for name in self.named(scope, key))
-            for target in found:
-                if target != source:
-                    edge_from.append(source)
-                    edge_to.append(target)
+            found_ids = self._targets.get((scope, key))
+            if found_ids is None:
+                found_ids = self._targets[scope, key] = tuple(
+                    self._id(name) for name in self.named(scope, key)
+                )
+            targets.extend(found_ids)
+        linked = (tuple(targets), tuple(called))
+        if len(self._linked) >= _KEYS_KEPT:
+            self._linked.clear()
+        self._linked[text, bound, scope] = linked
+        return linked
+
+    def _link(
+        self, node: str, targets: tuple[int, ...], called: tuple[tuple[str, str], ...], scope: tuple[str, ...]
+    ) -> None:
+        """``_add`` while checking: the edges of ``node``'s references (``_resolve_text``)."""
+        if node == self._source_name:
+            source = self._source
+        else:
+            source = self._source = self._id(node)
+            self._source_name = node
+        edge_from, edge_to = self.edge_from, self.edge_to
+        for key, fallback in called:
+            self.refs.append(_Ref(source, scope, key, fallback, "", None))
+        for target in targets:
+            if target != source:
+                edge_from.append(source)
+                edge_to.append(target)
 
     def sources(
         self, node: str, scope: tuple[str, ...], items: JsonValue, rng: Range | None, *, after: str = ""

@@ -179,9 +179,25 @@ def _call_range(call: Call, rng: Range, located: str | None, end: int) -> Range:
     return locator(located, rng)(call.start, end) if located is not None else rng
 
 
-def _templates(value: JsonValue) -> Iterator[str]:
-    """The strings of ``value`` that can hold a reference or a call (``Scans.calls``' test)."""
-    return (text for text in json_strings(value) if "${" in text or "%{" in text)
+def _value_texts(value: JsonValue) -> list[str]:
+    """The strings of ``value`` that can hold a reference or a call (``Scans.calls``' test), in
+    the order the checks have always read them (an object's items last to first)."""
+    if isinstance(value, str):
+        return [value] if "${" in value or "%{" in value else []
+    texts: list[str] = []
+    stack: list[JsonValue] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "${" in item or "%{" in item:
+                texts.append(item)
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            for key, val in item.items():
+                stack.append(val)
+                stack.append(key)
+    return texts
 
 
 def _where(module: str) -> str:
@@ -221,30 +237,21 @@ class _Checker:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
 
     # -- one expression: static validation, then (if that passed) evaluation -----------------
-    def references(self, value: JsonValue, rng: Range, bound: frozenset[str]) -> list[_Located]:
-        """Every reference in ``value`` with the range of the value holding it; unreadable text
-        gives none (its syntax error is reported where it is parsed). Where a reference is in
-        the source is worked out only for an error (``span``)."""
+    def references(
+        self, texts: list[str], rng: Range, located: str | None, bound: frozenset[str]
+    ) -> list[_Located]:
+        """Every reference in ``texts`` (a value's templates, ``_value_texts``) with the range of
+        the value holding them (``located``: the value's text when it is one string); unreadable
+        text gives none (its syntax error is reported where it is parsed). Where a reference is
+        in the source is worked out only for an error (``span``)."""
         found: list[_Located] = []
-        stack: list[tuple[JsonValue, bool]] = [(value, True)]
-        while stack:
-            item, is_top = stack.pop()
-            if isinstance(item, str):
-                if (item, bound) in self._clean:
-                    continue  # nothing to report in it (``unit``)
-                try:
-                    refs, calls = self.scans.calls(item, bound)
-                except ExpressionError:
-                    continue
-                located = item if is_top else None
-                found.extend((ref, rng, located) for ref in refs)
-                self._calls.extend((call, rng, located) for call in calls)
-            elif isinstance(item, list):
-                stack.extend((v, False) for v in reversed(item))
-            elif isinstance(item, dict):
-                for key, val in item.items():
-                    stack.append((val, False))
-                    stack.append((key, False))
+        for text in texts:
+            try:
+                refs, calls = self.scans.calls(text, bound)
+            except ExpressionError:
+                continue
+            found.extend((ref, rng, located) for ref in refs)
+            self._calls.extend((call, rng, located) for call in calls)
         return found
 
     def span(self, ref: Reference, rng: Range, located: str | None, upto: int) -> Range:
@@ -413,15 +420,16 @@ class _Checker:
         type argument hides references of other texts, keeps an evaluation's texts unremembered).
         """
         clean = self._clean
-        values = [
-            (attr.value, attr.expr.range)
-            for attr in attrs
-            if any((text, bound) not in clean for text in _templates(attr.value))
-        ]
+        values: list[tuple[list[str], Range, str | None]] = []
+        for attr in attrs:
+            value = attr.value
+            texts = [text for text in _value_texts(value) if (text, bound) not in clean]
+            if texts:
+                values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
             return
         self._calls = []
-        refs = [r for value, rng in values for r in self.references(value, rng, bound)]
+        refs = [r for texts, rng, located in values for r in self.references(texts, rng, located, bound)]
         remember = not any(call.name in _CONVERT for call, _, _ in self._calls)
         if not self.objects:
             refs = [r for r in refs if r[0].root == "module"]
@@ -439,7 +447,7 @@ class _Checker:
         if remember and len(self.diags) == before:
             if len(clean) >= _CLEAN_KEPT:
                 clean.clear()  # a bound on what a module of one large file keeps
-            clean.update((text, bound) for value, _ in values for text in _templates(value))
+            clean.update((text, bound) for texts, _, _ in values for text in texts)
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
