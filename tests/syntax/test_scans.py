@@ -204,7 +204,15 @@ def test_the_checks_never_scan_text_the_loader_scanned(
 
         return wrapped
 
+    real_calls = references.template_calls
+
+    def counting_calls(text: str, **kwargs: object) -> object:
+        # A template read in one match (``${a.b}``) starts no scanner: counted here.
+        scanned["checks" if checking else "load"].append(text)
+        return real_calls(text, **kwargs)  # type: ignore[arg-type]
+
     monkeypatch.setattr(references._Scanner, "__init__", counting)
+    monkeypatch.setattr(references, "template_calls", counting_calls)
     monkeypatch.setattr(pipeline, "check_wiring", during("check_wiring", pipeline.check_wiring))
     monkeypatch.setattr(layout, "path_reads", during("path_reads", layout.path_reads))
     _, diags = pipeline.build(root, options=Options(terraform_version=(1, 15)))
