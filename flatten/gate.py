@@ -285,12 +285,13 @@ class _Bounded(io.RawIOBase):
     def readinto(self, buffer: Buffer) -> int:
         view = memoryview(buffer).cast("B")
         check_deadline(self._deadline, self._path)
-        data = os.read(self._fd, min(len(view), self._left + 1))
-        if len(data) > self._left:
+        # Straight into the caller's buffer: os.read made a bytes object as large as the request
+        # and copied it, so reading a cached module output of 4 MB in one call held it twice.
+        got = os.readv(self._fd, [view[: min(len(view), self._left + 1)]])
+        if got > self._left:
             raise _too_large(self._path, self._limit)
-        self._left -= len(data)
-        view[: len(data)] = data
-        return len(data)
+        self._left -= got
+        return got
 
     def close(self) -> None:
         if not self.closed:
