@@ -44,6 +44,7 @@ __all__ = [
     "default_cache",
     "encode",
     "file_entries",
+    "forget_prefetched",
     "module_sources",
     "parse_cached",
     "parse_file",
@@ -184,6 +185,12 @@ _MEMO: dict[str, Result | bytes] = {}  # read by prefetch (parsed here, or entry
 def remember(key: str, value: Result | bytes) -> None:
     """Keep a parse (or an entry's verified bytes) in memory for the build, which takes it once."""
     _MEMO[key] = value
+
+
+def forget_prefetched() -> None:
+    """Drop the parses prefetch kept for a build that is over (keyed by content: never stale,
+    but no longer anyone's to take)."""
+    _MEMO.clear()
 
 
 def default_cache() -> ParseCache | None:

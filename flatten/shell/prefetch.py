@@ -103,7 +103,8 @@ _EARLY: list[_Early] = []
 
 
 def finish() -> None:
-    """Wait until every cache entry ``prefetch`` (or the module cache) queued is written."""
+    """Wait until every cache entry ``prefetch`` (or the module cache) queued is written; then
+    drop what prefetch left for the build (``build_cache.forget_prefetched``): a build is over."""
     while _EARLY:  # never handed over (the command line failed, or the build took another path)
         _end_child(_EARLY.pop().pid)
     while _WRITERS:
@@ -115,9 +116,11 @@ def finish() -> None:
         pipe.close()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    from flatten.shell import build_cache
+    from flatten.shell import build_cache, parse_cache
 
     build_cache.finish()
+    build_cache.forget_prefetched()
+    parse_cache.forget_prefetched()
 
 
 def abandon() -> None:
