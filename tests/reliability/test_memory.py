@@ -272,7 +272,8 @@ def test_output_bytes_read_from_the_emit_cache_are_not_copied(
     # Where a build keeps a module's output bytes, written as the cache writes every entry (in
     # the stamped directory it makes): an entry anywhere else is never read (flatten/gate.py).
     path = build_cache._emit_path("d")
-    assert cache_dir.write_entry(path, (build_cache._EMIT_MAGIC, cache_auth.tag("emit", "d", payload), payload))
+    parts = (build_cache._EMIT_MAGIC, cache_auth.tag("emit", "d", payload), payload)
+    assert cache_dir.write_entry(path, parts)
     tracemalloc.start()
     try:
         data = build_cache._read_emitted(path, "d")
