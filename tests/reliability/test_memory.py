@@ -281,7 +281,9 @@ def test_output_bytes_read_from_the_emit_cache_are_not_copied(
     finally:
         tracemalloc.stop()
     assert data == payload
-    assert peak < 1.5 * len(payload)  # the whole file, then its slice: twice
+    # The output once and the reader's 1 MB buffer (5.1 MB): 7.1 when the gate's reader read each
+    # request into bytes of its own and copied them, 8 when the tag was sliced off the whole file.
+    assert peak < 1.5 * len(payload)
     sealed = build_cache._EMIT_MAGIC + cache_auth.seal("emit", "d", payload)
     assert cache_dir.write_entry(path, sealed[:-1] + b"y")
     assert build_cache._read_emitted(path, "d") is None  # a changed byte: a miss
