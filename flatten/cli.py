@@ -500,9 +500,9 @@ def _render_report(fmt: ReportFormat, diags: "Diagnostics", *, root: Path, comma
 def _json_report(diags: "Diagnostics", root: Path) -> str:
     """``terraform validate -json``'s object for ``diags``, each with Terraform's ``snippet``."""
     from flatten.lang.diagnostics import render_json
-    from flatten.syntax.snippets import context_string
+    from flatten.syntax.snippets import context_finder
 
-    return render_json(diags, sources=_source_reader(root), context=context_string)
+    return render_json(diags, sources=_source_reader(root), context=context_finder())
 
 
 def _source_reader(root: Path) -> Callable[[str], str | None]:
@@ -823,6 +823,7 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
     from flatten.lang.diagnostics import render_text
     from flatten.shell.memo import DiskMemo
     from flatten.stages.emit import OutputError, write_tree
+    from flatten.syntax.snippets import context_finder
 
     root, out, options = request.root, request.out, request.options
     environ = dict(request.environ)
@@ -885,6 +886,7 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
                     root=root_abs,
                     style=text_style(request.no_color, environ),
                     read=gate.source_reader(root_abs),
+                    context=context_finder(),
                 )
             )
         if diags:
@@ -978,6 +980,7 @@ def graph(
     from flatten.reports.graph_render import render_graph
     from flatten.shell.memo import DiskMemo
     from flatten.stages.graph import build_graph
+    from flatten.syntax.snippets import context_finder
 
     paths = list(roots) if roots else [Path(".")]
     many = len(paths) > 1
@@ -1006,7 +1009,14 @@ def graph(
             sys.stderr.write(_json_report(diags, root_abs))
         elif diags:
             sys.stderr.write(
-                render_text(diags, root=root_abs, label=label, style=style, read=gate.source_reader(root_abs))
+                render_text(
+                    diags,
+                    root=root_abs,
+                    label=label,
+                    style=style,
+                    read=gate.source_reader(root_abs),
+                    context=context_finder(),
+                )
             )
         rendered = render_graph(module_graph, format, root=root_abs)
         if label is None:

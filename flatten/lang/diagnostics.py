@@ -29,6 +29,7 @@ __all__ = [
     "render_json",
     "render_text",
     "snippet_json",
+    "text_order",
 ]
 
 
@@ -283,18 +284,24 @@ _BOLD, _RED, _YELLOW, _UNDERLINE, _RESET = "\x1b[1m", "\x1b[31m", "\x1b[33m", "\
 _RULE_WIDTH = 2  # "│ ": the left rule's cells in a coloured diagnostic
 
 
-def _snippet(
-    read: Callable[[str], str | None] | None, r: Range, color: bool, sources: dict[str, list[str] | None]
-) -> str | None:
+def _source(
+    read: Callable[[str], str | None] | None, filename: str, sources: dict[str, tuple[str, list[str]] | None]
+) -> tuple[str, list[str]] | None:
+    """A file's text and lines, read once per rendering (``sources``): a large file with
+    thousands of errors was read again for each of them, as many times its size."""
     if read is None:
         return None
-    # Each file is read once per rendering (``sources``): a large file with thousands of errors
-    # was read again for each of them, as many times its size.
-    if r.filename not in sources:
-        text = read(r.filename)
-        sources[r.filename] = text.splitlines() if text is not None else None
-    lines = sources[r.filename]
-    if lines is None or not 1 <= r.start.line <= len(lines):
+    if filename not in sources:
+        text = read(filename)
+        sources[filename] = (text, text.splitlines()) if text is not None else None
+    return sources[filename]
+
+
+def _snippet(source: tuple[str, list[str]] | None, r: Range, color: bool) -> str | None:
+    if source is None:
+        return None
+    lines = source[1]
+    if not 1 <= r.start.line <= len(lines):
         return None
     line = lines[r.start.line - 1]
     if color:
@@ -309,6 +316,26 @@ def _snippet(
             )
             return f"{r.start.line:>4}: {before}{_UNDERLINE}{subject}{_RESET}{after}"
     return f"{r.start.line:>4}: {printable(redact_url(line))}"
+
+
+def text_order(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics in the order Terraform's text output shows them: warnings before errors,
+    those without a subject before those with one, then by file (fewer path segments first,
+    then by name), then by the subject's start byte and end byte; otherwise as given
+    (internal/command/views/view.go ``Diagnostics`` calls ``diags.Sort()``,
+    internal/tfdiags/diagnostics.go ``sortDiagnostics.Less``, a stable sort). ``validate
+    -json`` keeps the order diagnostics were found in: ``render_json`` does not sort.
+    Filenames are relative to the root, as Terraform's are to its working directory."""
+
+    def key(d: Diagnostic) -> tuple[int, int, int, str, int, int]:
+        warning_first = 0 if d.severity is Severity.WARNING else 1
+        r = d.range
+        if r is None:
+            return (warning_first, 0, 0, "", 0, 0)
+        # Go's filepath.Separator: flatten's range filenames are always written with "/".
+        return (warning_first, 1, r.filename.count("/"), r.filename, r.start.byte, r.end.byte)
+
+    return sorted(diags, key=key)
 
 
 def _wrap(detail: str, width: int) -> list[str]:
@@ -334,24 +361,31 @@ def render_text(
     label: str | None = None,
     style: TextStyle = TextStyle(),
     read: Callable[[str], str | None] | None = None,
+    context: Callable[[str, str, int], str] | None = None,
 ) -> str:
-    """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail.
+    """Return the diagnostics as Terraform prints them: ``Error: summary``, location, detail,
+    in Terraform's order for text (``text_order``).
 
     ``label`` names the root module in each location (``in root live/prod``), for a run that
     builds several roots. ``style`` draws them for a terminal (``TextStyle``); the default is
     plain and unwrapped. ``read`` returns a file's text by its name in a range, for the source
     line quoted under the location (``gate.source_reader(root)``: only what the build itself
     could read, so a file linking out of the root is never quoted; issue 38, item 6); without
-    it, no source line. ``root`` is kept for callers and no longer read from.
+    it, no source line. ``context`` names the block around a subject (text, filename, byte
+    offset -> ``resource "terraform_data" "a"``, HCL's ``ContextString``) for the location line
+    (``on main.tf line 3, in resource "terraform_data" "a":``, as Terraform's
+    ``snippetFormatter`` writes it); a subject's file names its module, so the module path is
+    shown only for a diagnostic without a subject. ``root`` is kept for callers and no longer
+    read from.
 
     Wrapped first, then every line made safe for CI logs (``printable.no_commands``): no line
     of the result starts a GitHub workflow command, however a detail wraps (issue 38, item 10).
     """
     blocks: list[str] = []
-    sources: dict[str, list[str] | None] = {}  # each file's lines, read when a snippet needs them
+    sources: dict[str, tuple[str, list[str]] | None] = {}  # each file, read when a snippet needs it
     in_root = f"in root {label}" if label is not None else None
     color = style.color
-    for d in diags:
+    for d in text_order(diags):
         severity = d.severity.value.capitalize()
         # Names in every part may come from outside (a directory name, a server): lang/printable.py.
         summary = printable(redact_url(d.summary))
@@ -362,13 +396,17 @@ def render_text(
             lines = [f"{severity}: {summary}"]
         if d.range is not None:
             lines.append("")
+            source = _source(read, d.range.filename, sources)
             where = f"  on {printable(d.range.filename)} line {d.range.start.line}"
-            if d.module:
-                where += f", in {printable(d.module)}"
+            if source is not None and context is not None:
+                # Terraform asks for the context one byte before the subject (views/json/diagnostic.go).
+                name = context(source[0], d.range.filename, d.range.start.byte - 1)
+                if name:
+                    where += f", in {printable(name)}"
             if in_root is not None:
                 where += f", {printable(in_root)}"
             lines.append(where + ":")
-            snippet = _snippet(read, d.range, color, sources)
+            snippet = _snippet(source, d.range, color)
             if snippet:
                 lines.append(snippet)
         elif d.module or in_root is not None:

@@ -308,6 +308,7 @@ def _report(
     from flatten.cli import text_style
     from flatten.lang.diagnostics import render_text
     from flatten.reports.base import find_base
+    from flatten.syntax.snippets import context_finder
 
     style = text_style(no_color, environ)
 
@@ -325,7 +326,14 @@ def _report(
             sys.stdout.write(outcome.diff)  # --check --diff, in root order (text only: cli.py)
         if fmt is ReportFormat.TEXT and outcome.diags:
             sys.stderr.write(
-                render_text(outcome.diags, root=root, label=label, style=style, read=gate.source_reader(root))
+                render_text(
+                    outcome.diags,
+                    root=root,
+                    label=label,
+                    style=style,
+                    read=gate.source_reader(root),
+                    context=context_finder(),
+                )
             )
             if environ.get("GITHUB_ACTIONS") == "true":
                 from flatten.reports.github import render_github

@@ -1534,12 +1534,18 @@ def template_errors(text: str) -> list[SyntaxDiag]:
 def context_string(text: str, offset: int) -> str:
     """HCL's ``ContextString`` for a native file (hclsyntax/navigation.go): the header of the
     top-level block around character ``offset`` (``resource "terraform_data" "a"``), or ""."""
+    for start, end, header in top_blocks(text):
+        if start <= offset < end:
+            return header
+    return ""
+
+
+def top_blocks(text: str) -> list[tuple[int, int, str]]:
+    """The top-level blocks of a native file as HCL's parser reads them: (start, end, header),
+    character offsets; ``context_string`` looks an offset up in them."""
     parser = _Parser(text, _scan(text))
     try:
         parser.body(EOF)
     except RecursionError:
-        return ""
-    for start, end, header in parser.top_blocks:
-        if start <= offset < end:
-            return header
-    return ""
+        return []
+    return list(parser.top_blocks)

@@ -8,11 +8,13 @@ to the innermost object or array holding it (``resource.terraform_data.a``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flatten.syntax._hcl_errors import context_string as _native_context
+from flatten.syntax._hcl_errors import top_blocks
 
-__all__ = ["context_string"]
+__all__ = ["context_finder", "context_string"]
 
 
 def context_string(text: str, filename: str, byte_offset: int) -> str:
@@ -25,6 +27,40 @@ def context_string(text: str, filename: str, byte_offset: int) -> str:
     if filename.endswith(".json"):
         return _json_context(text, offset)
     return _native_context(text, offset)
+
+
+def context_finder() -> Callable[[str, str, int], str]:
+    """``context_string`` that reads each file's blocks once: a rendering of a file with
+    thousands of errors asks for the context of each (a parse per question was quadratic).
+    JSON files are asked as ``context_string`` does (their context is a key path)."""
+    blocks: dict[str, list[tuple[int, int, str]]] = {}
+
+    def find(text: str, filename: str, byte_offset: int) -> str:
+        if byte_offset < 0 or filename.endswith(".json"):
+            return context_string(text, filename, byte_offset)
+        if filename not in blocks:
+            blocks[filename] = _in_bytes(text, top_blocks(text))
+        for start, end, header in blocks[filename]:
+            if start <= byte_offset < end:
+                return header
+        return ""
+
+    return find
+
+
+def _in_bytes(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``spans`` (character offsets, in order) in UTF-8 byte offsets, the text encoded once."""
+    if text.isascii():
+        return spans
+    out: list[tuple[int, int, str]] = []
+    char = byte = 0
+    for start, end, header in spans:
+        byte += len(text[char:start].encode("utf-8", "surrogatepass"))
+        begin = byte
+        byte += len(text[start:end].encode("utf-8", "surrogatepass"))
+        char = end
+        out.append((begin, byte, header))
+    return out
 
 
 def _json_context(text: str, offset: int) -> str:

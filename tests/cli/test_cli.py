@@ -117,7 +117,7 @@ def test_check_reports_stale_output(tree, tmp_path: Path) -> None:
     # An error diagnostic per stale file, saying what to run (flatten/stages/stale.py): the
     # module's file at the source line that changed it, the manifest at its changed line.
     assert proc.stderr.startswith("Error: Output is out of date\n")
-    assert "on main.tf line 2:" in proc.stderr
+    assert 'on main.tf line 2, in resource "terraform_data" "a":' in proc.stderr
     assert f"on {os.path.relpath(out / 'flatten.manifest.json', root)} line " in proc.stderr
     assert f"{out}/main.tf.json is not what the build writes now" in proc.stderr
     assert f"Run `flatten build {root} --out {out}`" in proc.stderr

@@ -102,7 +102,7 @@ def test_one_root_with_errors_does_not_stop_the_others(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["eu", "prod"]
     assert "Error: Invalid expression" in proc.stderr
-    assert "  on main.tf line 6, in root live/dev:" in proc.stderr
+    assert '  on main.tf line 6, in resource "terraform_data" "x", in root live/dev:' in proc.stderr
     assert proc.stderr.splitlines()[-1] == "flatten: 1 of 3 roots failed: live/dev"
     # The order of the report is the roots' order, whichever build finished first.
     assert proc.stderr.index("live/prod: wrote") < proc.stderr.index("in root live/dev")

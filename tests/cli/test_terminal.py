@@ -150,7 +150,9 @@ def test_piped_output_is_plain_and_wrapped_at_80_columns(
     assert " ".join(lines) == EMPTY_ROOT_DETAIL
     proc = piped(["build", str(bad_root), "--out", str(tmp_path / "out2")], _env(tmp_path))
     assert proc.returncode == 1
-    assert proc.stderr.startswith("Error: Unsupported argument\n\n  on main.tf line 3:\n   3:   bogus ")
+    assert proc.stderr.startswith(
+        'Error: Unsupported argument\n\n  on main.tf line 3, in variable "x":\n   3:   bogus '
+    )
 
 
 def test_graph_takes_no_color_too(tmp_path: Path, bad_root: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from flatten import gate
-from flatten.lang.diagnostics import Diagnostic, render_text
-from flatten.lang.model import Range
+from flatten.lang.diagnostics import Diagnostic, render_text, text_order
+from flatten.lang.model import Pos, Range
 
 
 def test_each_file_is_read_once_however_many_diagnostics_it_has(
@@ -47,3 +47,38 @@ def test_wrapping_never_makes_a_line_that_starts_a_workflow_command() -> None:
             text = render_text([Diagnostic.error("Bad", detail)], style=TextStyle(color=color, width=80))
             for line in text.splitlines():  # as the runner reads a line: leading white space trimmed
                 assert not line.lstrip(" \t").startswith("::"), (pad, line)
+
+
+def test_text_output_is_in_terraforms_order() -> None:
+    """internal/tfdiags/diagnostics.go ``sortDiagnostics``: warnings before errors, no subject
+    before a subject, fewer path segments first, then name, start byte, end byte; ties keep
+    the order found."""
+
+    def at(name: str, byte: int, end: int | None = None) -> Range:
+        stop = byte + 1 if end is None else end
+        return Range(name, Pos(1, byte + 1, byte), Pos(1, stop + 1, stop))
+
+    found = [
+        Diagnostic.error("deep", range=at("a/main.tf", 0)),
+        Diagnostic.error("later", range=at("z.tf", 9)),
+        Diagnostic.error("wider", range=at("z.tf", 3, 8)),
+        Diagnostic.error("narrower", range=at("z.tf", 3, 5)),
+        Diagnostic.error("first found"),
+        Diagnostic.warning("warned", range=at("z.tf", 50)),
+        Diagnostic.error("second found"),
+        Diagnostic.error("same subject, found first", range=at("b.tf", 1)),
+        Diagnostic.error("same subject, found second", range=at("b.tf", 1)),
+    ]
+    assert [d.summary for d in text_order(found)] == [
+        "warned",
+        "first found",
+        "second found",
+        "same subject, found first",
+        "same subject, found second",
+        "narrower",
+        "wider",
+        "later",
+        "deep",
+    ]
+    text = render_text(found)
+    assert text.index("Error: narrower") < text.index("Error: deep")
