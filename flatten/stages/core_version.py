@@ -107,7 +107,6 @@ def check_release_features(file: ParsedFile, *, options: Options) -> Diagnostics
             and not file.is_override
             and not accepts(release, "import.identity")
             and block.body.attribute("id") is None
-            and block.body.attribute("identity") is not None
         ):
             diags.append(_missing_id(block))
     return diags

@@ -28,6 +28,7 @@ from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
 from flatten.lang.options import Dialect, Options
+from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
 from flatten.syntax.evaluate import as_bool
@@ -817,7 +818,17 @@ class _Checker:
                     provider.name_range,
                 )
             self.provider_reference(provider.value, provider.expr.range)
-        if not self.file.is_override and body.attribute("id") is None and body.attribute("identity") is None:
+        if (
+            not self.file.is_override
+            and body.attribute("id") is None
+            and body.attribute("identity") is None
+            # Before 1.12 "id" is required by the block's schema: HCL's "Missing required
+            # argument" (stages/core_version.py, with the release's other rules).
+            and not (
+                self.options.dialect.allows("terraform_releases")
+                and not accepts(self.options.terraform_version, "import.identity")
+            )
+        ):
             self.error(
                 "Missing required import argument",
                 "One of 'id' or 'identity' must be specified in an import block to identify the resource "

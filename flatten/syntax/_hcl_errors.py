@@ -329,6 +329,7 @@ class _Parser:
         # The top-level blocks: (start, end, header as HCL's ContextString writes it).
         self.top_blocks: list[tuple[int, int, str]] = []
         self.depth = 0
+        self.blocks: list[str] = []  # the types of the blocks around the parser, outermost first
 
     def item_end(self) -> int:
         """Where the item just read ends (before the newline that ended it)."""
@@ -514,12 +515,22 @@ class _Parser:
     def attribute(self, ident: Tok, *, single_line: bool) -> None:
         eq = self.read()
         had = len(self.diags)
+        first = self.pos
         expr = self.expression()
         if len(self.diags) > had:
+            partial = self._partial_heredoc(first, had)
             # kept by HCL with a placeholder value: read as null
             if self.recovery:
                 self.recover_after_body_item()
-            self.edits.append((eq.end, self.item_end(), " null"))
+            if partial is not None:
+                self.edits.append(partial)
+            elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "type":
+                # Terraform reports nothing more about the partial type expression HCL keeps
+                # (its type checks find no fault in it); a null would be "Invalid type
+                # specification". Measured: scripts/mutation-difftest, docs/syntax-errors.md.
+                self.edits.append((eq.end, self.item_end(), " any"))
+            else:
+                self.edits.append((eq.end, self.item_end(), " null"))
             return
         if single_line:
             return
@@ -539,13 +550,55 @@ class _Parser:
         else:
             self.read()
 
+    def _keep_labels(self, broken: int, obrace: Tok) -> None:
+        """HCL keeps a block whose quoted label has an error (a quote inserted in a header
+        makes the labels after it string text, "Invalid multi-line string"), with that label,
+        and Terraform's decoder then counts its labels ("Extraneous label for resource").
+        Written as: the labels before the broken one as they are, the broken one as an empty
+        label ``""`` at its place (its text is not a valid name either), the brace right after
+        it, the rest of the header blanked (labels after it are left out: the decoder reports
+        only the first extra label)."""
+        room = self.text.find("\n", broken, obrace.end)
+        room = (room if room >= 0 else obrace.end) - broken
+        self.edits[:] = [e for e in self.edits if not broken <= e[0] < obrace.end]
+        self.edits.append((broken, obrace.end, '""{' if room >= 3 else "{"))
+
+    def _partial_heredoc(self, first: int, had: int) -> tuple[int, int, str] | None:
+        """A heredoc left open to the end of the file, as the value HCL keeps for it: the
+        template of what was read, its parts as they were (parser_template.go returns the parts
+        read before "Unterminated template string", and the attribute keeps that expression).
+        Terraform's decoder then judges that text (a module source, a provider alias, a version
+        constraint, a default): written as a quoted template of the same parts, from where the
+        heredoc starts to the end of the file (nothing after it is kept). None otherwise."""
+        toks = self.toks
+        while toks[first].type in (COMMENT, NEWLINE):
+            first += 1
+        opener = toks[first]
+        if opener.type != OHEREDOC or [d.summary for d in self.diags[had:]] != [
+            "Unterminated template string"
+        ]:
+            return None
+        parts: list[str] = []
+        for tok in toks[first + 1 :]:
+            piece = self.text[tok.start : tok.end]
+            if tok.type == STRING_LIT:
+                piece = (
+                    piece.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace("\n", "\\n")
+                )
+            elif tok.type == CHEREDOC:
+                return None
+            parts.append(piece)
+        return (opener.start, len(self.text), '"' + "".join(parts) + '"')
+
     def block(self, ident: Tok) -> None:
         top = self.depth == 0
         self.depth += 1
         labels: list[str] = []
+        self.blocks.append(self.text[ident.start : ident.end])
         try:
             self._block(ident, labels)
         finally:
+            self.blocks.pop()
             self.depth -= 1
             if top:
                 name = self.text[ident.start : ident.end]
@@ -553,19 +606,31 @@ class _Parser:
                 self.top_blocks.append((ident.start, max(self.prev.end, ident.end), header))
 
     def _block(self, ident: Tok, labels: list[str]) -> None:
+        had = len(self.diags)
+        broken = -1  # where the first label with an error starts
+        clean_end = ident.end  # where the last label before it ends
         while True:
             tok = self.peek()
             if tok.type == OBRACE:
                 obrace = self.read()
+                if broken >= 0:
+                    self._keep_labels(broken, obrace)
                 break
             if tok.type == OQUOTE:
                 start = tok.end
                 self.quoted_string_literal()
                 labels.append(self.text[start : max(start, self.prev.start)])
+                if broken < 0:
+                    if len(self.diags) > had or "\n" in self.text[tok.start : self.prev.end]:
+                        broken = tok.start
+                    else:
+                        clean_end = self.prev.end
                 continue
             if tok.type == IDENT:
                 self.read()
                 labels.append(self.text[tok.start : tok.end])
+                if broken < 0:
+                    clean_end = tok.end
                 continue
             if tok.type == "=":
                 self.err(
@@ -591,7 +656,15 @@ class _Parser:
                     self.between(ident, tok),
                 )
             self.recover_after_body_item()
-            self.edits.append((ident.start, self.item_end(), ""))
+            # HCL keeps the block, with the labels read and an empty body (parser.go,
+            # ``finishParsingBodyBlock``): Terraform's decoder then reports on it ("Missing
+            # required argument", "Extraneous label for resource").
+            end = self.item_end()
+            self.edits[:] = [e for e in self.edits if not ident.start <= e[0] < end]
+            if broken >= 0:
+                self.edits.append((broken, end, '""{}'))
+            else:
+                self.edits.append((clean_end, end, " {}"))
             return
         body_start = len(self.diags)
         if self.peek().type in (NEWLINE, EOF, CBRACE):
@@ -1505,18 +1578,29 @@ def read_config(text: str) -> tuple[list[SyntaxDiag], str | None]:
 
 def _repaired(text: str, edits: list[tuple[int, int, str]], unclosed: int) -> str | None:
     chars = list(text)
+    shift = 0  # how much longer the text is so far (an edit at a line's end may grow it)
     for start, end, first in sorted(edits):
         if end < start:
             continue
         span = text[start:end]
         newlines = span.count("\n")
         room = len(span) - newlines
-        if first.strip() == "null" and room < len(first):
-            first = " 0" if room >= 2 else "0"
+        if first.strip() in ("null", "any") and room < len(first):
+            first = first.strip() if room >= 3 and first == " any" else " 0" if room >= 2 else "0"
+        if end >= len(text):
+            # a value running to the end of the file: nothing after it keeps a position
+            chars[start + shift : end + shift] = first
+            continue
         if room < len(first):
-            return None
-        new = first + " " * (room - len(first)) + "\n" * newlines
-        chars[start:end] = new
+            if text[end] not in "\r\n":
+                return None
+            # nothing follows on the span's last line: the text may grow there, every line
+            # after it keeps its positions
+            new = first + "\n" * newlines
+        else:
+            new = first + " " * (room - len(first)) + "\n" * newlines
+        chars[start + shift : end + shift] = new
+        shift += len(new) - (end - start)
     return "".join(chars) + "\n}" * unclosed + ("\n" if unclosed else "")
 
 
