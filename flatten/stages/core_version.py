@@ -97,6 +97,8 @@ def check_release_features(file: ParsedFile, *, options: Options) -> Diagnostics
         return diags
     release = options.terraform_version
     for block in file.body.blocks:
+        if block.type == "terraform":
+            diags.extend(_constraint_syntax(block))
         key = f"block:{block.type}"
         if key in _GATED_BLOCKS and not accepts(release, key):
             diags.append(_unsupported_block(block))
@@ -110,6 +112,23 @@ def check_release_features(file: ParsedFile, *, options: Options) -> Diagnostics
         ):
             diags.append(_missing_id(block))
     return diags
+
+
+def _constraint_syntax(block: Block) -> Iterable[Diagnostic]:
+    """Terraform reads each ``required_version`` with go-version's constraint syntax as it loads
+    the file (internal/configs/version_constraint.go, ``decodeVersionConstraint``): a string it
+    cannot read is an error, whatever the release (a template is not read here)."""
+    attr = block.body.attribute("required_version")
+    if attr is None or not isinstance(attr.value, str) or "${" in attr.value or "%{" in attr.value:
+        return
+    try:
+        parse_constraints(attr.value)
+    except ValueError:
+        yield Diagnostic.error(
+            "Invalid version constraint",
+            "This string does not use correct version constraint syntax.",
+            attr.expr.range,
+        )
 
 
 _GATED_BLOCKS = frozenset({"block:check", "block:import", "block:removed", "block:ephemeral", "block:action"})
