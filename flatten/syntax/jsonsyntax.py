@@ -64,6 +64,13 @@ _NOT_SINGLE = (
 _VALUE_START = "A JSON value must start with a brace, a bracket, a number, a string, or a keyword."
 
 
+# A template HCL reads without error: text, escaped "$${"/"%%{", and "${" sequences holding a plain
+# reference (``var.a``, ``module.m.out[0]``); anything else goes to the template parser.
+_PLAIN_TEMPLATE = re.compile(
+    r"(?:[^$%]|\$\$\{|%%\{|[$%](?!\{)|\$\{[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\.\*|\[\d+\])*\})*\Z"
+)
+
+
 class _Node:
     """A parsed JSON value with its character span; objects keep every pair, duplicates included."""
 
@@ -579,9 +586,35 @@ class _Decoder:
                 )
                 continue
             self.check_mode(key, mode, child, type_)
+            if mode is Mode.EXPR:
+                self.templates(child)
             seen[key] = len(items)
             items.append(Attribute(key, Expr(value, self.rng(child)), key_range))
         return Body(tuple(items), self.rng(node))
+
+    def templates(self, node: _Node) -> None:
+        """Terraform reads each string of an expression as a template (hcl/json/structure.go:
+        ``hclsyntax.ParseTemplate`` from one column after the opening quote) when it evaluates
+        it: a broken one ("Unclosed template interpolation sequence") is an error of the file.
+        A string of plain text and simple references is well-formed and not parsed again."""
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.kind == _STR:
+                text = n.value
+                if (
+                    isinstance(text, str)
+                    and ("${" in text or "%{" in text)
+                    and not _PLAIN_TEMPLATE.match(text)
+                ):
+                    from flatten.syntax._hcl_errors import template_errors
+
+                    for d in template_errors(text):
+                        self.error(d.summary, d.detail, n.start + 1 + d.start, n.start + 1 + d.end)
+            elif n.kind == _OBJ:
+                stack.extend(child for _k, _ks, _ke, child in reversed(n.pairs))
+            elif n.kind == _ARR:
+                stack.extend(reversed(n.items))
 
     def check_mode(self, key: str, mode: Mode, node: _Node, type_: str) -> None:
         """Diagnose templates where Terraform reads a static reference (spec §7.3)."""

@@ -45,6 +45,10 @@ ROOTS = {
     "required_version with a stray bracket": {
         "main.tf": 'terraform {\n  required_version = ">= 1.0]"\n}\n',
     },
+    # A JSON string is a template Terraform parses when it evaluates it.
+    "json string with an open interpolation": {
+        "main.tf.json": '{"locals": {"x": 1}, "output": {"a": {"value": "${local.x"}}}\n',
+    },
     # Before 1.12 an import block's "id" is a required argument (HCL's error).
     "import without id": {
         "main.tf": 'resource "terraform_data" "a" {}\nimport {\n  to = terraform_data.a\n  id  "x"\n}\n',

@@ -519,3 +519,25 @@ def test_recovery_resumed_after_the_fast_parse_reads_as_a_fresh_one(pieces: list
     valid = '{"locals": {"a": [1, {"b": "c"}, 3], "d": {"e": [true, null]}}, "x": [{"y": 1}]}'
     text = valid[:cut] + "".join(pieces) + valid[cut:]
     assert _recovered(text, resume=True) == _recovered(text, resume=False)
+
+
+@pytest.mark.parametrize(
+    ("template", "errors"),
+    [
+        ("${local.a}", []),
+        ('${lookup(var.m, \\"k\\", \\"}\\")}', []),
+        ("%{ if var.b }yes%{ else }no%{ endif }", []),
+        ("$${not.a.template} and %%{ nor this", []),
+        ('${[for x in var.l : x if x != \\"\\"]}', []),
+        # hcl/json/structure.go parses each string as a template (issue 40); positions start one
+        # column after the opening quote.
+        ("${local.a", [("Unclosed template interpolation sequence", 1, 29)]),
+        ("a ${local.a b}", [("Extra characters after interpolation expression", 1, 41)]),
+        ("%{ if var.b }x", [("Unexpected end of template", 1, 43)]),
+    ],
+)
+def test_strings_of_expressions_are_templates(template: str, errors: list[tuple[str, int, int]]) -> None:
+    src = '{"output": {"a": {"value": "' + template + '"}}}'
+    _, diags = parse_json(src, "main.tf.json", options=Options())
+    found = [(d.summary, d.range.start.line, d.range.start.column) for d in diags.errors if d.range]
+    assert found == errors
