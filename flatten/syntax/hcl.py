@@ -30,6 +30,7 @@ from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.fields import BlockSchema, Mode, generic_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
+from flatten.syntax._hcl_errors import _suggest
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -493,6 +494,10 @@ class _Converter:
                     f' Did you mean to define argument "{type_name}"? '
                     "If so, use the equals sign to assign it a value."
                 )
+            elif near := _suggest(type_name, tuple(schema.blocks)):
+                # hclsyntax/structure.go: the nearest block type of the schema (nameSuggestion,
+                # edit distance under 3).
+                hint = f' Did you mean "{near}"?'
             if schema.other is not None and not schema.other_blocks and not schema.blocks:
                 self.error(f'Unexpected "{type_name}" block', "Blocks are not allowed here.", type_range)
             else:
