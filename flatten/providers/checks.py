@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
+from flatten.stages.builtin_schema import check_terraform_data
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.inputs import check_module_inputs
@@ -116,7 +117,32 @@ def check_wiring(
             walk.close(checker)
         found = cycles.finish()
         diags.extend(found if found.has_errors else walk.diags)
+        if not found.has_errors:
+            diags.extend(_builtin_schemas(graph, wiring))
     return wiring, diags
+
+
+def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring) -> Diagnostics:
+    """The validate walk's schema errors for the resources of the builtin ``terraform``
+    provider, whose schema Terraform has without a download (stages/builtin_schema.py)."""
+    diags = Diagnostics()
+    for node in graph.walk():
+        module = wiring.module_at(node.path)
+        builtin = {
+            r.decl.name
+            for r in (module.resources if module is not None else ())
+            if r.decl.mode == "managed" and r.decl.type == "terraform_data" and r.provider.is_builtin
+        }
+        if not builtin:
+            continue
+        for block in node.module.blocks_of("resource"):
+            if (
+                block.labels[:1] == ("terraform_data",)
+                and len(block.labels) == 2
+                and block.labels[1] in builtin
+            ):
+                diags.extend(check_terraform_data(block, node.address))
+    return diags
 
 
 def _provider_uses(wiring: ProviderWiring) -> ProviderUses:

@@ -1,6 +1,7 @@
-"""A misspelt block type gets HCL's suggestion (issue 40): "Blocks of type "resouce" are not
-expected here. Did you mean "resource"?" (hclsyntax/structure.go, ``nameSuggestion``), with the
-detail `terraform validate -json` gives (Terraform 1.11, offline).
+"""A misspelt block type, or a misspelt argument of the builtin provider's terraform_data, gets
+HCL's suggestion (issue 40): "Blocks of type "resouce" are not expected here. Did you mean
+"resource"?" (hclsyntax/structure.go, ``nameSuggestion``), with the detail `terraform validate
+-json` gives (Terraform 1.11, offline).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ ROOTS = {
     "variable": 'variabel "x" {}\n',
     "locals": "local {\n  a = 1\n}\n",
     "no near name": 'nothing_like_it "x" {}\n',
+    # The builtin terraform provider's schema (stages/builtin_schema.py).
+    "terraform_data argument": 'resource "terraform_data" "a" {\n  inpu = 1\n}\n',
+    "terraform_data block": 'resource "terraform_data" "a" {\n  input = 1\n  triggers {\n  }\n}\n',
+    "terraform_data in json": '{"resource": {"terraform_data": {"a": {"triggers_replce": [1]}}}}\n',
 }
 
 
@@ -29,7 +34,9 @@ def _details(doc: dict[str, object]) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("name", sorted(ROOTS))
 def test_block_type_suggestions_are_hcls(name: str, tmp_path: Path) -> None:
     tf = terraform()
-    root = write_tree(tmp_path / "root", {"main.tf": ROOTS[name]})
+    filename = "main.tf.json" if ROOTS[name].startswith("{") else "main.tf"
+    root = write_tree(tmp_path / "root", {filename: ROOTS[name]})
+    tf.run("init", "-backend=false", "-input=false", cwd=root)
     theirs = json.loads(tf.run("validate", "-json", cwd=root).stdout)
     ours = subprocess.run(
         [
