@@ -21,7 +21,9 @@ __all__ = ["check_terraform_data"]
 # configschema attributes in name order, as HCL's nameSuggestion meets them.
 _ATTRIBUTES = ("id", "input", "output", "triggers_replace")
 _META_ARGUMENTS = frozenset({"count", "for_each", "provider", "depends_on"})
-_META_BLOCKS = frozenset({"lifecycle", "connection", "provisioner"})
+# "dynamic" is expanded by HCL's dynblock against the schema before decoding; what it reports
+# for a generated type the schema lacks is not modelled here, so a dynamic block is left alone.
+_META_BLOCKS = frozenset({"lifecycle", "connection", "provisioner", "dynamic"})
 
 
 def check_terraform_data(block: Block, module: str) -> Diagnostics:
