@@ -37,7 +37,7 @@ import posixpath
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal
@@ -68,6 +68,7 @@ __all__ = [
     "link_file",
     "list_dir",
     "make_dirs",
+    "make_symlink",
     "make_temp_dir",
     "move",
     "move_below",
@@ -78,11 +79,15 @@ __all__ = [
     "read_bytes",
     "read_text",
     "remove_owned",
+    "remove_tree",
     "set_mode",
     "source_reader",
+    "tree_bytes",
+    "walk_tree",
     "within",
     "write_atomic",
     "write_file",
+    "write_stream",
 ]
 
 #: The size budget of one file flatten reads whole: configuration, variables, ignore files,
@@ -282,12 +287,25 @@ class _Bounded(io.RawIOBase):
     def fileno(self) -> int:
         return self._fd
 
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        # An archive is read by seeking (a zip's directory at its end): the budget is then on the
+        # offset read up to, which for reads from the start is the same as the bytes read.
+        position = os.lseek(self._fd, offset, whence)
+        self._left = self._limit - position
+        return position
+
+    def tell(self) -> int:
+        return os.lseek(self._fd, 0, os.SEEK_CUR)
+
     def readinto(self, buffer: Buffer) -> int:
         view = memoryview(buffer).cast("B")
         check_deadline(self._deadline, self._path)
         # Straight into the caller's buffer: os.read made a bytes object as large as the request
         # and copied it, so reading a cached module output of 4 MB in one call held it twice.
-        got = os.readv(self._fd, [view[: min(len(view), self._left + 1)]])
+        got = os.readv(self._fd, [view[: min(len(view), max(0, self._left + 1))]])
         if got > self._left:
             raise _too_large(self._path, self._limit)
         self._left -= got
@@ -616,6 +634,214 @@ def append(path: str | os.PathLike[str], data: bytes) -> None:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+# -- Packages: a download's file, archive members, a clone's tree (sources/) ----------------------
+#
+# A package is written into a new directory under the cache's ``v1/tmp`` from what a server sent:
+# a downloaded file, an archive's members, the tree git checked out. The server chooses contents
+# and names; the gate decides the rest once: every file is made new (``O_EXCL``) and never through
+# a symlink (``O_NOFOLLOW``, each directory reached by :meth:`Dir.sub`), its size is held to the
+# caller's budget as bytes are written (a header that lies does not help), the deadline is checked
+# between chunks, and a tree is walked without recursion and with a bounded number of open
+# descriptors (a hostile tree may be thousands of directories deep).
+
+#: The deepest directories a walk keeps open at once; one above them is opened again (from the
+#: walk's top, without following a link) when the walk comes back to it.
+_WALK_HELD = 32
+
+
+def _too_large_to_write(path: str, limit: int) -> Refused:
+    return Refused(
+        errno.EFBIG,
+        "too-large",
+        path,
+        f"it would be larger than the {limit:,} bytes flatten writes of it",
+        "Check that the source is what you meant to use.",
+    )
+
+
+def _make_room(directory: Dir, name: str, *, replace: bool) -> None:
+    """With ``replace``, remove the file, symlink (the link itself) or special file at ``name``;
+    a directory there is ``IsADirectoryError`` (never removed to make room)."""
+    if not replace:
+        return
+    kind = directory.kind(name)
+    if kind == "dir":
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", directory.join(name))
+    if kind != "missing":
+        directory.unlink(name)
+
+
+def write_stream(
+    directory: Dir,
+    name: str,
+    read: Callable[[int], bytes],
+    *,
+    limit: int,
+    deadline: float | None = None,
+    mode: int = 0o644,
+    replace: bool = False,
+) -> int:
+    """Make the new regular file ``name`` in ``directory`` from ``read(n)`` (a stream's ``read``:
+    at most ``n`` bytes, ``b""`` at its end) and return its size. Never through a symlink and never
+    over an existing file (``FileExistsError``) unless ``replace`` (then a file or link there is
+    removed first, a directory is ``IsADirectoryError``). More than ``limit`` bytes, or the
+    ``deadline`` passing, is :class:`Refused` (``too-large``, ``deadline``); on any error the
+    partial file is removed. ``mode``: its permission bits, exactly (no umask)."""
+    shown = directory.join(name)
+    _make_room(directory, name, replace=replace)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    fd = os.open(name, flags, 0o600, dir_fd=directory.fd)
+    size = 0
+    try:
+        try:
+            while True:
+                check_deadline(deadline, shown)
+                chunk = read(max(1, min(_CHUNK, limit + 1 - size)))
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large_to_write(shown, limit)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fchmod(fd, stat.S_IMODE(mode))
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=directory.fd)
+        raise
+    return size
+
+
+def make_symlink(directory: Dir, name: str, target: str, *, replace: bool = False) -> None:
+    """Make ``name`` in ``directory`` a symbolic link to ``target`` (written as given, never
+    followed here); ``replace`` as in :func:`write_stream`. Whether ``target`` may lead where it
+    leads is the caller's rule (an archive's links stay inside the package)."""
+    _make_room(directory, name, replace=replace)
+    os.symlink(target, name, dir_fd=directory.fd)
+
+
+@dataclass(slots=True)
+class _Frame:
+    rel: str  # below the walk's top, "" for the top itself
+    fd: int  # -1 while closed
+    todo: list[str]  # the subdirectories still to enter, the next one last
+
+
+def walk_tree(
+    directory: Dir,
+    enter: Callable[[str, Dir, tuple[DirEntry, ...]], Iterable[str]],
+    *,
+    leave: Callable[[Dir, str], None] | None = None,
+    deadline: float | None = None,
+) -> None:
+    """Walk the tree below ``directory`` top-down without following a link and without recursion.
+
+    ``enter(rel, here, entries)`` is called for every directory (``rel`` below the top, ``""`` for
+    the top; ``here`` open only during the call; ``entries`` as :func:`list_dir` gives them) and
+    returns the names of the subdirectories to walk next. ``leave(parent, name)`` is called when
+    the walk of ``parent``'s subdirectory ``name`` is done (to remove it). A subdirectory that is
+    gone, or is no longer a directory, when its turn comes is skipped. At most ``_WALK_HELD``
+    directories are open at once, however deep the tree.
+    """
+    anchor = os.dup(directory.fd)
+    stack: list[_Frame] = []
+
+    def here(frame: _Frame) -> Dir:
+        return Dir(frame.fd, os.path.join(directory.path, frame.rel) if frame.rel else directory.path)
+
+    def reopen(frame: _Frame) -> None:
+        opened = _descend(anchor, directory.path, frame.rel, create=False, mode=0o755)
+        frame.fd, opened.fd = opened.fd, -1
+
+    def visit(fd: int, rel: str) -> None:
+        frame = _Frame(rel, fd, [])
+        stack.append(frame)  # from here on the frame's descriptor is closed by the finally below
+        if len(stack) > _WALK_HELD and stack[-_WALK_HELD - 1].fd >= 0:
+            os.close(stack[-_WALK_HELD - 1].fd)
+            stack[-_WALK_HELD - 1].fd = -1
+        names = list(enter(rel, here(frame), list_dir(fd, deadline=deadline)))
+        frame.todo = names[::-1]
+
+    try:
+        visit(os.dup(directory.fd), "")
+        while stack:
+            frame = stack[-1]
+            if not frame.todo:
+                stack.pop()
+                if frame.fd >= 0:
+                    os.close(frame.fd)
+                if leave is not None and stack:
+                    parent = stack[-1]
+                    if parent.fd < 0:
+                        reopen(parent)
+                    leave(here(parent), frame.rel.rpartition("/")[2])
+                continue
+            name = frame.todo.pop()
+            check_deadline(deadline, os.path.join(directory.path, frame.rel, name))
+            if frame.fd < 0:
+                reopen(frame)
+            try:
+                child = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=frame.fd)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:  # replaced by a link since the listing: not entered
+                    continue
+                raise
+            visit(child, f"{frame.rel}/{name}" if frame.rel else name)
+    finally:
+        for frame in stack:
+            if frame.fd >= 0:
+                os.close(frame.fd)
+        os.close(anchor)
+
+
+def tree_bytes(directory: Dir, *, deadline: float | None = None) -> int:
+    """The bytes of everything but directories below ``directory`` (their sizes, not the disk
+    blocks), no link followed; an entry that vanishes while it is counted counts nothing (a tree
+    another program is writing: git's temporary files)."""
+    total = 0
+
+    def enter(_rel: str, here: Dir, entries: tuple[DirEntry, ...]) -> list[str]:
+        nonlocal total
+        for entry in entries:
+            if entry.kind != "dir":
+                with contextlib.suppress(OSError):
+                    total += here.stat(entry.name).st_size
+        return [e.name for e in entries if e.kind == "dir"]
+
+    walk_tree(directory, enter, deadline=deadline)
+    return total
+
+
+def remove_tree(directory: Dir, name: str, *, deadline: float | None = None) -> bool:
+    """Remove ``name`` from ``directory`` however deep a tree it is (no recursion, unlike
+    ``shutil.rmtree``; no link followed, a link removed as itself): for a tree flatten is making,
+    a package refused half-written. Returns False when ``name`` was already gone."""
+    kind = directory.kind(name)
+    if kind == "missing":
+        return False
+    if kind != "dir":
+        return directory.unlink(name)
+
+    def enter(_rel: str, here: Dir, entries: tuple[DirEntry, ...]) -> list[str]:
+        for entry in entries:
+            if entry.kind != "dir":
+                here.unlink(entry.name)
+        return [e.name for e in entries if e.kind == "dir"]
+
+    def leave(parent: Dir, child: str) -> None:
+        os.rmdir(child, dir_fd=parent.fd)
+
+    with directory.sub(name) as top:
+        walk_tree(top, enter, leave=leave, deadline=deadline)
+    os.rmdir(name, dir_fd=directory.fd)
+    return True
 
 
 def _not_owned(path: str) -> Refused:

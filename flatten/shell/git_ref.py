@@ -162,7 +162,11 @@ def ref_tree(top: Path, commit: str) -> RefTree:
             tree = holder / "tree"
             try:
                 extract_archive(
-                    holder / "tree.tar", "tar", tree, limits=ExtractLimits(_MAX_BYTES, _MAX_FILES)
+                    Path("tree.tar"),
+                    "tar",
+                    tree,
+                    limits=ExtractLimits(_MAX_BYTES, _MAX_FILES),
+                    source_dir=place,
                 )
             except FetchError as exc:
                 raise GitError(f"the tree at {commit[:12]} could not be extracted: {exc}") from None

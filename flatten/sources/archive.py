@@ -19,11 +19,12 @@ in a message is cut to 200 characters.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import lzma
 import os
 import posixpath
 import re
-import shutil
 import stat
 import struct
 import tarfile
@@ -32,10 +33,12 @@ import zlib
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Self
 
+from flatten import gate
+from flatten.lang.oserror import Refused, describe_os_error
 from flatten.sources.env import ExtractLimits
 from flatten.sources.package import FetchError, SizeBudget
 
-__all__ = ["ARCHIVE_EXTENSIONS", "archive_format", "check_package_tree", "copy_tree", "extract_archive"]
+__all__ = ["ARCHIVE_EXTENSIONS", "archive_format", "check_package_tree", "extract_archive"]
 
 #: Archive formats by file-name extension, in go-getter's order of preference (longest first).
 ARCHIVE_EXTENSIONS = (
@@ -109,41 +112,94 @@ _CORRUPT = (
 
 
 def extract_archive(
-    archive: Path, fmt: str, dest: Path, *, limits: ExtractLimits, budget: SizeBudget | None = None
+    archive: Path,
+    fmt: str,
+    dest: Path,
+    *,
+    limits: ExtractLimits,
+    budget: SizeBudget | None = None,
+    deadline: float | None = None,
+    source_dir: gate.Dir | None = None,
 ) -> None:
     """Extract ``archive`` (format ``fmt``, see :func:`archive_format`) into the empty directory ``dest``.
 
-    Every byte written is also taken from ``budget``, the build's (all its packages together).
+    Every byte written is also taken from ``budget``, the build's (all its packages together);
+    ``deadline`` (a ``time.monotonic()`` value) bounds the reading and writing. ``source_dir``:
+    ``archive`` is a name in that open directory (a download flatten just wrote), not followed
+    if a link. The archive is read through the gate (a regular file, of at most twice
+    ``limits.max_bytes`` and 64 MiB: a FIFO or ``/dev/zero`` named as an archive is refused
+    unread), and
+    every member is written through it, relative to ``dest``'s descriptor (flatten/gate.py).
     Raises :class:`FetchError` naming the offending member when anything is refused; ``dest``
     may then hold a partial tree, which the caller discards.
     """
-    dest.mkdir(parents=True, exist_ok=True)
-    state = _State(dest.resolve(), limits, budget or SizeBudget(limits.max_bytes))
     try:
-        if fmt == "zip":
-            _extract_zip(archive, state)
-            _check_symlinks(state.dest)
-        else:
-            mode = {"tar": "r:", "tar.gz": "r:gz", "tar.bz2": "r:bz2", "tar.xz": "r:xz"}[fmt]
-            _count_tar(archive, mode, state)  # before anything is written, as zip's directory is
-            _extract_tar(archive, mode, state)
-        _check_symlinks(state.dest)
+        with contextlib.ExitStack() as stack:
+            top = stack.enter_context(gate.open_dir(dest, create=True))
+            budget = budget or SizeBudget(limits.max_bytes)
+            state = _State(top, os.path.realpath(dest), limits, budget, deadline)
+            stack.callback(state.close)
+
+            # The archive file's own budget: what it may expand to, twice (a stored zip holds its
+            # members as they are, with headers), and room for a full zip directory or 50,000 tar
+            # headers; a larger file could only be refused later, after being read.
+            size = 2 * limits.max_bytes + MAX_CENTRAL_DIRECTORY
+
+            def opened() -> BinaryIO:
+                if source_dir is None:
+                    reader = gate.open_read(archive, limit=size, deadline=deadline)
+                else:
+                    reader = gate.open_read(
+                        archive, limit=size, deadline=deadline, follow=False, dir_fd=source_dir.fd
+                    )
+                return stack.enter_context(reader)
+
+            if fmt == "zip":
+                _extract_zip(opened(), state)
+            else:
+                mode = {"tar": "r:", "tar.gz": "r:gz", "tar.bz2": "r:bz2", "tar.xz": "r:xz"}[fmt]
+                _count_tar(opened(), mode, state)  # before anything is written, as zip's directory is
+                _extract_tar(opened(), mode, state)
+            _check_symlinks(state)
     except FetchError:
         raise
+    except Refused as exc:
+        if exc.reason == "deadline":
+            raise FetchError(
+                f"the {fmt} archive was not extracted within the time limit of the build's downloads "
+                "(FLATTEN_DOWNLOAD_TIMEOUT); refusing the rest of it"
+            ) from None
+        raise FetchError(describe_os_error(exc, doing=f"extract the {fmt} archive", reading=True)) from None
     except _CORRUPT as exc:
-        # The text of an OSError holds the path, which a hostile archive can make long.
+        if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the archive's data
+            raise FetchError(describe_os_error(exc, doing=f"extract the {fmt} archive")) from None
+        # The text of an error may hold a member's name, which a hostile archive can make long.
         text = str(exc)
         text = text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "..."
         raise FetchError(f"error decompressing {fmt} archive: {text}") from None
 
 
 class _State:
-    def __init__(self, dest: Path, limits: ExtractLimits, budget: SizeBudget) -> None:
+    """One extraction: the destination's open directory, the limits, what was used of them."""
+
+    def __init__(
+        self, dest: gate.Dir, real: str, limits: ExtractLimits, budget: SizeBudget, deadline: float | None
+    ) -> None:
         self.dest = dest
+        self.real = real  # where dest's links are checked to lead (``_check_symlinks``)
         self.limits = limits
         self.budget = budget
+        self.deadline = deadline
         self.files = 0
         self.bytes = 0
+        # The directory of the last member, kept open: an archive lists a directory's files
+        # together, and reaching a directory again costs a descent one component at a time.
+        self._last: tuple[str, gate.Dir] | None = None
+
+    def close(self) -> None:
+        if self._last is not None:
+            self._last[1].close()
+            self._last = None
 
     def count(self, name: str) -> None:
         self.files += 1
@@ -153,8 +209,8 @@ class _State:
                 "refusing to extract it"
             )
 
-    def target(self, name: str) -> tuple[str, Path]:
-        """Return the cleaned member name and its path under the destination, or refuse it."""
+    def target(self, name: str) -> str:
+        """Return the cleaned member name (relative to the destination, "" for it), or refuse it."""
         _check_text(name, f"archive member {shown(name)} has a name that")
         raw = name.replace("\\", "/")
         if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
@@ -164,20 +220,41 @@ class _State:
             raise FetchError(
                 f"archive member {shown(name)} escapes the destination with '..'; refusing to extract it"
             )
-        if not parts:
-            return "", self.dest
         if len(parts) > MAX_DEPTH:
             raise FetchError(
                 f"archive member {shown(name)} is more than {MAX_DEPTH} directories deep; refusing it"
             )
-        clean = "/".join(parts)
-        path = self.dest.joinpath(*parts)
-        parent = path.parent.resolve()
-        if parent != self.dest and self.dest not in parent.parents:
+        return "/".join(parts)
+
+    def directory(self, name: str, rel: str) -> gate.Dir:
+        """The directory ``rel`` of the destination (made as needed), reached without following a
+        link: a member is never written through one, even a link the archive made inside."""
+        if self._last is not None and self._last[0] == rel:
+            return self._last[1]
+        self.close()
+        try:
+            found = self.dest.sub(rel, create=True)
+        except Refused as exc:
+            if exc.reason != "symlink":
+                raise
+            link = os.path.relpath(exc.filename, self.dest.path)
             raise FetchError(
-                f"archive member {shown(name)} would be written outside the destination through a link"
-            )
-        return clean, path
+                f"archive member {shown(name)} would be written through the symbolic link {shown(link)} "
+                "(flatten writes no member through a link, as one could lead outside the destination); "
+                "refusing it"
+            ) from None
+        except (NotADirectoryError, FileExistsError):
+            raise FetchError(
+                f"archive member {shown(name)} is inside {shown(rel)}, which is not a directory in the "
+                "archive; refusing it"
+            ) from None
+        self._last = (rel, found)
+        return found
+
+    def place(self, name: str, clean: str) -> tuple[gate.Dir, str]:
+        """The open directory a member goes into and its own name there."""
+        parent, _, base = clean.rpartition("/")
+        return self.directory(name, parent), base
 
     def check_link(self, name: str, clean: str, target: str, *, hard: bool) -> str:
         """Return the link target's path relative to the destination, or refuse the member."""
@@ -197,24 +274,63 @@ class _State:
             )
         return "" if joined == "." else joined
 
-    def write(self, name: str, path: Path, src: IO[bytes], mode: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_symlink() or path.exists():
-            if path.is_dir() and not path.is_symlink():
-                raise FetchError(f"archive member {shown(name)} replaces a directory; refusing it")
-            path.unlink()
-        with open(path, "xb") as out:
-            while chunk := src.read(_CHUNK):
-                self.bytes += len(chunk)
-                if self.bytes > self.limits.max_bytes:
-                    raise FetchError(
-                        f"archive expands to more than {self.limits.max_bytes} bytes (at {shown(name)}); "
-                        "refusing to extract it"
-                    )
-                self.budget.take(len(chunk), f"archive member {shown(name)}")
-                out.write(chunk)
-        # Never setuid/setgid/sticky, never writable by group or others (an archive may say 4777).
-        os.chmod(path, (mode & 0o755) | 0o600 if mode else 0o644)
+    def symlink(self, name: str, clean: str, target: str) -> None:
+        self.check_link(name, clean, target, hard=False)
+        directory, base = self.place(name, clean)
+        try:
+            gate.make_symlink(directory, base, target, replace=True)
+        except IsADirectoryError:
+            raise FetchError(f"archive member {shown(name)} replaces a directory; refusing it") from None
+
+    def hard_link(self, name: str, clean: str, target: str, mode: int) -> None:
+        """A hard link is written as a copy of the regular file extracted earlier that it names."""
+        rel = self.check_link(name, clean, target, hard=True)
+        parent, _, base = rel.rpartition("/")
+        with contextlib.ExitStack() as stack:
+            try:
+                if not base:
+                    raise IsADirectoryError(errno.EISDIR, "Is a directory")
+                source = stack.enter_context(self.dest.sub(parent))
+                src = stack.enter_context(
+                    gate.open_read(base, limit=self.limits.max_bytes, follow=False, dir_fd=source.fd)
+                )
+            except OSError:  # missing, a link, a directory, a device: not what the archive wrote
+                raise FetchError(
+                    f"archive member {shown(name)} is a hard link to {shown(target)}, which is not a file "
+                    "extracted earlier; refusing it"
+                ) from None
+            self.write(name, clean, src, mode)
+
+    def write(self, name: str, clean: str, src: IO[bytes], mode: int) -> None:
+        directory, base = self.place(name, clean)
+        what = f"archive member {shown(name)}"
+        mine = self.limits.max_bytes - self.bytes  # this archive's expansion limit
+        build = self.budget.remaining()  # the build's, all its packages together
+        try:
+            # Never setuid/setgid/sticky, never writable by group or others (an archive may say 4777).
+            size = gate.write_stream(
+                directory,
+                base,
+                src.read,
+                limit=max(0, min(mine, build)),
+                deadline=self.deadline,
+                mode=(mode & 0o755) | 0o600 if mode else 0o644,
+                replace=True,
+            )
+        except IsADirectoryError:
+            raise FetchError(f"{what} replaces a directory; refusing it") from None
+        except Refused as exc:
+            if exc.reason != "too-large":
+                raise
+            if mine <= build:
+                raise FetchError(
+                    f"archive expands to more than {self.limits.max_bytes} bytes (at {shown(name)}); "
+                    "refusing to extract it"
+                ) from None
+            self.budget.take(build + 1, what)  # raises the build's message: past its limit
+            raise
+        self.bytes += size
+        self.budget.take(size, what)
 
 
 def _check_text(text: str, what: str) -> None:
@@ -313,11 +429,11 @@ class _TarInfo(tarfile.TarInfo):
         self._refuse_sparse(next.name)
 
 
-def _count_tar(archive: Path, mode: str, state: _State) -> None:
+def _count_tar(archive: BinaryIO, mode: str, state: _State) -> None:
     """Refuse a tar with more than ``max_files`` members before extracting any: a tar has no
     directory, so its headers are read once (bodies skipped) and the members counted. Creating
     files is what costs (100,000 members took 305 s to be refused at the 50,001st)."""
-    opened = _TarFile.open(archive, mode, tarinfo=_TarInfo, max_bytes=state.limits.max_bytes)  # type: ignore[call-overload]
+    opened = _TarFile.open(fileobj=archive, mode=mode, tarinfo=_TarInfo, max_bytes=state.limits.max_bytes)  # type: ignore[call-overload]
     count = 0
     with opened as tar:
         assert isinstance(tar, _TarFile)
@@ -330,8 +446,8 @@ def _count_tar(archive: Path, mode: str, state: _State) -> None:
                 )
 
 
-def _extract_tar(archive: Path, mode: str, state: _State) -> None:
-    opened = _TarFile.open(archive, mode, tarinfo=_TarInfo, max_bytes=state.limits.max_bytes)  # type: ignore[call-overload]
+def _extract_tar(archive: BinaryIO, mode: str, state: _State) -> None:
+    opened = _TarFile.open(fileobj=archive, mode=mode, tarinfo=_TarInfo, max_bytes=state.limits.max_bytes)  # type: ignore[call-overload]
     with opened as tar:
         assert isinstance(tar, _TarFile)
         # Members are taken one by one with next(), and the list tarfile keeps of them is emptied
@@ -343,33 +459,22 @@ def _extract_tar(archive: Path, mode: str, state: _State) -> None:
 
 def _extract_tar_member(tar: tarfile.TarFile, member: tarfile.TarInfo, state: _State) -> None:
     state.count(member.name)
-    clean, path = state.target(member.name)
+    clean = state.target(member.name)
     if member.isdir():
         if clean:
-            path.mkdir(parents=True, exist_ok=True)
+            state.directory(member.name, clean)
         return
     if not clean:
         raise FetchError(f"archive member {shown(member.name)} has no name; refusing it")
     if member.issym():
-        state.check_link(member.name, clean, member.linkname, hard=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(member.linkname, path)
+        state.symlink(member.name, clean, member.linkname)
     elif member.islnk():
-        rel = state.check_link(member.name, clean, member.linkname, hard=True)
-        source = state.dest.joinpath(*rel.split("/")) if rel else state.dest
-        real = source.resolve()
-        if not source.is_file() or (real != state.dest and state.dest not in real.parents):
-            raise FetchError(
-                f"archive member {shown(member.name)} is a hard link to {shown(member.linkname)}, which is "
-                "not a file extracted earlier; refusing it"
-            )
-        with open(real, "rb") as src:
-            state.write(member.name, path, src, member.mode)
+        state.hard_link(member.name, clean, member.linkname, member.mode)
     elif member.isreg():
         fileobj = tar.extractfile(member)
         assert fileobj is not None
         with fileobj:
-            state.write(member.name, path, fileobj, member.mode)
+            state.write(member.name, clean, fileobj, member.mode)
     else:
         raise FetchError(
             f"archive member {shown(member.name)} is a device, FIFO or other special file; refusing it"
@@ -462,22 +567,21 @@ def _zip_name(info: zipfile.ZipInfo) -> str:
         ) from None
 
 
-def _extract_zip(archive: Path, state: _State) -> None:
-    with open(archive, "rb") as fp:
-        _check_central_directory(fp, state.limits)
-        with zipfile.ZipFile(fp) as zf:
-            for info in zf.infolist():
-                _extract_zip_member(zf, info, state)
+def _extract_zip(fp: BinaryIO, state: _State) -> None:
+    _check_central_directory(fp, state.limits)
+    with zipfile.ZipFile(fp) as zf:
+        for info in zf.infolist():
+            _extract_zip_member(zf, info, state)
 
 
 def _extract_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, state: _State) -> None:
     name = _zip_name(info)
     state.count(name)
-    clean, path = state.target(name)
+    clean = state.target(name)
     unix_mode = info.external_attr >> 16
     if name.endswith("/"):
         if clean:
-            path.mkdir(parents=True, exist_ok=True)
+            state.directory(name, clean)
         return
     if not clean:
         raise FetchError(f"archive member {shown(name)} has no name; refusing it")
@@ -498,78 +602,67 @@ def _extract_zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, state: _Stat
                 f"archive member {shown(name)} is a symbolic link whose target is not valid UTF-8; "
                 "refusing it"
             ) from None
-        state.check_link(name, clean, target, hard=False)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, path)
+        state.symlink(name, clean, target)
         return
     if kind not in (0, stat.S_IFREG):
         raise FetchError(f"archive member {shown(name)} is a device, FIFO or other special file; refusing it")
     with zf.open(info) as src:
-        state.write(name, path, src, stat.S_IMODE(unix_mode) or 0o644)
+        state.write(name, clean, src, stat.S_IMODE(unix_mode) or 0o644)
 
 
-def _check_symlinks(dest: Path) -> None:
-    """Refuse a tree whose links, followed on disk, lead outside it (``d -> .`` then ``e -> d/..``)."""
-    for current, dirs, files in os.walk(dest):
-        for name in dirs + files:
-            path = Path(current) / name
-            if path.is_symlink():
-                # realpath, not Path.resolve: a link loop (found by scripts/fuzz) makes resolve raise
-                # RuntimeError; a loop cannot lead outside, and the layout leaves it out with a warning.
-                real = Path(os.path.realpath(path))
-                if real != dest and dest not in real.parents:
-                    rel = path.relative_to(dest).as_posix()
+def _check_symlinks(state: _State) -> None:
+    """Refuse a tree whose links, followed on disk, lead outside it (``d -> .`` then ``e -> d/..``).
+
+    Each link is only resolved (``realpath``), never read through: a loop (found by scripts/fuzz)
+    cannot lead outside, and the layout leaves it out with a warning.
+    """
+    dest = state.real
+
+    def enter(rel: str, _here: gate.Dir, entries: tuple[gate.DirEntry, ...]) -> list[str]:
+        for entry in entries:
+            if entry.kind == "link":
+                real = os.path.realpath(os.path.join(dest, rel, entry.name))
+                if real != dest and not real.startswith(dest.rstrip(os.sep) + os.sep):
+                    shown_rel = f"{rel}/{entry.name}" if rel else entry.name
                     raise FetchError(
-                        f"archive member {shown(rel)} is a symbolic link leading outside the destination"
+                        f"archive member {shown(shown_rel)} is a symbolic link leading outside the "
+                        "destination"
                     )
+        return [e.name for e in entries if e.kind == "dir"]
+
+    gate.walk_tree(state.dest, enter, deadline=state.deadline)
 
 
 def check_package_tree(dest: Path) -> None:
     """Refuse a package written by another tool (git) whose names or depth flatten cannot handle.
 
     The same rules as for archive members: every name UTF-8 without control characters, at most
-    :data:`MAX_DEPTH` directories deep. The walk is iterative; a refused tree is removed here,
-    bottom-up, because ``shutil.rmtree`` would recurse past Python's limit on a deep one.
+    :data:`MAX_DEPTH` directories deep. A refused tree is removed here, by the gate's walk, which
+    neither recurses nor follows a link (``shutil.rmtree`` would recurse past Python's limit on a
+    deep one).
     """
-    stack = [(dest, 0)]
-    try:
-        while stack:
-            current, depth = stack.pop()
-            with os.scandir(current) as entries:
-                for entry in entries:
-                    rel = Path(entry.path).relative_to(dest).as_posix()
-                    if entry.name == ".git" and depth == 0:
-                        continue
-                    _check_text(entry.name, f"package file {shown(rel)} has a name that")
-                    if entry.is_dir(follow_symlinks=False):
-                        if depth + 1 >= MAX_DEPTH:
-                            raise FetchError(
-                                f"package directory {shown(rel)} is more than {MAX_DEPTH} directories deep; "
-                                "refusing the package"
-                            )
-                        stack.append((Path(entry.path), depth + 1))
-    except FetchError:
-        _remove_tree(dest)
-        raise
 
+    def enter(rel: str, _here: gate.Dir, entries: tuple[gate.DirEntry, ...]) -> list[str]:
+        depth = rel.count("/") + 1 if rel else 0
+        below = []
+        for entry in entries:
+            if entry.name == ".git" and depth == 0:
+                continue
+            path = f"{rel}/{entry.name}" if rel else entry.name
+            _check_text(entry.name, f"package file {shown(path)} has a name that")
+            if entry.kind == "dir":
+                if depth + 1 >= MAX_DEPTH:
+                    raise FetchError(
+                        f"package directory {shown(path)} is more than {MAX_DEPTH} directories deep; "
+                        "refusing the package"
+                    )
+                below.append(entry.name)
+        return below
 
-def _remove_tree(top: Path) -> None:
-    """Remove a directory tree of any depth without recursion (files first, then directories)."""
-    dirs: list[Path] = []
-    stack = [top]
-    while stack:
-        current = stack.pop()
-        dirs.append(current)
-        with os.scandir(current) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                else:
-                    os.unlink(entry.path)
-    for directory in reversed(dirs):
-        os.rmdir(directory)
-
-
-def copy_tree(src: Path, dest: Path) -> None:
-    """Copy a local package directory (a ``file://`` source) into ``dest``, keeping symlinks."""
-    shutil.copytree(src, dest, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    with gate.open_dir(dest) as top:
+        try:
+            gate.walk_tree(top, enter)
+        except FetchError:
+            with gate.open_dir(dest.parent) as parent:
+                gate.remove_tree(parent, dest.name)
+            raise

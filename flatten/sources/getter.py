@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import html.parser
-import tempfile
+import os
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,17 +200,34 @@ class Getter:
             if addr.archive is None:
                 raise FetchError(f"{path} is not an archive; a local directory is used where it is")
             self._verify(path, addr)
-            extract_archive(path, addr.archive, dest, limits=self._limits, budget=self._budget)
+            extract_archive(
+                path, addr.archive, dest, limits=self._limits, budget=self._budget, deadline=deadline.at
+            )
             return Fetched()
-        with tempfile.TemporaryDirectory(prefix="download-", dir=dest.parent) as tmp:
-            file = Path(tmp) / "package"
-            if addr.archive is not None:
-                limit = max(0, min(self._limits.max_bytes, self._budget.remaining()))
-                self._http.download(addr.url, file, limit=limit, deadline=deadline)
-                self._verify(file, addr)
-                extract_archive(file, addr.archive, dest, limits=self._limits, budget=self._budget)
-                return Fetched()
+        if addr.archive is None:
             return self._indirect(addr, dest, hops, deadline)
+        # The archive is downloaded into a private directory beside ``dest`` (both in the cache's
+        # v1/tmp entry being made), written and read back through the gate, then removed.
+        with gate.open_dir(dest.parent, create=True) as work:
+            name = f"download-{os.urandom(6).hex()}"
+            work.mkdir(name, mode=0o700)
+            try:
+                with work.sub(name) as place:
+                    limit = max(0, min(self._limits.max_bytes, self._budget.remaining()))
+                    self._http.download(addr.url, place, "package", limit=limit, deadline=deadline)
+                    self._verify(Path("package"), addr, place)
+                    extract_archive(
+                        Path("package"),
+                        addr.archive,
+                        dest,
+                        limits=self._limits,
+                        budget=self._budget,
+                        deadline=deadline.at,
+                        source_dir=place,
+                    )
+            finally:
+                work.remove(name)
+            return Fetched()
 
     def _indirect(self, addr: GetterAddress, dest: Path, hops: int, deadline: Deadline) -> Fetched:
         # go-getter's HttpGetter: ask the URL for the real address (X-Terraform-Get or a meta tag).
@@ -247,12 +264,15 @@ class Getter:
         subdir = "/".join(p for p in (fetched.subdir, source.subdir) if p)
         return Fetched(fetched.commit, subdir)
 
-    def _verify(self, file: Path, addr: GetterAddress) -> None:
+    def _verify(self, file: Path, addr: GetterAddress, directory: gate.Dir | None = None) -> None:
         if addr.checksum is None:
             return
         kind, want = addr.checksum
         h = hashlib.new(kind)
-        with gate.open_read(file, limit=1 << 40, follow=False) as f:  # the download just written
+        # The download just written (a name in ``directory``), or the user's own file:// archive.
+        with gate.open_read(
+            file, limit=1 << 40, follow=directory is None, dir_fd=None if directory is None else directory.fd
+        ) as f:
             while chunk := f.read(1 << 16):
                 h.update(chunk)
         if h.hexdigest() != want:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from flatten import gate
 from flatten.lang.redact import redact_url, strip_controls
 from flatten.sources.package import FetchError, SizeBudget
 
@@ -37,22 +38,28 @@ def _env() -> dict[str, str]:
 def _tree_size(root: Path) -> int:
     """The bytes of the files under ``root`` (0 when it is not there yet), without following links.
 
-    Iterative: a hostile repository may be thousands of directories deep (os.walk recurses).
+    The gate's walk (flatten/gate.py): no recursion, as a hostile repository may be thousands of
+    directories deep, and entries git removes meanwhile (its temporary files) count nothing.
     """
-    total = 0
-    stack = [os.fspath(root)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    with contextlib.suppress(OSError):  # removed meanwhile (git's temporary files)
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue
-    return total
+    try:
+        with gate.open_dir(root) as top:
+            return gate.tree_bytes(top)
+    except OSError:
+        return 0
+
+
+def _remove_git_dirs(dest: Path) -> None:
+    """Remove every ``.git`` of the checkout (the repository's and its submodules' files or
+    directories), so ``dest`` holds only the checked-out files; no link is followed."""
+
+    def enter(_rel: str, here: gate.Dir, entries: tuple[gate.DirEntry, ...]) -> list[str]:
+        for entry in entries:
+            if entry.name == ".git":
+                gate.remove_tree(here, entry.name)
+        return [e.name for e in entries if e.kind == "dir" and e.name != ".git"]
+
+    with gate.open_dir(dest) as top:
+        gate.walk_tree(top, enter)
 
 
 def _run(
@@ -174,7 +181,9 @@ def clone(
         return _run(git, args, cwd=cwd, timeout=max(0.001, end - time.monotonic()), remote=url, watch=watch)
 
     if depth > 0 and _SHA_RE.fullmatch(ref):
-        dest.mkdir(parents=True)
+        with gate.open_dir(dest.parent, create=True) as parent:
+            new = dest.name
+            parent.mkdir(new)
         run(["init", "--quiet"], cwd=dest)
         run(["fetch", "--quiet", f"--depth={depth}", "--", url, ref], cwd=dest)
         run(["checkout", "--quiet", "FETCH_HEAD"], cwd=dest)
@@ -185,17 +194,13 @@ def clone(
         run(["clone", "--quiet", "--", url, str(dest)])
         if ref:
             run(["checkout", "--quiet", ref], cwd=dest)
-    if (dest / ".gitmodules").is_file():
+    if gate.kind_of(dest / ".gitmodules") == "file":
         run(["submodule", "update", "--init", "--recursive", "--quiet"], cwd=dest)
     commit = run(["rev-parse", "HEAD"], cwd=dest).strip()
     # Imported here: the archive stack (tarfile, zipfile, lzma) is for remote sources only.
     from flatten.sources.archive import check_package_tree
 
-    check_package_tree(dest)  # names and depth, as archive members are checked (before rglob recurses)
-    for gitdir in [dest / ".git", *dest.rglob(".git")]:
-        if gitdir.is_dir() and not gitdir.is_symlink():
-            shutil.rmtree(gitdir, ignore_errors=True)
-        elif gitdir.exists() or gitdir.is_symlink():
-            gitdir.unlink()
+    check_package_tree(dest)  # names and depth, as archive members are checked
+    _remove_git_dirs(dest)
     budget.take(_tree_size(dest), f"the git repository {redact_url(url)}")  # what stays in the cache
     return commit

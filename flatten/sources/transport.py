@@ -34,10 +34,10 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
-from flatten.lang.oserror import describe_os_error
+from flatten import gate
+from flatten.lang.oserror import Refused, describe_os_error
 from flatten.lang.redact import redact_url
 from flatten.lang.release import __version__
 from flatten.sources.env import Secret
@@ -400,24 +400,30 @@ class HttpClient:
             return Response(resp.status, resp.url, resp.headers, data or b"")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def download(self, url: str, dest: Path, *, limit: int, deadline: Deadline) -> Response:
-        """Write the body of ``GET url`` to ``dest`` and return the response (its body left empty).
+    def download(self, url: str, into: gate.Dir, name: str, *, limit: int, deadline: Deadline) -> Response:
+        """Write the body of ``GET url`` to the new file ``name`` in ``into`` and return the
+        response (its body left empty). The file is written through the gate (never through a
+        symlink, at most ``limit`` bytes counted as they arrive, the deadline between chunks).
 
         Raises :class:`FetchError` on a network error, an error status, a body over ``limit`` or
         shorter than its ``Content-Length``, or when ``deadline`` passes.
         """
+        effective = deadline.earlier(self._budget)
 
         def save(resp: http.client.HTTPResponse, current: str) -> int:
-            size = 0
-            with open(dest, "wb") as out:
-                while chunk := resp.read(1 << 16):
-                    size += len(chunk)
-                    if size > limit:
-                        raise _Failure(
-                            f"the download from {redact_url(current)} is larger than {limit} bytes",
-                            retryable=False,
-                        )
-                    out.write(chunk)
+            try:
+                size = gate.write_stream(
+                    into, name, resp.read, limit=limit, deadline=effective.at, mode=0o600
+                )
+            except Refused as exc:
+                if exc.reason == "too-large":
+                    raise _Failure(
+                        f"the download from {redact_url(current)} is larger than {limit} bytes",
+                        retryable=False,
+                    ) from None
+                if exc.reason == "deadline":
+                    raise effective.error(url_host(current)) from None
+                raise
             _check_length(resp, size, current)
             return size
 
