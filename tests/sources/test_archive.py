@@ -421,3 +421,97 @@ def test_damaged_or_unsupported_archives_are_download_errors(tmp_path: Path, cas
         broken = good[:middle] + bytes(b ^ 0xFF for b in good[middle : middle + 64]) + good[middle + 64 :]
         with pytest.raises(FetchError, match=r"error decompressing tar\.xz archive"):
             extract(tmp_path, broken, "tar.xz")
+
+
+# -- through the gate (issue 38): every member written relative to the destination's descriptor --
+
+
+def test_no_member_is_written_through_a_link_even_one_the_archive_made_inside(tmp_path: Path) -> None:
+    # go-getter writes a tar's symlink as a plain file, so ``link/x`` fails in Terraform too.
+    data = tar_with(
+        (info("sub/keep.txt"), b"k"),
+        (info("link", tarfile.SYMTYPE, "sub"), None),
+        (info("link/x.txt"), b"through"),
+    )
+    with pytest.raises(FetchError) as exc:
+        extract(tmp_path, data, "tar.gz")
+    assert "'link/x.txt'" in str(exc.value) and "symbolic link 'link'" in str(exc.value)
+    assert sorted(p.name for p in (tmp_path / "box" / "dest" / "sub").iterdir()) == ["keep.txt"]
+
+
+def test_a_link_already_in_the_destination_is_never_written_through(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "box" / "dest"
+    dest.mkdir(parents=True)
+    (dest / "modules").symlink_to(outside)
+    (tmp_path / "a.tar.gz").write_bytes(make_tar({"modules/main.tf": "x"}))
+    with pytest.raises(FetchError, match="refusing it"):
+        extract_archive(tmp_path / "a.tar.gz", "tar.gz", dest, limits=LIMITS)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_later_member_of_the_same_name_replaces_an_earlier_file_or_link(tmp_path: Path) -> None:
+    # Was "error decompressing tar.gz archive: [Errno 17] File exists" for the second link.
+    data = tar_with(
+        (info("a.txt"), b"a"),
+        (info("l", tarfile.SYMTYPE, "a.txt"), None),
+        (info("l", tarfile.SYMTYPE, "b.txt"), None),
+        (info("b.txt"), b"first"),
+        (info("b.txt"), b"second"),
+    )
+    dest = extract(tmp_path, data, "tar.gz")
+    assert (dest / "l").readlink() == Path("b.txt") and (dest / "b.txt").read_bytes() == b"second"
+
+
+@pytest.mark.parametrize(
+    ("members", "words"),
+    [
+        (((info("a"), b"file"), (info("a/b.txt"), b"x")), "inside 'a', which is not a directory"),
+        (((info("d/f.txt"), b"x"), (info("d", tarfile.SYMTYPE, "f.txt"), None)), "replaces a directory"),
+        (((info("d/f.txt"), b"x"), (info("d"), b"x")), "replaces a directory"),
+    ],
+    ids=["file-then-below-it", "directory-then-link", "directory-then-file"],
+)
+def test_members_in_each_others_way_are_refused_in_words(
+    tmp_path: Path, members: tuple[tuple[tarfile.TarInfo, bytes | None], ...], words: str
+) -> None:
+    with pytest.raises(FetchError) as exc:
+        extract(tmp_path, tar_with(*members), "tar.gz")
+    assert words in str(exc.value) and "[Errno" not in str(exc.value)
+
+
+def test_an_archive_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe.tar.gz"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.zip"
+    zero.symlink_to("/dev/zero")
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        for path, fmt in ((fifo, "tar.gz"), (zero, "zip")):
+            try:
+                extract_archive(path, fmt, tmp_path / "dest", limits=LIMITS)
+            except BaseException as exc:
+                errors.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive(), "extracting a FIFO blocked (it did, before the gate)"
+    assert [type(e) for e in errors] == [FetchError, FetchError]
+    assert "FIFO" in str(errors[0]) and "character device" in str(errors[1])
+    assert all("[Errno" not in str(e) for e in errors)
+
+
+def test_extraction_stops_at_the_deadline(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "a.tar.gz").write_bytes(make_tar({f"f{i}.tf": "x" for i in range(20)}))
+    with pytest.raises(FetchError, match="time limit"):
+        extract_archive(
+            tmp_path / "a.tar.gz", "tar.gz", tmp_path / "dest", limits=LIMITS, deadline=time.monotonic() - 1
+        )
