@@ -19,8 +19,6 @@ import pytest
 from support import canary
 from support.files import write_tree
 from support.oracle import terraform
-from support.remote import CHILD
-from support.servers import HTTPServer, Reply, make_tar
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero and FIFOs")
 
@@ -38,13 +36,9 @@ def _cases() -> list[canary.Case]:
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> object:
     canary.warm()  # each command a forked child of this process (canary.run_case ``forked``)
-    srv = HTTPServer()
-    srv.routes["/app.tgz"] = Reply(200, make_tar(CHILD))
-    box = tmp_path_factory.mktemp("canary-template") / "t"
-    try:
-        yield canary.prime(box, srv.url)
-    finally:
-        srv.close()
+    base = tmp_path_factory.mktemp("canary-template")
+    with canary.serving(base) as (url, git_url):
+        yield canary.prime(base / "t", url, git_url)
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c.name)

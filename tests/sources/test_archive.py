@@ -446,7 +446,7 @@ def test_a_link_already_in_the_destination_is_never_written_through(tmp_path: Pa
     dest.mkdir(parents=True)
     (dest / "modules").symlink_to(outside)
     (tmp_path / "a.tar.gz").write_bytes(make_tar({"modules/main.tf": "x"}))
-    with pytest.raises(FetchError, match="refusing it"):
+    with pytest.raises(FetchError, match=r"through (a|the symbolic) link"):
         extract_archive(tmp_path / "a.tar.gz", "tar.gz", dest, limits=LIMITS)
     assert list(outside.iterdir()) == []
 

@@ -3,11 +3,13 @@ or a test helper directory is replaced by a symlink to a canary (or a FIFO, a li
 huge file), every command leaves the canary byte-identical, never shows its secret (in OUT, the
 cache, stdout or stderr), and ends within the deadline with a clear outcome.
 
-``prime(box, url)`` builds a template once (a root with a local module, a remote package served
-on loopback, a test file with a helper module, variables and ignore files; a warm cache and an
-OUT); ``run_case(template, box, case)`` copies it, replaces ``case.target`` by ``case.kind`` and
-runs ``case.command``, raising ``AssertionError`` when the property breaks. Used by
-tests/reliability/test_canary.py and scripts/fuzz (``--kinds canary``).
+``prime(box, url, git_url)`` builds a template once (a root with a local module, two remote
+packages served on loopback by :func:`serving` (an archive over HTTP, extracted into the cache,
+and a git repository, cloned into it, when git is installed), a test file with a helper module,
+variables and ignore files; a warm cache and an OUT); ``run_case(template, box, case)`` copies
+it, replaces ``case.target`` by ``case.kind`` and runs ``case.command``, raising
+``AssertionError`` when the property breaks. Used by tests/reliability/test_canary.py and
+scripts/fuzz (``--kinds canary``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +37,9 @@ ELSEWHERE = "ELSEWHERE-SECRET-5d03aa"
 DEADLINE = 90.0  # seconds a command may take (a hang for ever fails long before)
 HUGE = 3 << 30  # a sparse file: 3 GiB that take no disk
 
-# Paths relative to the box; "{pkg}" is the remote package's cache entry.
+# Paths relative to the box; "{pkg}" is the archive package's cache entry, "{git}" the git
+# package's (the archive's when git is not installed): replacing one makes the build download
+# and extract, or clone, it again through the gate.
 CACHE_TARGETS = (
     "cache",
     "cache/v1",
@@ -41,6 +47,8 @@ CACHE_TARGETS = (
     "cache/v1/packages/{pkg}",
     "cache/v1/packages/{pkg}/files",
     "cache/v1/packages/{pkg}/meta.json",
+    "cache/v1/packages/{git}",
+    "cache/v1/packages/{git}/files",
     "cache/v1/tmp",
     "cache/v1/locks",
     "cache/parse",
@@ -118,18 +126,42 @@ def random_case(rnd: random.Random) -> Case:
     return Case(rnd.choice(TARGETS), rnd.choice(KINDS), rnd.choice(COMMANDS))
 
 
-def _main(url: str) -> str:
+def _main(url: str, git_url: str | None) -> str:
+    cloned = (
+        f'module "cloned" {{\n  source = "git::{git_url}/child.git?ref=v1"\n  name   = var.name\n}}\n'
+        if git_url
+        else ""
+    )
     return (
         'variable "name" {\n  type    = string\n  default = "d"\n}\n'
         'module "m" {\n  source = "./m"\n}\n'
         f'module "remote" {{\n  source = "{url}/app.tgz"\n  name   = var.name\n}}\n'
+        f"{cloned}"
         'resource "terraform_data" "a" {\n  input = var.name\n}\n'
     )
 
 
-def root_files(url: str) -> dict[str, str]:
+@contextmanager
+def serving(base: Path) -> Iterator[tuple[str, str | None]]:
+    """Serve the template's packages on loopback: the archive over HTTP, and the git repository
+    with ``git daemon`` when git is installed (else None). Yields the two base URLs."""
+    from support.remote import CHILD
+    from support.servers import GIT, HTTPServer, Reply, git_daemon, make_repo, make_tar
+
+    with ExitStack() as stack:
+        srv = HTTPServer()
+        stack.callback(srv.close)
+        srv.routes["/app.tgz"] = Reply(200, make_tar(CHILD))
+        git_url = None
+        if GIT is not None:
+            make_repo(base / "git", "child", [(CHILD, "v1")])
+            git_url = stack.enter_context(git_daemon(base / "git"))
+        yield srv.url, git_url
+
+
+def root_files(url: str, git_url: str | None = None) -> dict[str, str]:
     return {
-        "main.tf": _main(url),
+        "main.tf": _main(url, git_url),
         "extra.tf": "locals {\n  e = 1\n}\n",
         "main_override.tf": 'resource "terraform_data" "a" {\n  input = "o"\n}\n',
         "m/main.tf": 'resource "terraform_data" "m" {}\n',
@@ -191,9 +223,9 @@ def _flatten() -> list[str]:
     return [sys.executable, "-m", "flatten"]
 
 
-def prime(box: Path, url: str) -> Path:
+def prime(box: Path, url: str, git_url: str | None = None) -> Path:
     """Write the template into ``box``: root, a warm cache and OUT. Returns ``box``."""
-    write_tree(box / "root", root_files(url))
+    write_tree(box / "root", root_files(url, git_url))
     modules = box / "root" / ".terraform" / "modules"
     write_tree(modules, {"modules.json": '{"Modules": [{"Key": "", "Source": "", "Dir": "."}]}\n'})
     proc = subprocess.run(
@@ -207,11 +239,23 @@ def prime(box: Path, url: str) -> Path:
     return box
 
 
+def _package(box: Path, kind: str) -> str:
+    """The cache entry of the template's package fetched by ``kind`` (``http``, ``git``): its
+    ``meta.json`` names it; the other one, or a name of none, when there is no such package."""
+    packages = box / "cache" / "v1" / "packages"
+    found = sorted(p.name for p in packages.iterdir()) if packages.is_dir() else []
+    for name in found:
+        meta = packages / name / "meta.json"
+        if meta.is_file() and f'"{kind} ' in meta.read_text(encoding="utf-8", errors="replace"):
+            return name
+    return found[0] if found else "0" * 64
+
+
 def _replace(box: Path, target: str, kind: str, canary_dir: Path) -> None:
     if "{pkg}" in target:
-        packages = box / "cache" / "v1" / "packages"
-        found = sorted(p.name for p in packages.iterdir()) if packages.is_dir() else []
-        target = target.replace("{pkg}", found[0] if found else "0" * 64)
+        target = target.replace("{pkg}", _package(box, "http"))
+    if "{git}" in target:
+        target = target.replace("{git}", _package(box, "git"))
     path = box / target
     if path.is_symlink() or path.is_file():
         path.unlink()
