@@ -19,9 +19,14 @@ from flatten import gate
 from flatten.stages.output import MANIFEST_NAME, write_tree
 
 MAIN = 'module "a" {\n  source = "./a"\n}\n'
+# A sparse file that takes no disk and minutes to read whole on any machine (the canary's 3 GiB
+# ran past its deadline only on a loaded one); refused by its size, it costs nothing.
+HUGE = 200 << 30
 
 
-def _run(*args: str | Path, tmp_path: Path, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+def _run(
+    *args: str | Path, tmp_path: Path, timeout: float = 90, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
     environ.pop("FLATTEN_TRACEBACK", None)
     return subprocess.run(
@@ -30,6 +35,7 @@ def _run(*args: str | Path, tmp_path: Path, timeout: float = 90) -> subprocess.C
         text=True,
         env=environ,
         timeout=timeout,  # a FIFO opened or a sparse file read whole would run past it
+        cwd=cwd,
     )
 
 
@@ -164,7 +170,7 @@ def test_a_huge_sparse_file_the_build_would_copy_ends_with_a_diagnostic(
     out = tmp_path / "out"
     first = _run("build", root, "--out", out, tmp_path=tmp_path)
     assert first.returncode == 0, first.stderr
-    _sparse(root / place, 3 << 30)
+    _sparse(root / place, HUGE)
     proc = _run("build", root, "--out", out, *args, tmp_path=tmp_path)
     _clean(proc)
     assert proc.returncode in (1, 2), proc.stderr
@@ -179,8 +185,27 @@ def test_check_with_a_huge_sparse_file_in_out_ends_and_calls_it_stale(tmp_path: 
     first = _run("build", root, "--out", out, tmp_path=tmp_path)
     assert first.returncode == 0, first.stderr
     (out / "main.tf.json").unlink()
-    _sparse(out / "main.tf.json", 3 << 30)
+    _sparse(out / "main.tf.json", HUGE)
     proc = _run("build", root, "--out", out, "--check", tmp_path=tmp_path)
     _clean(proc)
     assert proc.returncode == 1, proc.stderr
     assert "main.tf.json" in proc.stderr and "Output is out of date" in proc.stderr, proc.stderr
+
+
+def test_affected_with_a_huge_sparse_file_in_out_ends(tmp_path: Path) -> None:
+    """The canary fuzz kind's finding (seed 3801: `affected --base-out`, OUT's module directory a
+    3 GiB sparse file): before, it was hashed whole and ran past the 60 s deadline (here 200 GiB,
+    so that it does on any machine: hashed at 1 GB/s it takes minutes; refused by its size now)."""
+    root = write_files(tmp_path / "src", {"main.tf": MAIN, "a/main.tf": "locals {}\n"})
+    out = tmp_path / "out"
+    first = _run("build", root, "--out", out, tmp_path=tmp_path)
+    assert first.returncode == 0, first.stderr
+    import shutil
+
+    shutil.rmtree(out / "a")
+    _sparse(out / "a", HUGE)
+    proc = _run(
+        "affected", "src", "--base-out", out, "--format", "json", tmp_path=tmp_path, timeout=60, cwd=tmp_path
+    )
+    _clean(proc)
+    assert proc.returncode in (0, 1), proc.stderr
