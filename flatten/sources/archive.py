@@ -169,14 +169,27 @@ def extract_archive(
                 f"the {fmt} archive was not extracted within the time limit of the build's downloads "
                 "(FLATTEN_DOWNLOAD_TIMEOUT); refusing the rest of it"
             ) from None
-        raise FetchError(describe_os_error(exc, doing=f"extract the {fmt} archive", reading=True)) from None
+        raise FetchError(
+            describe_os_error(exc, doing=f"extract the {fmt} archive", path=_cut(exc.filename), reading=True)
+        ) from None
     except _CORRUPT as exc:
         if isinstance(exc, OSError) and exc.errno is not None:  # the disk, not the archive's data
-            raise FetchError(describe_os_error(exc, doing=f"extract the {fmt} archive")) from None
+            raise FetchError(
+                describe_os_error(exc, doing=f"extract the {fmt} archive", path=_cut(exc.filename))
+            ) from None
         # The text of an error may hold a member's name, which a hostile archive can make long.
         text = str(exc)
         text = text if len(text) <= 2 * _SHOWN else text[: 2 * _SHOWN] + "..."
         raise FetchError(f"error decompressing {fmt} archive: {text}") from None
+
+
+def _cut(path: object) -> str | None:
+    """A path for a message, cut to 200 characters: a hostile archive makes its members' names
+    as long as the file system allows (ENAMETOOLONG names the whole path)."""
+    if path is None:
+        return None
+    text = os.fsdecode(path) if isinstance(path, bytes | str | os.PathLike) else str(path)
+    return text if len(text) <= _SHOWN else text[:_SHOWN] + "..."
 
 
 class _State:
