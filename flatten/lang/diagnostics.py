@@ -53,6 +53,7 @@ class Code(StrEnum):
     STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")
     OS_ERROR = "os_error"  # the system refused a read or write (lang/oserror.py; subject: errno name)
     NOT_INSTALLED = "not_installed"  # --offline: a remote module not installed (flatten affected: undecided)
+    SYNTAX = "syntax"  # HCL's parser (native or JSON): reported once per file, however often it is loaded
 
 
 @dataclass(frozen=True, slots=True)

@@ -642,6 +642,7 @@ def build_graph(
         return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
+    reported: set[tuple[str, Range | None]] = set()  # syntax errors already given (Code.SYNTAX)
     drop_failed = options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "failed_modules_dropped"
     )
@@ -709,7 +710,14 @@ def build_graph(
             module, load_diags, bases, memo_key = _load(
                 directory, root=root, options=options, address=address, memo=memo, package=package
             )
-            diags.extend(_with_call(d, address, call) for d in load_diags)
+            # HCL's parser caches each file by name (hclparse.Parser): a module directory loaded
+            # again (a second call) gives its syntax errors once; the decoder's come again.
+            for d in load_diags:
+                if d.code is Code.SYNTAX:
+                    if (d.summary, d.range) in reported:
+                        continue
+                    reported.add((d.summary, d.range))
+                diags.append(_with_call(d, address, call))
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
             # Terraform 1.15's module walker gives no module when its files have errors: its calls

@@ -15,7 +15,7 @@ import bisect
 import re
 from collections.abc import Callable
 
-from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Severity
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.model import Body, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax._hcl_errors import SyntaxDiag, config_errors, read_config
@@ -51,6 +51,9 @@ READER_SYNTAX_SUMMARIES = frozenset(
 )
 
 
+_SYNTAX = Extra(Code.SYNTAX)
+
+
 def positions(text: str, filename: str) -> _Positions:
     return _Positions(text, filename)
 
@@ -83,6 +86,7 @@ def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnosti
             d.summary,
             d.detail,
             where.range(d.start, d.end),
+            extra=_SYNTAX,
             context=where.range(*d.context) if d.context is not None else None,
         )
         for d in found

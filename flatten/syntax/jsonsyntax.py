@@ -90,6 +90,9 @@ class _Node:
 _READ: tuple[str, int, int, _Node] = ("", 0, 0, _Node(0, 0, 0))
 
 
+_SYNTAX = Extra(Code.SYNTAX)
+
+
 class _SyntaxError(Exception):
     def __init__(self, summary: str, detail: str, start: int, end: int) -> None:
         super().__init__(summary)
@@ -713,7 +716,7 @@ def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple
         # partial tree Terraform decodes).
         root, errors = _Recovering(text, start, exc.open).file()
         for err in errors:
-            decoder.error(err.summary, err.detail, err.start, err.end)
+            decoder.error(err.summary, err.detail, err.start, err.end, extra=_SYNTAX)
         if root.kind not in (_OBJ, _ARR):
             return Body(), decoder.diags  # "Root value must be object" is among the errors
     if root.kind not in (_OBJ, _ARR):

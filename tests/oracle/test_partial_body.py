@@ -49,6 +49,12 @@ ROOTS = {
     "json string with an open interpolation": {
         "main.tf.json": '{"locals": {"x": 1}, "output": {"a": {"value": "${local.x"}}}\n',
     },
+    # A module called twice: HCL's parser caches each file, so its syntax error comes once; the
+    # decoder's errors come once per call.
+    "module called twice": {
+        "main.tf": 'module "a" {\n  source = "./m"\n}\nmodule "b" {\n  source = "./m"\n}\n',
+        "m/main.tf": 'resource "terraform_data" {\n  input = \n}\n',
+    },
     # Before 1.12 an import block's "id" is a required argument (HCL's error).
     "import without id": {
         "main.tf": 'resource "terraform_data" "a" {}\nimport {\n  to = terraform_data.a\n  id  "x"\n}\n',
