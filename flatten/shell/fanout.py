@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-__all__ = ["cpus", "run_all"]
+__all__ = ["cpus", "run_all", "run_apart"]
 
 T = TypeVar("T")
 
@@ -69,6 +69,23 @@ def run_all(
                 done(i)
         return results
     return _forked(count, job, workers, done)
+
+
+def run_apart(job: Callable[[], T], *, before_fork: Callable[[], None] | None = None) -> T | None:
+    """Return ``job()``, computed in one forked process (None when it raised or its child died).
+
+    What the job allocates is given back whole when its child ends: its peak is its own, never
+    under this process's later ones (Python keeps the memory it freed, in pieces too small for the
+    next large allocations). Where forking is not possible, it runs here.
+    """
+    if hasattr(os, "fork") and before_fork is not None:
+        before_fork()
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        try:
+            return job()
+        except Exception:
+            return None
+    return _forked(1, lambda _: job(), 1, None)[0]
 
 
 def _forked(

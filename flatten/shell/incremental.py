@@ -29,6 +29,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,7 @@ from flatten.shell.cache_dir import read_entry, write_entry
 
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
+    from flatten.lang.model import Module
     from flatten.lang.options import Dialect, Options
 
 __all__ = ["rebuild", "save_keys"]
@@ -222,21 +224,50 @@ def _plan(
             if found is None:
                 return None
             rel, content, display, key = found
-            files[rel] = content
+            if content is not None:
+                files[rel] = content
             merged[display] = key
         files[MANIFEST_NAME] = dumps(manifest).encode("utf-8")
-        if all(content == _read(out / rel) for rel, content in files.items()):
+        # By the digests the record keeps (checked against the bytes just below): reading the
+        # previous output to compare held a large module's output twice.
+        if all(_output_digest(content) == record.outputs.get(rel) for rel, content in files.items()):
             files = {}  # the same output (a comment changed): it is in place already
     if not files and replay._snapshot_output(out, root) != record.outputs:
         return None  # ... if every byte of it is as recorded
     return record, files, merged
 
 
-def _read(path: Path) -> bytes | None:
-    try:
-        return gate.read_bytes(path, follow=False, limit=1 << 40)  # an output file flatten wrote
-    except OSError:
+def _output_digest(content: bytes) -> str:
+    # As the record names each output file's bytes (replay._snapshot_output).
+    return hashlib.blake2b(content, digest_size=16).hexdigest()
+
+
+def _view_digest(module: Module, options: Options) -> str:
+    """Return a digest of ``outside_view(module)``, taken a part at a time.
+
+    The view of a large module is large (a 10 MB module's is about 35 MiB of tuples): holding the
+    old module's view while the new version was loaded made a rebuild's peak higher than a cold
+    build's (issue 38, item 13). Each part is a tuple of strings, numbers and None, whose ``repr``
+    says it whole; the parts follow one another, so equal digests are equal views."""
+    from flatten.stages.reads import outside_parts
+
+    h = hashlib.blake2b(digest_size=32)
+    for part in outside_parts(module, options=options):
+        h.update(repr(part).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _old_view(key: str, display: str, options: Options) -> str | None:
+    """Return the view digest of the module cache's entry ``key`` (the directory ``display`` as
+    the previous build loaded it), or None when it is gone or its version cannot be compared."""
+    from flatten.shell import build_cache
+
+    old = build_cache.take(key, display)
+    if old is None or old.load_diags or old.merge_diags:
         return None
+    if any(b.origins for b in old.module.blocks_of("module")):
+        return None  # an overridden call: its arguments depend on the files (graph._base_arguments)
+    return _view_digest(old.module, options)
 
 
 def _module(
@@ -245,16 +276,19 @@ def _module(
     options: Options,
     manifest: dict[str, object],
     keys: dict[str, str],
-) -> tuple[str, bytes, str, str] | None:
+) -> tuple[str, bytes | None, str, str] | None:
     """Emit the module directory ``top`` again; update ``manifest``'s digests of its file.
 
-    Return its output path, bytes, display path and new key, or None when the module's new version
-    may change anything but its own file (or anything is unexpected)."""
-    from flatten.shell import build_cache
-    from flatten.shell.memo import DiskMemo
+    Return its output path, bytes (None: the previous build's, the files being the same),
+    display path and new key, or None when the module's new version may change anything but its
+    own file (or anything is unexpected)."""
+    from flatten.shell.fanout import run_apart
+    from flatten.shell.memo import DiskMemo, source_key
+    from flatten.shell.prefetch import finish
+    from flatten.stages.files import list_config_files
     from flatten.stages.layout import output_digest, relative_source, render, rewrite_calls
-    from flatten.stages.load import load_module
-    from flatten.stages.reads import outside_view
+    from flatten.stages.load import display_path, load_module
+    from flatten.stages.memo import ModuleSource
 
     modules = manifest.get("modules")
     if not isinstance(modules, list):
@@ -278,26 +312,35 @@ def _module(
     if any(m.get("directory") != display for m in sharing) or len(sharing) != len(mine):
         return None
     old_key = keys.get(display)
-    if not isinstance(old_key, str):
+    directory = Path(top)
+    if not isinstance(old_key, str) or display_path(directory, root) != display:
         return None
-    old = build_cache.take(old_key, display)
-    if old is None or old.load_diags or old.merge_diags:
+    here = "" if output == "." else output
+    rel = f"{here}/main.tf.json" if here else "main.tf.json"
+    # The key of the files as they are now, first: the previous build's key is the same module
+    # (the files' names and bytes, the options, flatten's code), so its output and the manifest's
+    # digests are the previous build's, and neither version is loaded (files touched, or saved
+    # unchanged: issue 38, item 13, where loading both held three times a cold build's memory).
+    new_key, _ = source_key(
+        ModuleSource(directory, root, display, list_config_files(directory, dialect=options.dialect), options)
+    )
+    if new_key == old_key:
+        return rel, None, display, old_key
+    # What the old version shows outside, as a digest taken in a child process: holding the old
+    # version and its view while the new one was loaded made a rebuild's peak three times a
+    # module's, and even let go, Python kept their memory in pieces the new version's objects did
+    # not fit (issue 38, item 13).
+    old_view = run_apart(partial(_old_view, old_key, display, options), before_fork=finish)
+    if old_view is None:
         return None
-    if any(b.origins for b in old.module.blocks_of("module")):
-        return None  # an overridden call: its arguments depend on the files (graph._base_arguments)
-    # What the old version shows outside, then the old version let go before the new one is
-    # loaded: holding both made a rebuild's peak twice a module's (issue 38, item 13).
-    old_view = outside_view(old.module, options=options)
-    del old
-    loaded, memo_key = load_module(Path(top), root=root, options=options, memo=DiskMemo())
+    loaded, memo_key = load_module(directory, root=root, options=options, memo=DiskMemo())
     if memo_key is None or memo_key.module is not loaded.module or loaded.load_diags or loaded.merge_diags:
         return None
     new = loaded.module
     if any(b.origins for b in new.blocks_of("module")):
         return None  # as above
-    if old_view != outside_view(new, options=options):
+    if old_view != _view_digest(new, options):
         return None
-    here = "" if output == "." else output
     by_address = {m.get("module"): m for m in modules if isinstance(m, dict)}
     targets: dict[str, str] = {}
     for block in new.blocks_of("module"):
@@ -314,7 +357,6 @@ def _module(
     )
     for m in sharing:
         m["digest"] = output_digest(content)
-    rel = f"{here}/main.tf.json" if here else "main.tf.json"
     owned = manifest.get("files")
     if isinstance(owned, dict):  # what flatten owns, with digests (stages/layout.py)
         if rel not in owned:

@@ -28,7 +28,7 @@ from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path, read_config
 from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource, Raws
 
-__all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys"]
+__all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys", "source_key"]
 
 _STATE: dict[str, bool] = {}
 # The module key of every directory this process loaded, by display path (None: loaded with two
@@ -92,17 +92,9 @@ class DiskMemo:
                 return _loaded(entry), MemoKey(entry.module, key)
         # Keyed by the exact bytes read here, which are also what is parsed.
         try:
-            raws = [read_config(entry.path, source.root) for entry in source.listing.files]
+            key, raws = source_key(source)
         except OSError:
             return compute(None), None  # the stage reports the file; such a module is not kept
-        key = build_cache.module_key(
-            source.display,
-            [
-                (display_path(e.path, source.root), e.syntax, e.is_override, raw)
-                for e, raw in zip(source.listing.files, raws, strict=True)
-            ],
-            source.options,
-        )
         _note(source.display, key)
         entry = build_cache.take(key, source.display)
         if entry is not None:
@@ -127,6 +119,21 @@ class DiskMemo:
         if key is None or key.module is not original:
             return compute()
         return build_cache.emitted(key.key, original, output, provenance, compute)
+
+
+def source_key(source: ModuleSource) -> tuple[str, list[bytes]]:
+    """Return the module key of ``source``'s configuration files as read now, and their bytes
+    (``OSError`` when one cannot be read)."""
+    raws = [read_config(entry.path, source.root) for entry in source.listing.files]
+    key = build_cache.module_key(
+        source.display,
+        [
+            (display_path(e.path, source.root), e.syntax, e.is_override, raw)
+            for e, raw in zip(source.listing.files, raws, strict=True)
+        ],
+        source.options,
+    )
+    return key, raws
 
 
 def _loaded(entry: build_cache.ModuleEntry) -> LoadedModule:

@@ -28,17 +28,22 @@ What the stages read, and so what the view keeps:
 Ranges are kept as file, line and column (not byte offsets): an edit that changes a value's
 length moves every later byte offset, but only a line added or removed moves what a diagnostic
 would show. The view is compared only between two versions of one module directory.
+
+The view of a large module is large (a 10 MB module's is about 80 MiB of tuples), so it can be
+taken a part at a time (``outside_parts``: a caller may hash each part and let it go), and each
+top-level body is read with ``peek_items``: a module from the module cache is not left decoded
+(issue 38, item 13: a rebuild held the old module decoded and its view beside the new one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 
 from flatten.lang.model import Attribute, Block, Body, Module, Range
 from flatten.lang.options import Options
 from flatten.stages.pathreads import path_reads
 
-__all__ = ["outside_view"]
+__all__ = ["outside_parts", "outside_view"]
 
 _RESOURCES = frozenset({"resource", "data", "ephemeral"})
 _RESOURCE_ARGUMENTS = frozenset({"provider", "for_each", "count", "depends_on"})
@@ -68,7 +73,7 @@ def _attribute(attr: Attribute) -> Hashable:
 def _body(body: Body) -> Hashable:
     return (
         _at(body.range),
-        tuple(_attribute(i) if isinstance(i, Attribute) else _whole(i) for i in body.items),
+        tuple(_attribute(i) if isinstance(i, Attribute) else _whole(i) for i in body.peek_items()),
     )
 
 
@@ -82,7 +87,7 @@ def _shape(block: Block) -> Hashable:
         _head(block),
         tuple(
             ("=", i.name, _at(i.name_range)) if isinstance(i, Attribute) else _head(i)
-            for i in block.body.items
+            for i in block.body.peek_items()
         ),
     )
 
@@ -90,27 +95,33 @@ def _shape(block: Block) -> Hashable:
 def _resource(block: Block) -> Hashable:
     kept = tuple(
         _attribute(i) if isinstance(i, Attribute) else _whole(i)
-        for i in block.body.items
+        for i in block.body.peek_items()
         if (isinstance(i, Attribute) and i.name in _RESOURCE_ARGUMENTS)
         or (isinstance(i, Block) and i.type in _RESOURCE_BLOCKS)
     )
     return (_head(block), kept)
 
 
+def outside_parts(module: Module, *, options: Options) -> Iterator[Hashable]:
+    """Return the parts of ``outside_view(module)``, one at a time, in its order."""
+    static = options.dialect.allows("static_evaluation")
+    yield module.directory
+    yield module.files
+    yield path_reads(module)
+    for block in module.blocks:
+        kind = block.type
+        if kind in _RESOURCES:
+            yield _resource(block)
+        elif kind == "variable" and not static:
+            yield _shape(block)
+        elif kind in ("locals", "output") and not static:
+            yield _head(block)
+        else:
+            yield _whole(block)
+
+
 def outside_view(module: Module, *, options: Options) -> Hashable:
     """Return what the graph, the provider checks and the other modules' output read of ``module``
     (see the module docstring); two versions of a module with equal views build the same tree
     apart from the module's own output file."""
-    static = options.dialect.allows("static_evaluation")
-    view: list[Hashable] = [module.directory, module.files, path_reads(module)]
-    for block in module.blocks:
-        kind = block.type
-        if kind in _RESOURCES:
-            view.append(_resource(block))
-        elif kind == "variable" and not static:
-            view.append(_shape(block))
-        elif kind in ("locals", "output") and not static:
-            view.append(_head(block))
-        else:
-            view.append(_whole(block))
-    return tuple(view)
+    return tuple(outside_parts(module, options=options))
