@@ -56,7 +56,7 @@ def test_a_file_that_grows_while_it_is_read_is_read_to_its_end(
                 f.write(b"b" * 3_000_000)
         return data
 
-    monkeypatch.setattr(gate.os, "read", read)
+    monkeypatch.setattr(os, "read", read)
     assert gate.read_bytes(path, limit=4_000_000) == b"a" * 1000 + b"b" * 3_000_000
     with pytest.raises(Refused):
         path.write_bytes(b"a" * 1000)
