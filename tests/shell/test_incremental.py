@@ -334,14 +334,18 @@ def test_files_touched_with_their_bytes_kept_load_no_module(
     assert loaded == []
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="the previous version is read in a forked child")
-def test_the_previous_version_of_an_edited_module_is_read_in_a_child_process(
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="both versions are read in forked children")
+def test_both_versions_of_an_edited_module_are_read_in_child_processes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Issue 38, item 13: the previous version and its view, even let go, left the rebuild's process
-    # holding their memory (in pieces the new version's objects did not fit): a rebuild after one
-    # edit peaked above a cold build. Only the view's digest comes back from the child.
+    # holding their memory (in pieces the new version's objects did not fit), and the new version
+    # parsed there was held whole beside its output: a rebuild after one edit peaked above a cold
+    # build. The previous version's view digest comes back from one child; the new version is
+    # parsed and merged in another, and taken here from the module cache as a build takes it.
     from flatten.shell import build_cache
+    from flatten.shell.memo import module_keys
+    from flatten.stages import load
 
     root = tmp_path / "src"
     modules = _tree(root, random.Random(6))
@@ -351,18 +355,30 @@ def test_the_previous_version_of_an_edited_module_is_read_in_a_child_process(
     argv = ["build", str(root), "--out", str(out)]
     assert _cli(argv, calls) == 0
     first = capsys.readouterr().err
+    edited = modules[-1]  # a leaf module with resources
+    previous = module_keys()[edited.parent.relative_to(root).as_posix()]
     decoded: list[str] = []
-    real = build_cache.decode
+    merged: list[str] = []
+    real_decode = build_cache.decode
+    real_merge = load.merge_module  # type: ignore[attr-defined]
 
     def decode(data: bytes, key: str) -> build_cache.ModuleEntry | None:
         decoded.append(key)  # in this process only: a child's list is its own
-        return real(data, key)
+        return real_decode(data, key)
+
+    def merge(*args: object, **kwargs: object) -> object:
+        merged.append("merged")
+        return real_merge(*args, **kwargs)
 
     monkeypatch.setattr(build_cache, "decode", decode)
-    modules[0].write_text(dict(EDITS)["resource value"](modules[0].read_text(), random.Random(2)))
+    monkeypatch.setattr("flatten.stages.load.merge_module", merge)
+    text = edited.read_text()
+    edited.write_text(dict(EDITS)["resource value"](text, random.Random(2)))
+    assert edited.read_text() != text
     _age(root)
     assert _cli(argv, calls) == 0
-    assert calls == [1]  # rebuilt incrementally, which needs the previous version's view
+    assert previous not in decoded and len(decoded) == 1  # the new version, from the cache
+    assert merged == []
+    assert calls == [1]  # rebuilt incrementally, which needs both versions' views
     assert capsys.readouterr().err == first
     assert _output(out) == build(root, options=Options())[0].files
-    assert decoded == []
