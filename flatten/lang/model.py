@@ -582,6 +582,19 @@ class Body(_Frozen):
         """
         return self
 
+    def item_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Return the names of the attributes and the types of the blocks (order and repeats not
+        significant: a body read from the module cache gives each once, sorted).
+
+        A body read from the module cache answers from the names it stored, without decoding its
+        items: a check that only needs the names leaves a warm build's bodies undecoded.
+        """
+        items = self.items
+        return (
+            tuple([i.name for i in items if isinstance(i, Attribute)]),
+            tuple([i.type for i in items if isinstance(i, Block)]),
+        )
+
     @property
     def attributes(self) -> tuple[Attribute, ...]:
         # A list built first: tuple(generator) costs half as much again, and every check reads these.

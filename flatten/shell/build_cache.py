@@ -190,6 +190,11 @@ class LazyBody(Body):
             return name in self._attributes
         return Body.has_attribute(self, name)
 
+    def item_names(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if self._attributes is not None and self._types is not None:
+            return self._attributes, self._types
+        return Body.item_names(self)
+
     def blocks_of(self, type_: str) -> Iterator[Block]:
         if self._types is not None and type_ not in self._types:
             return iter(())

@@ -30,8 +30,13 @@ def check_terraform_data(block: Block, module: str) -> Diagnostics:
     """HCL's errors for the body of a ``resource "terraform_data"`` block served by the builtin
     provider (``module``: the module path the block's file belongs to)."""
     diags = Diagnostics()
+    attributes, types = block.body.item_names()
+    if all(n in _META_ARGUMENTS or n in _ATTRIBUTES for n in attributes) and all(
+        t in _META_BLOCKS for t in types
+    ):
+        return diags  # the usual case, decided on the names alone (a cached body stays undecoded)
     is_json = block.range.filename.endswith(".json")
-    for item in block.body.items:
+    for item in block.body.peek_items():
         if isinstance(item, Attribute):
             name = item.name
             if name in _META_ARGUMENTS or name in _ATTRIBUTES:
