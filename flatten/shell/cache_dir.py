@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -55,12 +56,21 @@ def cache_root(environ: Mapping[str, str] | None = None) -> Path:
 # The cache's directories this process opened: (cache root, area) -> the open directory, or None
 # when the root is not flatten's. Only the current root's are kept (tests change it per test).
 _AREAS: dict[tuple[str, str], gate.Dir | None] = {}
+# The module cache's writer and prefetch's reader are threads that open areas while the build does:
+# one thread's insert during another's scan of _AREAS was "dictionary changed size during
+# iteration" (a cold build exited 3, once in a property run).
+_AREAS_LOCK = threading.Lock()
 
 
 def area(directory: Path, *, create: bool = True) -> gate.Dir | None:
     """The cache's directory ``directory`` (``<root>/parse``, ``<root>/v1/...``) opened through
     the gate, made (and the root stamped) when missing; None when it cannot be, or the root is not
     flatten's cache (nothing is then read or written there)."""
+    with _AREAS_LOCK:
+        return _area(directory, create)
+
+
+def _area(directory: Path, create: bool) -> gate.Dir | None:
     root = os.fspath(cache_root())
     try:
         rel = os.path.relpath(directory, root)
@@ -92,7 +102,8 @@ def area(directory: Path, *, create: bool = True) -> gate.Dir | None:
 def _forget(directory: Path) -> None:
     """Drop an area whose write failed (removed meanwhile, say): opened again next time."""
     root = os.fspath(cache_root())
-    found = _AREAS.pop((root, os.path.relpath(directory, root)), None)
+    with _AREAS_LOCK:
+        found = _AREAS.pop((root, os.path.relpath(directory, root)), None)
     if found is not None:
         found.close()
 
