@@ -94,3 +94,40 @@ def test_the_memo_keeps_only_the_latest_versions(tmp_path: Path) -> None:
         latest = files_digest(files, memo)
     assert len(list(memo.iterdir())) == cache_dir._KEEP_DIGESTS
     assert files_digest(files, cache_root() / "fresh memo") == latest
+
+
+def test_areas_opened_from_several_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The module cache's writer and prefetch's reader are threads that open the cache's areas
+    # while the build opens others: without the lock one thread's insert during another's scan of
+    # the open areas raised "dictionary changed size during iteration" (a cold build exited 3).
+    import sys
+    import threading
+
+    monkeypatch.setattr(cache_dir, "_AREAS", {})
+    root = cache_root()
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def open_areas(n: int) -> None:
+        start.wait()
+        try:
+            for i in range(150):
+                assert cache_dir.area(root / "v1" / f"t{n}" / f"a{i}") is not None
+        except BaseException as exc:  # a failure in a thread is reported by the test
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race is then likely
+    try:
+        threads = [threading.Thread(target=open_areas, args=(n,)) for n in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+        for opened in cache_dir._AREAS.values():
+            if opened is not None:
+                opened.close()
+    assert not errors, errors[0]
+    assert len(cache_dir._AREAS) == 8 * 150
