@@ -290,9 +290,9 @@ def test_a_downloaded_package_cannot_call_a_directory_on_this_machine(tmp_path: 
     _assert_nothing_written(proc, out)
     blocks = proc.stderr.split("Error: ")[1:]
     assert len(blocks) == 3, proc.stderr
-    for name, block in zip(["abs", "git", "url"], blocks, strict=True):
+    for name in ["abs", "git", "url"]:
+        [block] = [b for b in blocks if f'Module "{name}" in the package {srv.url}/pkg.tgz' in b]
         assert block.startswith("Invalid module source address"), block
-        assert f'Module "{name}" in the package {srv.url}/pkg.tgz' in block, block
         # Located in the package's file, by the package's address (never the cache's path).
         assert f"on {srv.url}/pkg.tgz//main.tf line" in block, block
     assert str(tmp_path / "cache") not in proc.stderr
@@ -483,7 +483,9 @@ def test_an_unreadable_file_beside_a_module_exits_1_and_writes_nothing(
     out = tmp_path / "out"
     result = CliRunner().invoke(cli.app, ["build", str(root), "--out", str(out), "--offline"])
     assert result.exit_code == 1, result.output
-    assert "Error: Failed to read file" in result.output and "in module.a" in result.output, result.output
+    assert "Error: Failed to read file" in result.output and "on a/notes.txt line 1" in result.output, (
+        result.output
+    )
     assert not out.exists()
 
 

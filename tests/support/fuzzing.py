@@ -224,8 +224,10 @@ def check_diagnostics(diags: Diagnostics) -> None:
             # level), so a user must be told which module path it is.
             assert d.module.startswith("module."), f"child module diagnostic without its module path: {d}"
         if d.module:
+            # Text names the file as Terraform does (`on modules/a/main.tf line 1, in ...:`, no
+            # module path); the JSON report carries the module path as well.
             text = render_text([d])
-            assert d.module in text and d.range.filename in text, text
+            assert d.range.filename in text, text
             doc = json.loads(render_json([d]))["diagnostics"][0]
             assert doc["module"] == d.module and doc["range"]["filename"] == d.range.filename, doc
 
