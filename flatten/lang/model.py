@@ -620,9 +620,19 @@ class Body(_Frozen):
         return self.attribute(name) is not None
 
 
-def json_strings(value: JsonValue) -> Iterator[str]:
-    """Every string of a JSON value, object keys included, in document order (a key before its
-    value): in an expression, each is a template that may refer to something."""
+def json_strings(value: JsonValue, *, items_last_first: bool = False) -> Iterator[str]:
+    """Every string of a JSON value, object keys included, each key just before its value: in an
+    expression, each is a template that may refer to something.
+
+    The order is the document's, or with ``items_last_first`` an object's items from the last to
+    the first (each key still before its value; lists stay in order): the order in which some
+    checks have always reported, kept so that their diagnostics keep their order.
+
+    >>> list(json_strings({"a": ["x", "y"], "b": "z"}))
+    ['a', 'x', 'y', 'b', 'z']
+    >>> list(json_strings({"a": ["x", "y"], "b": "z"}, items_last_first=True))
+    ['b', 'z', 'a', 'x', 'y']
+    """
     stack: list[JsonValue] = [value]
     while stack:
         item = stack.pop()
@@ -631,7 +641,7 @@ def json_strings(value: JsonValue) -> Iterator[str]:
         elif isinstance(item, list):
             stack.extend(reversed(item))
         elif isinstance(item, dict):
-            for key, val in reversed(item.items()):
+            for key, val in item.items() if items_last_first else reversed(item.items()):
                 stack.append(val)
                 stack.append(key)
 

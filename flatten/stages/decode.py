@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
@@ -242,20 +242,11 @@ def value_traversals(value: JsonValue) -> list[Traversal] | None:
     [('var', 'm')]
     """
     out: list[Traversal] = []
-    stack: list[JsonValue] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            found = _scan(item, template=True)
-            if found is None:
-                return None
-            out.extend(found)
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            for key, val in item.items():
-                stack.append(val)
-                stack.append(key)
+    for text in json_strings(value, items_last_first=True):
+        found = _scan(text, template=True)
+        if found is None:
+            return None
+        out.extend(found)
     return out
 
 

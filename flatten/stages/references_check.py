@@ -182,22 +182,7 @@ def _call_range(call: Call, rng: Range, located: str | None, end: int) -> Range:
 def _value_texts(value: JsonValue) -> list[str]:
     """The strings of ``value`` that can hold a reference or a call (``Scans.calls``' test), in
     the order the checks have always read them (an object's items last to first)."""
-    if isinstance(value, str):
-        return [value] if "${" in value or "%{" in value else []
-    texts: list[str] = []
-    stack: list[JsonValue] = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if "${" in item or "%{" in item:
-                texts.append(item)
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
-        elif isinstance(item, dict):
-            for key, val in item.items():
-                stack.append(val)
-                stack.append(key)
-    return texts
+    return [t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t]
 
 
 def _where(module: str) -> str:
