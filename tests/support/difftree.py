@@ -1069,8 +1069,10 @@ def validate_case(case: Case, work: Path, tf: Runner, release: tuple[int, int] |
     write_case(case, original)
     write_case(case, pristine)
 
+    runs = 1
+
     def verdict(outcome: str, klass: str = "", detail: str = "") -> Outcome:
-        return Outcome(case.seed, case.defect, outcome, klass, detail, 1)
+        return Outcome(case.seed, case.defect, outcome, klass, detail, runs)
 
     try:
         rejected, _ = _flatten(pristine, work / "flat", release)
@@ -1080,6 +1082,11 @@ def validate_case(case: Case, work: Path, tf: Runner, release: tuple[int, int] |
     if ours & REFUSALS:
         return verdict("refused", _summaries(ours & REFUSALS))
     init = tf.run("init", "-no-color", "-input=false", "-backend=false", cwd=original)
+    # init's verdict varies with Go's map order (INIT_RUNS), in every release: asked again while
+    # it differs from flatten's, as terraform_verdict does for the plain run.
+    while init.returncode != 0 and _text_errors(init.stderr + init.stdout) != ours and runs < INIT_RUNS:
+        init = tf.run("init", "-no-color", "-input=false", "-backend=false", cwd=original)
+        runs += 1
     if init.returncode != 0:
         theirs = _text_errors(init.stderr + init.stdout) or frozenset({"<init failed>"})
     else:
