@@ -13,8 +13,8 @@ Terraform's, decoded before (internal/configs/resource.go) and not checked here.
 from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
+from flatten.lang.didyoumean import name_suggestion
 from flatten.lang.model import Attribute, Block
-from flatten.syntax._hcl_errors import _suggest
 
 __all__ = ["check_terraform_data"]
 
@@ -41,7 +41,7 @@ def check_terraform_data(block: Block, module: str) -> Diagnostics:
             name = item.name
             if name in _META_ARGUMENTS or name in _ATTRIBUTES:
                 continue
-            near = _suggest(name, _ATTRIBUTES)
+            near = name_suggestion(name, _ATTRIBUTES)
             hint = f' Did you mean "{near}"?' if near else ""
             if is_json:
                 summary, detail = (

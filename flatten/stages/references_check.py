@@ -30,12 +30,13 @@ blocks (addresses, not expressions to evaluate) are not read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
+from flatten.lang.didyoumean import levenshtein, name_suggestion
 from flatten.lang.functions import REMOVED, FunctionTable, function_table
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range, json_strings
 from flatten.lang.terraform_releases import NEWEST
@@ -81,7 +82,7 @@ class _Declared:
     """What one module declares, as the checks look names up."""
 
     variables: dict[str, Block]
-    locals: frozenset[str]
+    locals: Mapping[str, None]  # in declaration order (suggestions follow it)
     calls: dict[str, Block]
     managed: frozenset[tuple[str, str]]
     data: frozenset[tuple[str, str]]
@@ -107,7 +108,7 @@ def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
         )
     return _Declared(
         variables={b.labels[0]: b for b in module.blocks_of("variable") if b.labels},
-        locals=frozenset(a.name for b in module.blocks_of("locals") for a in b.body.peek().attributes),
+        locals=dict.fromkeys(a.name for b in module.blocks_of("locals") for a in b.body.peek().attributes),
         calls=calls,
         managed=frozenset(
             (b.labels[0], b.labels[1]) for b in module.blocks_of("resource") if len(b.labels) >= 2
@@ -123,23 +124,10 @@ def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
     )
 
 
-def _did_you_mean(given: str, names: Iterator[str] | list[str]) -> str | None:
-    """didyoumean.NameSuggestion: the first of the sorted names within Levenshtein distance 2."""
-    best, best_distance = None, 3
-    for name in sorted(names):
-        distance = _levenshtein(given, name)
-        if distance < best_distance:
-            best, best_distance = name, distance
-    return best
-
-
-def _levenshtein(a: str, b: str) -> int:
-    row = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-    return row[len(b)]
+def _closest(given: str, names: Iterable[str]) -> str:
+    """``NameSuggestion`` over names Go's map holds in no likely order (the ~120 functions): the
+    nearest name, the first by name among equals (flatten's choice of Terraform's outcomes)."""
+    return name_suggestion(given, sorted(names, key=lambda n: (levenshtein(given, n), n)))
 
 
 # The names a type expression is made of: convert()'s second argument is one (Terraform 1.15).
@@ -259,7 +247,8 @@ class _Checker:
             name = ref.name(1)
             if name is None or name in d.calls:
                 return True
-            hint = _did_you_mean(name, list(d.calls))
+            # staticValidateModuleCallReference sorts the call names (evaluate_valid.go).
+            hint = name_suggestion(name, sorted(d.calls))
             suffix = f' Did you mean "{hint}"?' if hint else ""
             # ParseRef: module.NAME, module.NAME[KEY], then an output name (all in the range).
             indexed = len(ref.steps) > 1 and ref.steps[1][0] == "index"
@@ -330,7 +319,8 @@ class _Checker:
             name = ref.name(1)
             if name is None or name in d.variables:
                 return
-            hint = _did_you_mean(name, list(d.variables))
+            # GetInputVariable: Go's map order, most likely declaration order (one bucket: 7 of 8).
+            hint = name_suggestion(name, d.variables)
             suffix = (
                 f' Did you mean "{hint}"?'
                 if hint
@@ -345,7 +335,7 @@ class _Checker:
             name = ref.name(1)
             if name is None or name in d.locals:
                 return
-            hint = _did_you_mean(name, list(d.locals))
+            hint = name_suggestion(name, d.locals)  # GetLocalValue: as for variables
             suffix = f' Did you mean "{hint}"?' if hint else ""
             self.error(
                 "Reference to undeclared local value",
@@ -440,7 +430,7 @@ class _Checker:
         name = call.name
         if "::" not in name:
             if name not in table.names:
-                hint = _did_you_mean(name, [n for n in table.names if n not in REMOVED])
+                hint = _closest(name, (n for n in table.names if n not in REMOVED))
                 suffix = f' Did you mean "{hint}"?' if hint else ""
                 at = _call_range(call, rng, located, call.end)
                 self.error("Call to unknown function", f'There is no function named "{name}".{suffix}', at)

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from flatten.lang.didyoumean import name_suggestion
+
 __all__ = ["SyntaxDiag", "config_errors", "template_errors"]
 
 
@@ -1418,7 +1420,7 @@ class _Parser:
                     self.expression()
                 elif word not in ("else", "endif", "endfor"):
                     if not self.recovery:
-                        hint = _suggest(word, ("if", "for", "else", "endif", "endfor"))
+                        hint = name_suggestion(word, ("if", "for", "else", "endif", "endfor"))
                         self.err(
                             "Invalid template control keyword",
                             f'"{word}" is not a valid template control keyword.'
@@ -1535,24 +1537,6 @@ def _range_text(text: str, r: Tok | tuple[int, int]) -> str:
 
     (l1, c1), (l2, c2) = lc(start), lc(end)
     return f"{l1},{c1}-{c2}" if l1 == l2 else f"{l1},{c1}-{l2},{c2}"
-
-
-def _suggest(given: str, names: tuple[str, ...]) -> str:
-    """HCL's ``nameSuggestion``: the first name within Levenshtein distance 3."""
-    for name in names:
-        if _levenshtein(given, name) < 3:
-            return name
-    return ""
-
-
-def _levenshtein(a: str, b: str) -> int:
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
 
 
 def config_errors(text: str) -> list[SyntaxDiag]:

@@ -27,10 +27,10 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
+from flatten.lang.didyoumean import name_suggestion
 from flatten.lang.fields import BlockSchema, Mode, generic_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
-from flatten.syntax._hcl_errors import _suggest
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -494,7 +494,7 @@ class _Converter:
                     f' Did you mean to define argument "{type_name}"? '
                     "If so, use the equals sign to assign it a value."
                 )
-            elif near := _suggest(type_name, tuple(schema.blocks)):
+            elif near := name_suggestion(type_name, schema.blocks):
                 # hclsyntax/structure.go: the nearest block type of the schema (nameSuggestion,
                 # edit distance under 3).
                 hint = f' Did you mean "{near}"?'

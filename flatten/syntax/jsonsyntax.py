@@ -25,6 +25,7 @@ from typing import Final
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
+from flatten.lang.didyoumean import name_suggestion
 from flatten.lang.fields import BlockSchema, Mode
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
@@ -373,26 +374,12 @@ def _string(text: str, s: int) -> _Node:
 def _keyword_detail(word: str) -> str:
     if word in ("undefined", "NaN", "Infinity"):
         return f'The JavaScript identifier "{word}" cannot be used in JSON.'
-    hint = _suggest(word.lower(), list(_KEYWORDS))
+    hint = name_suggestion(word.lower(), _KEYWORDS)
     return f'"{word}" is not a valid JSON keyword.' + _did_you_mean(hint)
 
 
 def _did_you_mean(hint: str) -> str:
     return f' Did you mean "{hint}"?' if hint else ""
-
-
-def _suggest(given: str, names: list[str]) -> str:
-    """Return the first of ``names`` within edit distance 2 of ``given`` (HCL's nameSuggestion)."""
-    for name in names:
-        prev = list(range(len(name) + 1))
-        for i, a in enumerate(given, 1):
-            cur = [i]
-            for j, b in enumerate(name, 1):
-                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a != b)))
-            prev = cur
-        if prev[-1] < 3:
-            return name
-    return ""
 
 
 def _value(node: _Node, merge_blocks: bool, dup: list[tuple[str, _Node]]) -> JsonValue:
@@ -555,7 +542,7 @@ class _Decoder:
             key_range = self.loc.range(ks, ke)
             if mode is None:
                 names = [n for n in schema.attributes if n not in seen] + list(schema.blocks)
-                hint = _suggest(key, names)
+                hint = name_suggestion(key, names)
                 self.diags.error(
                     "Extraneous JSON object property",
                     f'No argument or block type is named "{key}".' + _did_you_mean(hint),

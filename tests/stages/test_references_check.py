@@ -51,6 +51,22 @@ MODULE_CASES = {
             )
         ],
     ),
+    # Two near names: Terraform sorts the call names and suggests the first within distance 2
+    # ("aab"), not the nearest ("abc") nor the first declared (evaluate_valid.go).
+    "suggestion-sorted": (
+        (
+            'module "abc" { source = "./c" }\nmodule "aab" { source = "./c" }\n'
+            'output "x" { value = module.abd }\n'
+        ),
+        [
+            (
+                "Reference to undeclared module",
+                'No module call named "abd" is declared in the root module. Did you mean "aab"?',
+                3,
+                22,
+            )
+        ],
+    ),
     "undeclared-output": (
         'module "c" { source = "./c" }\noutput "x" { value = module.c.bad }\n',
         [("Unsupported attribute", 'This object does not have an attribute named "bad".', 2, 30)],
@@ -165,6 +181,26 @@ OBJECT_CASES = {
                 1,
                 22,
             )
+        ],
+    ),
+    # Two near names: Go's map order, most likely declaration order (11 and 10 of 12 runs of
+    # terraform 1.11.4 gave "aab"), not the nearest ("abc").
+    "suggestion-declared-first": (
+        'variable "aab" {}\nvariable "abc" {}\nlocals {\n  aab = 1\n  abc = 2\n}\n'
+        'output "x" { value = var.abd }\noutput "y" { value = local.abd }\n',
+        [
+            (
+                "Reference to undeclared input variable",
+                'An input variable with the name "abd" has not been declared. Did you mean "aab"?',
+                7,
+                22,
+            ),
+            (
+                "Reference to undeclared local value",
+                'A local value with the name "abd" has not been declared. Did you mean "aab"?',
+                8,
+                22,
+            ),
         ],
     ),
     "local": (
