@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from typer._click.core import Context as ClickContext
@@ -404,6 +404,27 @@ def _release(text: "str | None") -> "tuple[int, int]":
         raise _usage_error(f"--terraform-version: {exc}.") from None
 
 
+def _options(
+    ctx: typer.Context,
+    dialect: Dialect,
+    offline: bool,
+    terraform_version: str | None,
+    var: list[str] | None,
+    var_file: list[Path] | None,
+    **more: Any,
+) -> Options:
+    """The build options every command reads from the same command-line options (the shared
+    aliases above), with ``more`` of its own."""
+    return Options(
+        dialect=dialect,
+        offline=offline,
+        terraform_version=_release(terraform_version),
+        variables=_variables(ctx, var, var_file),
+        variable_env=_variable_env(os.environ, dialect),
+        **more,
+    )
+
+
 def _variable_env(environ: Mapping[str, str], dialect: Dialect) -> "tuple[tuple[str, str], ...]":
     """The TF_VAR_ environment variables OpenTofu reads as root variable values, sorted (none in
     the terraform dialect, which evaluates no variables early: its memo keys stay as they were)."""
@@ -450,6 +471,30 @@ _FORMAT_HELP = (
 
 
 _NO_COLOR_HELP = "Print diagnostics without colour (also when NO_COLOR is set, or stderr is not a terminal)."
+
+# The options several commands share, each written once (typer reads the aliases as written).
+_OfflineOption = Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)]
+_NoColorOption = Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)]
+_TerraformVersionOption = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
+]
+_ChecksOption = Annotated[
+    Optional[Checks],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option("--checks", help=_CHECKS_HELP, show_default=False),
+]
+_VarOption = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
+]
+_VarFileOption = Annotated[
+    Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
+]
+_DialectOption = Annotated[Dialect, typer.Option(help="Whose rules to follow.")]
+_DiagnosticsJsonOption = Annotated[
+    bool, typer.Option("--diagnostics-json", help="The same as --format json.")
+]
 
 
 def text_style(no_color: bool, environ: Mapping[str, str]) -> "TextStyle":
@@ -674,9 +719,7 @@ def build(
         Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--format", help=_FORMAT_HELP + " Text goes to stderr, the others to stdout."),
     ] = None,
-    diagnostics_json: Annotated[
-        bool, typer.Option("--diagnostics-json", help="The same as --format json.")
-    ] = False,
+    diagnostics_json: _DiagnosticsJsonOption = False,
     provenance: Annotated[
         bool, typer.Option(help="Write '//' comments naming the files and lines behind each merged block.")
     ] = False,
@@ -698,7 +741,7 @@ def build(
             help="Write every inherited provider configuration as an explicit providers map item.",
         ),
     ] = False,
-    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
+    offline: _OfflineOption = False,
     locked: Annotated[
         bool,
         typer.Option(
@@ -726,7 +769,7 @@ def build(
             "directory) out of the copied files; repeatable. See docs/files.md.",
         ),
     ] = None,
-    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
+    no_color: _NoColorOption = False,
     quiet: Annotated[
         bool,
         typer.Option(
@@ -735,39 +778,28 @@ def build(
             help="Print diagnostics only: no progress line (drawn on a terminal), no 'wrote' line.",
         ),
     ] = False,
-    terraform_version: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
-    ] = None,
-    checks: Annotated[
-        Optional[Checks],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--checks", help=_CHECKS_HELP, show_default=False),
-    ] = None,
-    var: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
-    ] = None,
-    var_file: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
-    ] = None,
+    terraform_version: _TerraformVersionOption = None,
+    checks: _ChecksOption = None,
+    var: _VarOption = None,
+    var_file: _VarFileOption = None,
 ) -> None:
     """Build ROOT into one canonical .tf.json tree in OUT (several ROOTs: each into OUT/<ROOT>)."""
     request = BuildRequest(
         roots=tuple(roots) if roots else (Path("."),),
         out=out,
-        options=Options(
-            dialect=dialect,
+        options=_options(
+            ctx,
+            dialect,
+            offline,
+            terraform_version,
+            var,
+            var_file,
             provenance=provenance,
             explicit_providers=explicit_providers,
-            offline=offline,
             locked=locked,
             inline=inline,
             inline_only=inline_module,
             exclude=tuple(exclude or ()),
-            terraform_version=_release(terraform_version),
-            variables=_variables(ctx, var, var_file),
-            variable_env=_variable_env(os.environ, dialect),
             checks=checks,
         ),
         report_format=report_format,
@@ -956,24 +988,15 @@ def graph(
         ),
     ] = None,
     format: Annotated[GraphFormat, typer.Option("--format", "-f", help="Output format.")] = GraphFormat.TEXT,
-    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    dialect: _DialectOption = Dialect.TERRAFORM,
     diagnostics_json: Annotated[
         bool, typer.Option("--diagnostics-json", help="Print diagnostics as `terraform validate -json` does.")
     ] = False,
-    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
-    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
-    terraform_version: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
-    ] = None,
-    var: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
-    ] = None,
-    var_file: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
-    ] = None,
+    offline: _OfflineOption = False,
+    no_color: _NoColorOption = False,
+    terraform_version: _TerraformVersionOption = None,
+    var: _VarOption = None,
+    var_file: _VarFileOption = None,
 ) -> None:
     """Show the module tree of ROOT: every module path, its source and directory."""
     from flatten.lang.diagnostics import render_text
@@ -985,13 +1008,7 @@ def graph(
     paths = list(roots) if roots else [Path(".")]
     many = len(paths) > 1
     roots_abs = [_root_dir(root) for root in paths]
-    options = Options(
-        dialect=dialect,
-        offline=offline,
-        terraform_version=_release(terraform_version),
-        variables=_variables(ctx, var, var_file),
-        variable_env=_variable_env(os.environ, dialect),
-    )
+    options = _options(ctx, dialect, offline, terraform_version, var, var_file)
     memo = _roots_memo(DiskMemo(), many)
     style = text_style(no_color, os.environ)
     code = 0
@@ -1071,7 +1088,7 @@ def providers(
         Optional[str],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--explain", metavar="ADDRESS", help="Show one resource's chain from the root."),
     ] = None,
-    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    dialect: _DialectOption = Dialect.TERRAFORM,
     report_format: Annotated[
         Optional[ReportFormat],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option(
@@ -1080,26 +1097,12 @@ def providers(
             "build's do, and the report (its format is --json's) then goes to stderr.",
         ),
     ] = None,
-    diagnostics_json: Annotated[
-        bool, typer.Option("--diagnostics-json", help="The same as --format json.")
-    ] = False,
-    offline: Annotated[bool, typer.Option("--offline", help=_OFFLINE_HELP)] = False,
-    terraform_version: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
-    ] = None,
-    checks: Annotated[
-        Optional[Checks],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--checks", help=_CHECKS_HELP, show_default=False),
-    ] = None,
-    var: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
-    ] = None,
-    var_file: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
-    ] = None,
+    diagnostics_json: _DiagnosticsJsonOption = False,
+    offline: _OfflineOption = False,
+    terraform_version: _TerraformVersionOption = None,
+    checks: _ChecksOption = None,
+    var: _VarOption = None,
+    var_file: _VarFileOption = None,
 ) -> None:
     """Audit provider wiring: what each module receives, configures and uses, and from where."""
     from flatten.providers.audit import audit_json, audit_text, explain
@@ -1114,14 +1117,7 @@ def providers(
     fmt = _report_format(report_format, diagnostics_json)
     if many and explain_address is not None:
         raise _usage_error("--explain shows one resource of one root: give one ROOT.")
-    options = Options(
-        dialect=dialect,
-        offline=offline,
-        terraform_version=_release(terraform_version),
-        variables=_variables(ctx, var, var_file),
-        variable_env=_variable_env(os.environ, dialect),
-        checks=checks,
-    )
+    options = _options(ctx, dialect, offline, terraform_version, var, var_file, checks=checks)
     memo = _roots_memo(DiskMemo(), many)
     reports: list[str] = []
     audits: list[JsonValue] = []
@@ -1206,7 +1202,7 @@ def affected(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Also list unaffected roots, each with its reason.")
     ] = False,
-    dialect: Annotated[Dialect, typer.Option(help="Whose rules to follow.")] = Dialect.TERRAFORM,
+    dialect: _DialectOption = Dialect.TERRAFORM,
     offline: Annotated[
         bool,
         typer.Option(
@@ -1218,32 +1214,18 @@ def affected(
         Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
         typer.Option("--exclude", metavar="GLOB", help="As flatten build's --exclude."),
     ] = None,
-    no_color: Annotated[bool, typer.Option("--no-color", help=_NO_COLOR_HELP)] = False,
-    terraform_version: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--terraform-version", metavar="X.Y", help=_TERRAFORM_VERSION_HELP, show_default=False),
-    ] = None,
-    var: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var", metavar="NAME=VALUE", help=_VAR_HELP),
-    ] = None,
-    var_file: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
-    ] = None,
+    no_color: _NoColorOption = False,
+    terraform_version: _TerraformVersionOption = None,
+    var: _VarOption = None,
+    var_file: _VarFileOption = None,
 ) -> None:
     """List the roots whose flattened output a change affects (--since REF or --base-out DIR)."""
     from flatten.shell.affected import AffectedRequest, UsageError, run_affected
 
     request = AffectedRequest(
         roots=tuple(roots or ()),
-        options=Options(
-            dialect=dialect,
-            offline=offline,
-            exclude=tuple(exclude or ()),
-            terraform_version=_release(terraform_version),
-            variables=_variables(ctx, var, var_file),
-            variable_env=_variable_env(os.environ, dialect),
+        options=_options(
+            ctx, dialect, offline, terraform_version, var, var_file, exclude=tuple(exclude or ())
         ),
         since=since,
         base_out=base_out,
