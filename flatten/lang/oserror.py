@@ -143,8 +143,18 @@ class Refused(OSError):
         self.what = what
         self.todo = todo
 
+    #: The reasons that say what the file is (a device, a link, too large, not a directory), not
+    #: what the run is (its deadline passed, a directory is not flatten's).
+    FILE_REASONS = frozenset({"special", "symlink", "outside", "too-large", "not-directory"})
+
     def __reduce__(self) -> tuple[object, ...]:  # crosses process boundaries (prefetch, fan-out)
         return (Refused, (self.errno, self.reason, self.filename, self.what, self.todo))
+
+    @property
+    def about_the_file(self) -> bool:
+        """Whether the refusal says what the file is (so it cannot be the file wanted), rather
+        than that the run may not go on (``deadline``, ``not-owned``)."""
+        return self.reason in self.FILE_REASONS
 
 
 def describe_os_error(

@@ -131,10 +131,14 @@ def _existing(out: Path, root_place: str, written: Mapping[str, object]) -> set[
     return found
 
 
-# What makes a file of OUT "not what the build writes" rather than an error: the gate refused it
-# (a FIFO, a device, a link not followed, a file over its budget) or it is gone. Any other
-# OSError (a failing disk, a permission) is reported as itself by the command.
-_NOT_THE_OUTPUT = (Refused, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+def _not_the_output(exc: OSError) -> bool:
+    """Whether ``exc`` makes a file of OUT "not what the build writes" rather than an error: the
+    gate refused the file for what it is (a FIFO, a device, a link not followed, a file over its
+    budget: ``Refused.about_the_file``) or it is gone. Any other OSError (a failing disk, a
+    permission, a deadline passed) is reported as itself by the command."""
+    if isinstance(exc, Refused):
+        return exc.about_the_file
+    return isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError))
 
 
 def _digest_of(path: Path) -> str | None:
@@ -145,7 +149,9 @@ def _digest_of(path: Path) -> str | None:
         with gate.open_read(path, limit=_COPY_LIMIT, follow=False) as f:
             while chunk := f.read(1 << 20):
                 digest.update(chunk)
-    except _NOT_THE_OUTPUT:
+    except OSError as exc:
+        if not _not_the_output(exc):
+            raise
         return None
     return "sha256:" + digest.hexdigest()
 
@@ -155,7 +161,9 @@ def _read(path: Path, limit: int = _TEXT_LIMIT, *, follow: bool = True) -> bytes
     ``limit``: a FIFO or a link to /dev/zero in OUT is never read without end, issue 38)."""
     try:
         return gate.read_bytes(path, limit=limit, follow=follow)
-    except _NOT_THE_OUTPUT:
+    except OSError as exc:
+        if not _not_the_output(exc):
+            raise
         return None
 
 
@@ -175,7 +183,9 @@ def _same(made: Path, source: Path) -> bool:
                     return False
                 if not ca:
                     return True
-    except _NOT_THE_OUTPUT:
+    except OSError as exc:
+        if not _not_the_output(exc):
+            raise
         return False
 
 

@@ -156,3 +156,28 @@ def test_several_roots_diff_in_root_order(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stdout.index("+++ b/flat/a/main.tf.json") < proc.stdout.index("+++ b/flat/b/main.tf.json")
     assert '+        "input": "b"\n' in proc.stdout
+
+
+def test_a_refusal_of_the_run_is_not_taken_for_a_stale_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal that says what a file of OUT is (a FIFO: ``Refused.about_the_file``) makes it
+    "not what the build writes"; one about the run (the deadline passed) is an error, never a
+    finding that the output is stale."""
+    from flatten import gate
+    from flatten.lang.oserror import Refused
+    from flatten.stages.stale import stale_files
+
+    out = write_tree(tmp_path / "out", {"main.tf.json": "{}\n"})
+    assert stale_files(out, {"main.tf.json": b"{}\n"}) == []
+    deadline = gate.check_deadline
+    for name in ("open_read", "read_bytes"):
+        monkeypatch.setattr(gate, name, lambda *a, **k: deadline(0.0, "main.tf.json"))
+    with pytest.raises(Refused) as info:
+        stale_files(out, {"main.tf.json": b"{}\n"})
+    assert info.value.reason == "deadline" and not info.value.about_the_file
+    fifo = tmp_path / "fifo-out"
+    fifo.mkdir()
+    os.mkfifo(fifo / "main.tf.json")
+    monkeypatch.undo()
+    assert [s.path for s in stale_files(fifo, {"main.tf.json": b"{}\n"})] == ["main.tf.json"]
