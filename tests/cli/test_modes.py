@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
 from support.paths import SAMPLES
 from support.remote import CHILD, remote_root
@@ -25,16 +25,7 @@ from flatten.stages.emit import MANIFEST_NAME
 
 
 def flatten(*args: str | Path, tmp: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache")}
-    env.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+    return run_flatten(*args, cache=tmp / "cache", cwd=cwd)
 
 
 def test_build_downloads_remote_archive_and_vendors_it(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.cases import case_dirs
-from support.oracle import Terraform, terraform
+from support.oracle import Terraform, terraform, validate_json
 from support.paths import DATA, SAMPLES
 
 from flatten.build import build
@@ -53,10 +53,7 @@ def test_flattened_tree_plans_like_the_original(case: Path, tmp_path: Path) -> N
     write_tree(out, result.tree.files, result.tree.copies)
     assert not any(p.name.endswith(("_override.tf", "override.tf")) for p in out.iterdir())
 
-    init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=out)
-    assert init.returncode == 0, init.stderr
-    validate = tf.run("validate", "-json", "-no-color", cwd=out)
-    verdict = json.loads(validate.stdout)
+    verdict = validate_json(tf, out, init_must_pass=True)
     assert verdict["valid"], verdict["diagnostics"]
 
     assert _plan(tf, out) == _plan(tf, original)

@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.files import write_tree
-from support.oracle import engines, terraform
+from support.oracle import engines, flatten_rows, terraform, terraform_rows, validate_json
 
 from flatten.build import build
-from flatten.lang.model import Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import KNOWN
 
@@ -158,14 +156,10 @@ def test_diagnostics_equal_terraform_validate(name: str, tmp_path: Path) -> None
     # Built with the rules of the Terraform release that answers (flatten's default is the newest).
     release = next((r for t, r in engines() if t.description == tf.description), None)
     _, diags = build(root, options=Options(terraform_version=release) if release in KNOWN else Options())
-    ours = sorted((d.severity.value, d.summary, d.detail, _where(d.range)) for d in diags)
+    ours = flatten_rows(diags)
 
-    tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root)
-    verdict = json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)
-    theirs = sorted(
-        (d["severity"], d["summary"], d["detail"], _where_json(d.get("range")))
-        for d in verdict["diagnostics"]
-    )
+    verdict = validate_json(tf, root)
+    theirs = terraform_rows(verdict["diagnostics"])
     assert theirs, "the case must make Terraform say something"
     # Where Terraform gives no detail or no location ("missing provider ...", "Provider
     # configuration not present"), flatten adds its own; only what Terraform gives is compared.
@@ -176,19 +170,6 @@ def test_diagnostics_equal_terraform_validate(name: str, tmp_path: Path) -> None
         for sev, summ, detail, where in ours
     )
     assert ours == theirs
-
-
-def _where(rng: Range | None) -> str:
-    if rng is None:
-        return ""
-    return f"{rng.filename}:{rng.start.line},{rng.start.column}-{rng.end.line},{rng.end.column}"
-
-
-def _where_json(rng: dict[str, Any] | None) -> str:
-    if not rng:
-        return ""
-    start, end = rng["start"], rng["end"]
-    return f"{rng['filename']}:{start['line']},{start['column']}-{end['line']},{end['column']}"
 
 
 @pytest.mark.oracle

@@ -7,13 +7,12 @@ as `terraform validate -json` (Terraform 1.11, terraform_data only, offline) on 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
-from support.oracle import terraform
+from support.oracle import terraform, validate_json
 
 ROOTS = {
     # The alias is the heredoc's text so far: not a valid name.
@@ -70,24 +69,17 @@ def _summaries(doc: dict[str, object]) -> list[tuple[str, str]]:
 def test_the_errors_after_a_syntax_error_are_terraforms(name: str, tmp_path: Path) -> None:
     tf = terraform()
     root = write_tree(tmp_path / "root", ROOTS[name])
-    tf.run("init", "-backend=false", "-input=false", cwd=root)
-    theirs = json.loads(tf.run("validate", "-json", cwd=root).stdout)
+    theirs = validate_json(tf, root)
     assert theirs["error_count"] >= 1
-    ours = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flatten",
-            "build",
-            str(root),
-            "--out",
-            str(tmp_path / "out"),
-            "--diagnostics-json",
-            "--terraform-version",
-            "1.11",
-        ],
-        capture_output=True,
-        text=True,
+    ours = run_flatten(
+        "build",
+        root,
+        "--out",
+        tmp_path / "out",
+        "--diagnostics-json",
+        "--terraform-version",
+        "1.11",
+        cache=tmp_path / "cache",
     )
     assert ours.returncode == 1, ours.stderr
     assert _summaries(json.loads(ours.stdout)) == _summaries(theirs)

@@ -6,13 +6,12 @@ Terraform's own on the same roots (terraform_data only, offline).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
-from support.oracle import terraform
+from support.oracle import terraform, validate_json
 
 ROOTS = {
     "undeclared variable": {"main.tf": 'resource "terraform_data" "a" {\n  input = var.nope\n}\n'},
@@ -42,22 +41,10 @@ def _snippets(doc: dict[str, object]) -> list[tuple[object, ...]]:
 def test_the_snippet_is_terraforms(name: str, tmp_path: Path) -> None:
     tf = terraform()
     root = write_tree(tmp_path / "root", ROOTS[name])
-    tf.run("init", "-backend=false", "-input=false", cwd=root)
-    theirs = json.loads(tf.run("validate", "-json", cwd=root).stdout)
+    theirs = validate_json(tf, root)
     assert theirs["error_count"] >= 1 and all(d.get("snippet") for d in theirs["diagnostics"])
-    ours = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flatten",
-            "build",
-            str(root),
-            "--out",
-            str(tmp_path / "out"),
-            "--diagnostics-json",
-        ],
-        capture_output=True,
-        text=True,
+    ours = run_flatten(
+        "build", root, "--out", tmp_path / "out", "--diagnostics-json", cache=tmp_path / "cache"
     )
     assert ours.returncode == 1, ours.stderr
     assert _snippets(json.loads(ours.stdout)) == _snippets(theirs)

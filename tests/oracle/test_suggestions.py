@@ -7,13 +7,12 @@ HCL's suggestion (issue 40): "Blocks of type "resouce" are not expected here. Di
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
-from support.oracle import terraform
+from support.oracle import terraform, validate_json
 
 ROOTS = {
     "resource": 'resouce "terraform_data" "a" {}\n',
@@ -36,21 +35,27 @@ def test_block_type_suggestions_are_hcls(name: str, tmp_path: Path) -> None:
     tf = terraform()
     filename = "main.tf.json" if ROOTS[name].startswith("{") else "main.tf"
     root = write_tree(tmp_path / "root", {filename: ROOTS[name]})
-    tf.run("init", "-backend=false", "-input=false", cwd=root)
-    theirs = json.loads(tf.run("validate", "-json", cwd=root).stdout)
-    ours = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flatten",
-            "build",
-            str(root),
-            "--out",
-            str(tmp_path / "out"),
-            "--diagnostics-json",
-        ],
-        capture_output=True,
-        text=True,
+    theirs = validate_json(tf, root)
+    ours = run_flatten(
+        "build", root, "--out", tmp_path / "out", "--diagnostics-json", cache=tmp_path / "cache"
     )
     assert ours.returncode == 1, ours.stderr
     assert _details(json.loads(ours.stdout)) == _details(theirs)
+
+
+def test_a_module_call_suggestion_is_the_first_sorted_name_as_terraform_gives(tmp_path: Path) -> None:
+    """Terraform sorts the call names and suggests the first within distance 2 ("aab"): not the
+    nearest ("abc") nor the first declared (``staticValidateModuleCallReference``)."""
+    tf = terraform()
+    main = (
+        'module "abc" { source = "./c" }\nmodule "aab" { source = "./c" }\n'
+        'output "x" { value = module.abd }\n'
+    )
+    root = write_tree(tmp_path / "root", {"main.tf": main, "c/main.tf": ""})
+    theirs = validate_json(tf, root)
+    ours = run_flatten(
+        "build", root, "--out", tmp_path / "out", "--diagnostics-json", cache=tmp_path / "cache"
+    )
+    assert ours.returncode == 1, ours.stderr
+    assert _details(json.loads(ours.stdout)) == _details(theirs)
+    assert 'Did you mean "aab"?' in _details(theirs)[0][1]

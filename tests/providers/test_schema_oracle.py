@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.files import write_tree
-from support.oracle import Terraform, terraform
+from support.oracle import Terraform, terraform, validate_json
 from support.paths import SAMPLES
 
 from flatten.build import build
@@ -135,9 +135,7 @@ def _flatten(source: Path, out: Path) -> Path:
 
 
 def _validate(tf: Terraform, config: str, directory: Path) -> dict[str, Any]:
-    init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=directory, config=config)
-    assert init.returncode == 0, init.stderr + init.stdout
-    return json.loads(tf.run("validate", "-json", "-no-color", cwd=directory, config=config).stdout)  # type: ignore[no-any-return]
+    return validate_json(tf, directory, config=config, init_must_pass=True)
 
 
 @pytest.mark.oracle

@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 from support.files import write_tree
-from support.oracle import terraform
+from support.oracle import flatten_rows, terraform, terraform_rows
 
 from flatten.build import build
-from flatten.lang.model import Range
 from flatten.lang.options import Options
 
 _BUILTIN = (
@@ -38,19 +36,6 @@ def _call(name: str) -> str:
     return (
         f'module "{name}" {{\n  source    = "./{name}"\n  providers = {{ terraform.x = terraform.y }}\n}}\n'
     )
-
-
-def _where(rng: Range | None) -> str:
-    if rng is None:
-        return ""
-    return f"{rng.filename}:{rng.start.line},{rng.start.column}-{rng.end.line},{rng.end.column}"
-
-
-def _where_json(rng: dict[str, Any] | None) -> str:
-    if not rng:
-        return ""
-    start, end = rng["start"], rng["end"]
-    return f"{rng['filename']}:{start['line']},{start['column']}-{end['line']},{end['column']}"
 
 
 @pytest.mark.oracle
@@ -70,7 +55,7 @@ def test_the_child_visited_last_types_every_call_of_its_parent(tmp_path: Path) -
         },
     )
     _, diags = build(root, options=Options())
-    ours = sorted((d.severity.value, d.summary, d.detail, _where(d.range)) for d in diags)
+    ours = flatten_rows(diags)
     assert not diags.has_errors, ours
     # `init` checks provider types too, in the same random order: it fails in about 1 run in 8.
     inits = [tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root) for _ in range(1)]
@@ -80,10 +65,7 @@ def test_the_child_visited_last_types_every_call_of_its_parent(tmp_path: Path) -
     seen = []
     for _ in range(20):  # Go's map order: run until Terraform gives its most likely outcome
         verdict = json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)
-        theirs = sorted(
-            (d["severity"], d["summary"], d["detail"], _where_json(d.get("range")))
-            for d in verdict["diagnostics"]
-        )
+        theirs = terraform_rows(verdict["diagnostics"])
         if theirs == ours:
             break
         seen.append(theirs)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten, sparse_file
 from support.files import write_tree as write_files
 
 from flatten import gate
@@ -27,27 +27,12 @@ HUGE = 200 << 30
 def _run(
     *args: str | Path, tmp_path: Path, timeout: float = 90, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
-    environ.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=timeout,  # a FIFO opened or a sparse file read whole would run past it
-        cwd=cwd,
-    )
+    # The timeout: a FIFO opened or a sparse file read whole would run past it.
+    return run_flatten(*args, cache=tmp_path / "cache", timeout=timeout, cwd=cwd)
 
 
 def _clean(proc: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in proc.stderr and "[Errno" not in proc.stderr, proc.stderr
-
-
-def _sparse(path: Path, size: int) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        f.truncate(size)
-    return path
 
 
 def _listing(top: Path) -> dict[str, bytes]:
@@ -98,7 +83,7 @@ def test_a_copy_over_the_budget_is_refused_by_the_writer_before_a_byte_is_read(t
     writer by any caller). Before: copied whole, a terabyte-sized sparse file without end."""
     out = tmp_path / "out"
     write_tree(out, {"main.tf.json": b"{}\n", MANIFEST_NAME: b"{}\n"})
-    big = _sparse(tmp_path / "src" / "blob.bin", gate.COPY_LIMIT + 1)
+    big = sparse_file(tmp_path / "src" / "blob.bin", gate.COPY_LIMIT + 1)
     with pytest.raises(gate.Refused) as raised:
         write_tree(out, {"main.tf.json": b"{}\n", MANIFEST_NAME: b"{}\n"}, {"blob.bin": big})
     assert raised.value.reason == "too-large"
@@ -141,7 +126,7 @@ def test_a_file_over_the_copy_budget_beside_a_module_is_an_error_naming_it(tmp_p
     """Item 9 (the canary's finding): before, a sparse file beside a module was hashed, copied and
     compared whole (a 3 GiB one ran past the canary's 90 s)."""
     root = write_files(tmp_path / "src", {"main.tf": MAIN, "a/main.tf": "locals {}\n"})
-    _sparse(root / "a" / "files" / "blob.bin", gate.COPY_LIMIT + 1)
+    sparse_file(root / "a" / "files" / "blob.bin", gate.COPY_LIMIT + 1)
     out = tmp_path / "out"
     proc = _run("build", root, "--out", out, tmp_path=tmp_path)
     _clean(proc)
@@ -170,7 +155,7 @@ def test_a_huge_sparse_file_the_build_would_copy_ends_with_a_diagnostic(
     out = tmp_path / "out"
     first = _run("build", root, "--out", out, tmp_path=tmp_path)
     assert first.returncode == 0, first.stderr
-    _sparse(root / place, HUGE)
+    sparse_file(root / place, HUGE)
     proc = _run("build", root, "--out", out, *args, tmp_path=tmp_path)
     _clean(proc)
     assert proc.returncode in (1, 2), proc.stderr
@@ -185,7 +170,7 @@ def test_check_with_a_huge_sparse_file_in_out_ends_and_calls_it_stale(tmp_path: 
     first = _run("build", root, "--out", out, tmp_path=tmp_path)
     assert first.returncode == 0, first.stderr
     (out / "main.tf.json").unlink()
-    _sparse(out / "main.tf.json", HUGE)
+    sparse_file(out / "main.tf.json", HUGE)
     proc = _run("build", root, "--out", out, "--check", tmp_path=tmp_path)
     _clean(proc)
     assert proc.returncode == 1, proc.stderr
@@ -203,7 +188,7 @@ def test_affected_with_a_huge_sparse_file_in_out_ends(tmp_path: Path) -> None:
     import shutil
 
     shutil.rmtree(out / "a")
-    _sparse(out / "a", HUGE)
+    sparse_file(out / "a", HUGE)
     proc = _run(
         "affected", "src", "--base-out", out, "--format", "json", tmp_path=tmp_path, timeout=60, cwd=tmp_path
     )

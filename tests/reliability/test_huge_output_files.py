@@ -12,13 +12,12 @@ limit is CPU time, not wall time, so a loaded machine does not make it fail.
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten, sparse_file
 from support.files import write_tree
 
 HUGE = 256 << 30
@@ -30,17 +29,8 @@ def _limit_cpu() -> None:
 
 
 def _run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "FLATTEN_CACHE_DIR": str(cwd / "cache")}
-    environ.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environ,
-        cwd=cwd,
-        preexec_fn=_limit_cpu,
-        timeout=3600,  # the CPU limit ends a read of the whole file long before
-    )
+    # The CPU limit ends a read of the whole file long before the timeout.
+    return run_flatten(*args, cache=cwd / "cache", cwd=cwd, timeout=3600, preexec_fn=_limit_cpu)
 
 
 def _built(tmp_path: Path) -> tuple[Path, Path]:
@@ -59,9 +49,8 @@ def _built(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def _huge(path: Path) -> None:
-    path.unlink()
-    with open(path, "wb") as f:
-        f.truncate(HUGE)
+    path.unlink()  # the file must be there: the test replaces what the build wrote
+    sparse_file(path, HUGE)
 
 
 @pytest.mark.parametrize("name", ["m/main.tf.json", "m/script.sh"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.files import write_tree
-from support.oracle import engines
+from support.oracle import engines, validate_json
 from typer.testing import CliRunner
 
 from flatten.build import build
@@ -214,10 +214,7 @@ def test_child_backend_and_cloud_warnings_against_each_terraform(
         if release not in KNOWN:
             continue
         root = write_tree(tmp_path / f"t-{release[1]}", files)
-        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
-        assert init.returncode == 0, init.stdout + init.stderr
-        check = tf.run("validate", "-json", cwd=root)
-        theirs = sorted(d["summary"] for d in json.loads(check.stdout)["diagnostics"])
+        theirs = sorted(d["summary"] for d in validate_json(tf, root, init_must_pass=True)["diagnostics"])
         assert _warnings(root, Options(terraform_version=release)) == theirs, (tf.description, release)
 
 

