@@ -4,42 +4,11 @@ other exclusions, or after an edit to ``.terraformignore``, a test file, or a mo
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import age_tree, run_cli
 from support.files import write_tree
-
-from flatten import cli
-from flatten.shell import process
-
-OLD = 1_600_000_000_000_000_000  # inputs older than any build start: a record may be written
-
-
-def _age(root: Path) -> None:
-    for current, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(current, name), ns=(OLD, OLD))
-        os.utime(current, ns=(OLD, OLD))
-
-
-def _cli(argv: list[str], calls: list[int]) -> int:
-    """Run the command line as the flatten program does; ``calls`` counts the builds that ran."""
-    real = cli.run_request
-
-    def counting(request: cli.BuildRequest) -> int:
-        calls.append(1)
-        return real(request)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(cli, "run_request", counting)
-        m.setattr(sys, "argv", ["flatten", *argv])
-        try:
-            cli.main(runner=process.run_build)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-    return 0
 
 
 def _tree(root: Path) -> Path:
@@ -55,7 +24,7 @@ def _tree(root: Path) -> Path:
             "tests/a.tftest.hcl": 'run "a" {\n  command = plan\n}\n',
         },
     )
-    _age(root)
+    age_tree(root)
     return root
 
 
@@ -64,10 +33,10 @@ def test_exclude_is_part_of_the_build_request(tmp_path: Path) -> None:
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli([*argv, "--exclude", "notes.txt", "--exclude", "/id_rsa"], calls) == 0
+    assert run_cli([*argv, "--exclude", "notes.txt", "--exclude", "/id_rsa"], calls) == 0
     assert not (out / "modules/a/notes.txt").exists() and not (out / "id_rsa").exists()
     assert (out / "tests/a.tftest.hcl").read_text() == (root / "tests/a.tftest.hcl").read_text()
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1]  # other exclusions: built again, not replayed
     assert (out / "modules/a/notes.txt").exists() and (out / "id_rsa").exists()
 
@@ -79,7 +48,7 @@ def test_an_edit_that_changes_the_copies_builds_again(tmp_path: Path, change: st
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
     for _ in range(2):
-        assert _cli(argv, calls) == 0
+        assert run_cli(argv, calls) == 0
     assert calls == [1]  # replayed
     if change == ".terraformignore":
         (root / ".terraformignore").write_text("id_rsa\n")
@@ -90,8 +59,8 @@ def test_an_edit_that_changes_the_copies_builds_again(tmp_path: Path, change: st
         # it names, which the incremental rebuild must see (stages/reads.py).
         main = root / "modules/a/main.tf"
         main.write_text(main.read_text().replace("notes.txt", "snap.tfstate"))
-    _age(root)
-    assert _cli(argv, calls) == 0
+    age_tree(root)
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1]
     if change == ".terraformignore":
         assert not (out / "id_rsa").exists()

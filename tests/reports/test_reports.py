@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from junitparser import Failure, JUnitXml
+from support.cli import age_tree
 from support.files import write_tree
 from support.paths import DATA
 from typer.testing import CliRunner
@@ -31,7 +32,6 @@ from flatten.shell import replay
 from flatten.stages.load import load_dir
 
 SCHEMA = json.loads((DATA / "reports" / "sarif-schema-2.1.0.json").read_text())
-OLD = 1_600_000_000 * 10**9
 
 # A root with one warning of its own and two errors in a child module; the root sits one level
 # down in its repository, so repository-relative paths differ from root-relative ones.
@@ -312,16 +312,9 @@ def test_providers_format_is_about_diagnostics_not_the_report(tmp_path: Path) ->
     ]
 
 
-def _age(root: Path) -> None:
-    for current, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(current, name), ns=(OLD, OLD))
-        os.utime(current, ns=(OLD, OLD))
-
-
 def test_build_records_never_replay_the_wrong_report(tmp_path: Path) -> None:
     root = _repo(tmp_path, WARNS)
-    _age(root.parent)
+    age_tree(root.parent)
     out = tmp_path / "out"
     first = flatten(tmp_path, "build", root, "--out", out, "--format", "sarif")
     second = flatten(tmp_path, "build", root, "--out", out, "--format", "sarif")

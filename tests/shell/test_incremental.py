@@ -8,46 +8,17 @@ import json
 import os
 import random
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import OLD, age_tree, run_cli
 from support.files import write_tree
 
-from flatten import cli
 from flatten.build import build
 from flatten.lang.model import Module
 from flatten.lang.options import Dialect, Options
-from flatten.shell import process
 from flatten.stages.load import load_module
 from flatten.stages.reads import outside_view
-
-OLD = 1_600_000_000_000_000_000  # older than any build's start: a record may be written
-
-
-def _age(root: Path) -> None:
-    for current, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(current, name), ns=(OLD, OLD))
-        os.utime(current, ns=(OLD, OLD))
-
-
-def _cli(argv: list[str], calls: list[int]) -> int:
-    """Run the command line as the flatten program does; ``calls`` counts the full builds."""
-    real = cli.run_request
-
-    def counting(request: cli.BuildRequest) -> int:
-        calls.append(1)
-        return real(request)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(cli, "run_request", counting)
-        m.setattr(sys, "argv", ["flatten", *argv])
-        try:
-            cli.main(runner=process.run_build)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-    return 0
 
 
 def _output(out: Path) -> dict[str, bytes]:
@@ -131,13 +102,13 @@ def test_random_edits_build_as_a_full_build(
     rng = random.Random(seed)
     root = tmp_path / "src"
     modules = _tree(root, rng)
-    _age(root)
+    age_tree(root)
     flags = ["--provenance"] if seed % 3 == 0 else []
     options = Options(provenance=bool(flags))
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out), *flags]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     incremental = 0
     for step in range(6):
@@ -148,10 +119,10 @@ def test_random_edits_build_as_a_full_build(
             drawn.append((path.relative_to(root).as_posix(), name))
             path.write_text(edit(path.read_text(), rng))
         if step % 2:
-            _age(root)  # then the rebuild leaves a record the next one starts from
+            age_tree(root)  # then the rebuild leaves a record the next one starts from
         reference, diags = build(root, options=options)
         before = len(calls)
-        code = _cli(argv, calls)
+        code = run_cli(argv, calls)
         err = capsys.readouterr().err
         if len(calls) == before:  # rebuilt incrementally: exactly what the full build gives
             incremental += 1
@@ -163,8 +134,8 @@ def test_random_edits_build_as_a_full_build(
             for path in modules:
                 path.unlink()
             modules = _tree(root, rng)
-            _age(root)
-            assert _cli(argv, calls) == 0
+            age_tree(root)
+            assert run_cli(argv, calls) == 0
             first = capsys.readouterr().err
     # How many of these were incremental depends on the edits drawn; see the next test.
     assert incremental <= 6
@@ -178,17 +149,17 @@ def test_an_edit_to_what_a_module_emits_is_rebuilt_incrementally(
 ) -> None:
     root = tmp_path / "src"
     modules = _tree(root, random.Random(7))
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     change = dict(EDITS)[edit]
     for path in (modules[-1], modules[0], modules[1]):  # a leaf, the root, a module with calls
         path.write_text(change(path.read_text(), random.Random(1)))
-        _age(root)
-        assert _cli(argv, calls) == 0
+        age_tree(root)
+        assert run_cli(argv, calls) == 0
         assert calls == [1]  # no full build
         assert capsys.readouterr().err == first
         assert _output(out) == build(root, options=Options())[0].files
@@ -237,11 +208,11 @@ def test_a_previous_output_file_changed_in_place_is_never_taken(
 ) -> None:
     root = tmp_path / "src"
     _tree(root, random.Random(3))
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     # Another module's output file changed with its size, mtime and mode kept: only its bytes
     # (checked as the file is taken into the new tree) tell.
     other = out / "modules" / "m1" / "main.tf.json"
@@ -251,8 +222,8 @@ def test_a_previous_output_file_changed_in_place_is_never_taken(
     os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
     edited = root / "modules" / "m0" / "main.tf"  # an edit that is rebuilt incrementally otherwise
     edited.write_text(dict(EDITS)["resource value"](edited.read_text(), random.Random(0)))
-    _age(root)
-    assert _cli(argv, calls) == 0
+    age_tree(root)
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1]  # built in full
     assert _output(out) == build(root, options=Options())[0].files
 
@@ -260,15 +231,15 @@ def test_a_previous_output_file_changed_in_place_is_never_taken(
 def test_a_touched_file_is_checked_not_built(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "src"
     modules = _tree(root, random.Random(4))
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     before = _output(out)
     os.utime(modules[1], ns=(OLD + 10**9, OLD + 10**9))  # the stats differ, the bytes do not
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     assert calls == [1] and capsys.readouterr().err == first and _output(out) == before
 
 
@@ -290,7 +261,7 @@ def test_a_build_after_one_that_stopped_early_reads_each_module_as_it_now_is(
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 1
+    assert run_cli(argv, calls) == 1
     write_tree(
         root,
         {
@@ -298,7 +269,7 @@ def test_a_build_after_one_that_stopped_early_reads_each_module_as_it_now_is(
             "modules/a/b/main.tf": "locals {\n  x = 22\n}\n",
         },
     )
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1]
     written = json.loads((out / "modules" / "a" / "b" / "main.tf.json").read_bytes())
     assert written["locals"] == {"x": 22}
@@ -317,11 +288,11 @@ def test_files_touched_with_their_bytes_kept_load_no_module(
 
     root = tmp_path / "src"
     modules = _tree(root, random.Random(5))
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     before = _output(out)
     for path in modules:
@@ -329,7 +300,7 @@ def test_files_touched_with_their_bytes_kept_load_no_module(
     loaded: list[str] = []
     monkeypatch.setattr(build_cache, "take", lambda key, directory: loaded.append(directory))
     monkeypatch.setattr(load, "load_module", lambda directory, **kw: loaded.append(str(directory)))
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     assert calls == [1] and capsys.readouterr().err == first and _output(out) == before
     assert loaded == []
 
@@ -349,11 +320,11 @@ def test_both_versions_of_an_edited_module_are_read_in_child_processes(
 
     root = tmp_path / "src"
     modules = _tree(root, random.Random(6))
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     calls: list[int] = []
     argv = ["build", str(root), "--out", str(out)]
-    assert _cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     edited = modules[-1]  # a leaf module with resources
     previous = module_keys()[edited.parent.relative_to(root).as_posix()]
@@ -375,8 +346,8 @@ def test_both_versions_of_an_edited_module_are_read_in_child_processes(
     text = edited.read_text()
     edited.write_text(dict(EDITS)["resource value"](text, random.Random(2)))
     assert edited.read_text() != text
-    _age(root)
-    assert _cli(argv, calls) == 0
+    age_tree(root)
+    assert run_cli(argv, calls) == 0
     assert previous not in decoded and len(decoded) == 1  # the new version, from the cache
     assert merged == []
     assert calls == [1]  # rebuilt incrementally, which needs both versions' views

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.cli import age_tree, run_cli
 from support.files import write_tree
 from typer.testing import CliRunner
 
@@ -44,8 +45,6 @@ from flatten.stages import merge
 from flatten.stages.load import load_dir, load_module
 from flatten.stages.memo import MemoKey
 from flatten.syntax.hcl import parse_native
-
-OLD = 1_000_000_000  # an mtime (2001) safely older than any build
 
 
 @pytest.fixture(autouse=True)
@@ -82,13 +81,6 @@ def _tree(root: Path, modules: int = 6) -> Path:
         files[f"modules/m{i}/override.tf"] = 'variable "v" {\n  default = 7\n}\n'
     write_tree(root, files)
     return root
-
-
-def _age(root: Path) -> None:
-    for current, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(current, name), ns=(OLD, OLD))
-        os.utime(current, ns=(OLD, OLD))
 
 
 def test_cache_root(tmp_path: Path) -> None:
@@ -595,58 +587,40 @@ def test_a_plain_build_forks_its_prefetch_early_only_while_the_cache_holds_no_bu
     assert len(started) == 1
     # Once a build is recorded, a build may replay or rebuild in part: the usual order stands.
     calls: list[int] = []
-    _age(root)  # else no record is kept (test_build_record_refused_for_fresh_inputs)
-    _cli(argv, calls)
+    age_tree(root)  # else no record is kept (test_build_record_refused_for_fresh_inputs)
+    assert run_cli(argv, calls) == 0
     cache = parse_cache.default_cache()
     assert cache is not None and calls == [1] and any((cache.directory.parent / "builds").iterdir())
     process._prefetch_early(argv, None)
     assert len(started) == 1
 
 
-def _cli(argv: list[str], calls: list[int]) -> None:
-    """Run the command line as the flatten program does (flatten.shell.process runs its build
-    requests); ``calls`` counts the builds that ran (not replayed)."""
-    real = cli.run_request
-
-    def counting(request: cli.BuildRequest) -> int:
-        calls.append(1)
-        return real(request)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(cli, "run_request", counting)
-        m.setattr(sys, "argv", ["flatten", *argv])
-        try:
-            cli.main(runner=process.run_build)
-        except SystemExit as exc:
-            assert exc.code in (0, None)
-
-
 def test_build_record_replays_only_when_nothing_changed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = _tree(tmp_path / "src")
-    _age(root)
+    age_tree(root)
     out = tmp_path / "out"
     argv = ["build", str(root), "--out", str(out)]
     calls: list[int] = []
-    _cli(argv, calls)
+    assert run_cli(argv, calls) == 0
     first = capsys.readouterr().err
     assert calls == [1] and "wrote" in first
-    _cli(argv, calls)
+    assert run_cli(argv, calls) == 0
     assert calls == [1] and capsys.readouterr().err == first  # replayed, same messages
     (root / "modules" / "m1" / "main.tf").write_text('variable "v" {\n  default = 2\n}\n')
-    _cli(argv, calls)
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1]
-    _age(root)
-    _cli(argv, calls)
-    _cli(argv, calls)
+    age_tree(root)
+    assert run_cli(argv, calls) == 0
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1, 1]
     (out / "main.tf.json").write_text("{}")  # the output was touched: build again
-    _cli(argv, calls)
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1, 1, 1]
     (root / "notes.txt").write_text("copied along")  # a new file beside a module
-    _age(root)
-    _cli(argv, calls)
+    age_tree(root)
+    assert run_cli(argv, calls) == 0
     assert calls == [1, 1, 1, 1, 1] and (out / "notes.txt").exists()
 
 
@@ -655,7 +629,7 @@ def test_build_record_refused_for_fresh_inputs(tmp_path: Path) -> None:
     out = tmp_path / "out"
     calls: list[int] = []
     for _ in range(2):
-        _cli(["build", str(root), "--out", str(out)], calls)
+        assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1]
 
 
@@ -709,7 +683,7 @@ def test_the_record_key_covers_the_request_and_the_environment_a_build_reads(
 
 def test_entry_point_end_to_end(tmp_path: Path) -> None:
     root = _tree(tmp_path / "src")
-    _age(root)
+    age_tree(root)
     env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "c")}
     outs = []
     for _ in range(2):

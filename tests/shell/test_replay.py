@@ -5,18 +5,14 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import OLD, age_tree, run_cli
 from support.files import write_tree
 
-from flatten import cli
 from flatten.build import build
 from flatten.lang.options import Options
-from flatten.shell import process
-
-OLD = 1_600_000_000_000_000_000  # inputs older than any build start: a record may be written
 
 
 def _tree(root: Path) -> Path:
@@ -31,33 +27,8 @@ def _tree(root: Path) -> Path:
         },
     )
     os.chmod(root / "modules" / "a" / "run.sh", 0o755)  # copied along with its executable bit
-    _age(root)
+    age_tree(root)
     return root
-
-
-def _age(root: Path) -> None:
-    for current, _, names in os.walk(root):
-        for name in names:
-            os.utime(os.path.join(current, name), ns=(OLD, OLD))
-        os.utime(current, ns=(OLD, OLD))
-
-
-def _cli(argv: list[str], calls: list[int]) -> int:
-    """Run the command line as the flatten program does; ``calls`` counts the builds that ran."""
-    real = cli.run_request
-
-    def counting(request: cli.BuildRequest) -> int:
-        calls.append(1)
-        return real(request)
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(cli, "run_request", counting)
-        m.setattr(sys, "argv", ["flatten", *argv])
-        try:
-            cli.main(runner=process.run_build)
-        except SystemExit as exc:
-            return int(exc.code or 0)
-    return 0
 
 
 def _uncached(root: Path) -> dict[str, bytes]:
@@ -78,20 +49,20 @@ def test_a_new_out_gets_the_previous_identical_builds_output(
 ) -> None:
     root = _tree(tmp_path / "src")
     calls: list[int] = []
-    assert _cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
     first = capsys.readouterr().err
     assert calls == [1] and first.endswith(f"files to {tmp_path / 'one'}\n")
-    assert _cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
     assert calls == [1]  # written from the record, not built
     assert capsys.readouterr().err == first.replace(str(tmp_path / "one"), str(tmp_path / "two"))
     assert _listing(tmp_path / "two") == _listing(tmp_path / "one")
     assert _listing(tmp_path / "two")["modules/a/run.sh"][1] == 0o755
     # ... and the new --out has its own record: the same command again replays.
-    assert _cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(tmp_path / "two")], calls) == 0
     assert calls == [1]
     assert {rel: data for rel, (data, _) in _listing(tmp_path / "two").items()} == _uncached(root)
     (tmp_path / "empty").mkdir()  # as a CI job may make it
-    assert _cli(["build", str(root), "--out", str(tmp_path / "empty")], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(tmp_path / "empty")], calls) == 0
     assert calls == [1] and _listing(tmp_path / "empty") == _listing(tmp_path / "one")
 
 
@@ -103,11 +74,11 @@ def test_a_new_out_is_built_when_anything_differs(
 ) -> None:
     root = _tree(tmp_path / "src")
     calls: list[int] = []
-    assert _cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(tmp_path / "one")], calls) == 0
     out = tmp_path / "two"
     if change == "input":
         (root / "modules" / "b" / "main.tf").write_text('resource "terraform_data" "r" {\n  input = "c"\n}\n')
-        _age(root)  # same mtime as recorded: the digest notices
+        age_tree(root)  # same mtime as recorded: the digest notices
     elif change == "mode":
         os.chmod(root / "modules" / "a" / "run.sh", 0o644)
     elif change == "previous output":
@@ -120,7 +91,7 @@ def test_a_new_out_is_built_when_anything_differs(
     capsys.readouterr()
     previous = os.umask(0o077 if change == "umask" else 0o022)  # it decides the files' modes
     try:
-        code = _cli(["build", str(root), "--out", str(out)], calls)
+        code = run_cli(["build", str(root), "--out", str(out)], calls)
     finally:
         os.umask(previous)
     assert calls == [1, 1]  # built (or refused) as without any record
@@ -148,16 +119,16 @@ def test_a_record_with_symlinked_modules_replays_until_a_link_moves(
         },
     )
     os.symlink("real1", root / "lib")  # an ancestor of the module directory is a link
-    _age(root)
+    age_tree(root)
     calls: list[int] = []
     out = tmp_path / "out"
     for _ in range(2):
-        assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+        assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1]  # the second replayed
     (root / "lib").unlink()
     os.symlink("real2", root / "lib")
-    _age(root)
-    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    age_tree(root)
+    assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1] and {rel: data for rel, (data, _) in _listing(out).items()} == _uncached(root)
 
 
@@ -182,18 +153,18 @@ def test_an_identical_rebuild_replays_only_while_every_fingerprint_holds(
     out = tmp_path / "out"
     calls: list[int] = []
     for _ in range(2):
-        assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+        assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1]  # unchanged: replayed
     module = root / "modules" / "b" / "main.tf"
     if change == "same size, mtime set back":
         module.write_text(module.read_text().replace('"b"', '"c"'))
-        _age(root)  # size and mtime as recorded: only the ctime tells
+        age_tree(root)  # size and mtime as recorded: only the ctime tells
     elif change == "file added to a module":
         (root / "modules" / "b" / "extra.tf").write_text('output "x" {\n  value = 1\n}\n')
-        _age(root)
+        age_tree(root)
     elif change == "file removed from a module":
         (root / "modules" / "a" / "run.sh").unlink()
-        _age(root)
+        age_tree(root)
     elif change == "tree restored with its mtimes":
         import shutil
 
@@ -210,13 +181,13 @@ def test_an_identical_rebuild_replays_only_while_every_fingerprint_holds(
         st = target.stat()
         target.write_bytes(target.read_bytes().replace(b"a", b"z"))
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
-    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1]  # built, not replayed
     expected = dict(_uncached(root))
     if change == "file added to the output":  # the user's (not in the manifest): kept (issue 39)
         expected["modules/b/stray.tf.json"] = b"{}\n"
     assert {rel: data for rel, (data, _) in _listing(out).items()} == expected
-    assert _cli(["build", str(root), "--out", str(out)], calls) == 0
+    assert run_cli(["build", str(root), "--out", str(out)], calls) == 0
     assert calls == [1, 1]  # and the new record replays
 
 
@@ -238,16 +209,16 @@ def test_a_record_keys_on_var_file_contents_and_tf_var_environment(
     var_file = tmp_path / "vars" / "env.tfvars"
     var_file.parent.mkdir()
     var_file.write_text('env = "prod"\n')
-    _age(root)
-    _age(var_file.parent)
+    age_tree(root)
+    age_tree(var_file.parent)
     out = tmp_path / "out"
     argv = ["build", str(root), "--out", str(out), "--dialect", "opentofu", "--var-file", str(var_file)]
     calls: list[int] = []
-    assert _cli(argv, calls) == 0 and calls == [1]
-    assert _cli(argv, calls) == 0 and calls == [1]  # replayed
+    assert run_cli(argv, calls) == 0 and calls == [1]
+    assert run_cli(argv, calls) == 0 and calls == [1]  # replayed
     var_file.write_text('env = "qa"\n')  # same size, new ctime
-    _age(var_file.parent)
-    assert _cli(argv, calls) == 0 and calls == [1, 1]  # built again
+    age_tree(var_file.parent)
+    assert run_cli(argv, calls) == 0 and calls == [1, 1]  # built again
     assert '"./m/qa"' in (out / "main.tf.json").read_text()
     monkeypatch.setenv("TF_VAR_env", "dev")  # lower than the file: the same output, still a new key
-    assert _cli(argv, calls) == 0 and calls == [1, 1, 1]
+    assert run_cli(argv, calls) == 0 and calls == [1, 1, 1]

@@ -13,7 +13,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["run_flatten", "sparse_file"]
+#: An mtime (nanoseconds, 2020) older than any build's start: a build record may be written for
+#: inputs this old (flatten/shell/replay.py keeps none for files changed during the build).
+OLD = 1_600_000_000 * 10**9
+
+__all__ = ["OLD", "age_tree", "run_cli", "run_flatten", "sparse_file"]
 
 
 def run_flatten(
@@ -45,3 +49,35 @@ def sparse_file(path: Path, size: int) -> Path:
     with open(path, "wb") as f:
         f.truncate(size)
     return path
+
+
+def age_tree(root: Path) -> None:
+    """Give every file and directory under ``root`` (itself included) the mtime ``OLD``."""
+    for current, _, names in os.walk(root):
+        for name in names:
+            os.utime(os.path.join(current, name), ns=(OLD, OLD))
+        os.utime(current, ns=(OLD, OLD))
+
+
+def run_cli(argv: list[str], calls: list[int]) -> int:
+    """Run the command line in this process as the flatten program does (``shell.process`` runs
+    its build requests); ``calls`` counts the builds that ran (not replayed). The exit code."""
+    import pytest
+
+    from flatten import cli
+    from flatten.shell import process
+
+    real = cli.run_request
+
+    def counting(request: cli.BuildRequest) -> int:
+        calls.append(1)
+        return real(request)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(cli, "run_request", counting)
+        m.setattr(sys, "argv", ["flatten", *argv])
+        try:
+            cli.main(runner=process.run_build)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+    return 0
