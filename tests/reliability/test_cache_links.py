@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
 from support.remote import CHILD
 from support.servers import HTTPServer, Reply, make_tar, serving
@@ -53,15 +54,7 @@ def _snapshot(directory: Path) -> dict[str, bytes | str]:
 
 
 def _run(*args: str | Path, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {**os.environ, "FLATTEN_CACHE_DIR": str(cache), **env}
-    environ.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=120,
-    )
+    return run_flatten(*args, cache=cache, env=env)
 
 
 def _stamped(cache: Path) -> Path:

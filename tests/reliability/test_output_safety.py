@@ -13,13 +13,13 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import run_flatten
 from support.files import at_fd
 from support.files import write_tree as write_files
 from support.servers import HTTPServer, Registry, Reply, git, make_tar, needs_git, serving
@@ -40,15 +40,7 @@ def flatten_cli(
     *args: str | Path, tmp: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m flatten`` with its own cache under ``tmp`` (``env`` adds or overrides)."""
-    full = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache"), **(env or {})}
-    full.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=120,
-    )
+    return run_flatten(*args, cache=tmp / "cache", env=env)
 
 
 # -- --out on a mount point (item 12) -----------------------------------------------------------------

@@ -9,13 +9,12 @@ test time (the openssl command), trusted through ``SSL_CERT_FILE``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
 from support.remote import CHILD, remote_root
 from support.servers import (
@@ -31,16 +30,8 @@ from support.servers import (
 
 
 def _flatten(*args: str | Path, tmp: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    full = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache"), **env}
-    full.pop("FLATTEN_TRACEBACK", None)
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=300,
-    )
+    proc = run_flatten(*args, cache=tmp / "cache", timeout=300, env=env)
     return proc, time.monotonic() - started
 
 

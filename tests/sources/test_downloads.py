@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
 from support.remote import CHILD, remote_root
 from support.servers import HTTPServer, Registry, Reply, make_tar, serving
@@ -29,15 +30,7 @@ PKG = {"main.tf": 'output "v" {\n  value = 1\n}\n'}
 
 
 def flatten(*args: str | Path, tmp: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp / "cache"), **env}
-    full.pop("FLATTEN_TRACEBACK", None)
-    return subprocess.run(
-        [sys.executable, "-m", "flatten", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=full,
-        timeout=300,
-    )
+    return run_flatten(*args, cache=tmp / "cache", timeout=300, env=env)
 
 
 def everything_written(*dirs: Path) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 #: An mtime (nanoseconds, 2020) older than any build's start: a build record may be written for
@@ -26,9 +26,11 @@ def run_flatten(
     cwd: Path | None = None,
     timeout: float = 120,
     preexec_fn: Callable[[], None] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m flatten ARGS`` with ``FLATTEN_CACHE_DIR=cache``; its output as text."""
-    environ = {**os.environ, "FLATTEN_CACHE_DIR": str(cache)}
+    """Run ``python -m flatten ARGS`` with ``FLATTEN_CACHE_DIR=cache`` (``env`` adds or
+    overrides variables); its output as text."""
+    environ = {**os.environ, "FLATTEN_CACHE_DIR": str(cache), **(env or {})}
     environ.pop("FLATTEN_TRACEBACK", None)
     return subprocess.run(
         [sys.executable, "-m", "flatten", *map(str, args)],
