@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.files import write_tree
-from support.oracle import Terraform, engines
+from support.oracle import Terraform, engines, init_diagnostics
 
 from flatten.build import build
 from flatten.lang.options import Options
@@ -70,8 +70,7 @@ def _terraforms(tf: Terraform, root: Path) -> list[tuple[str, str | None, int | 
     if any(d["summary"] == "Module not installed" for d in found):
         init = tf.run("init", "-json", "-backend=false", "-input=false", cwd=root)
         if init.returncode != 0:
-            lines = [json.loads(line) for line in init.stdout.splitlines() if line.startswith("{")]
-            return _errors([m["diagnostic"] for m in lines if "diagnostic" in m])
+            return _errors(init_diagnostics(init))
         found = json.loads(tf.run("validate", "-json", cwd=root).stdout)["diagnostics"]
     return _errors(found)
 

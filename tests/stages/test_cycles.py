@@ -9,13 +9,12 @@ summaries. Terraform lists a cycle's nodes in Go map order, which changes from r
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.cli import run_flatten
 from support.files import write_tree
-from support.oracle import Terraform, engines
+from support.oracle import Terraform, engines, init_diagnostics
 
 _PROVIDER = """
 terraform {
@@ -238,11 +237,7 @@ def _summaries(diagnostics: list[dict[str, object]]) -> list[str]:
 
 
 def _flatten(root: Path, out: Path, *args: str) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "flatten", "build", str(root), "--out", str(out), "--format", "json", *args],
-        capture_output=True,
-        text=True,
-    )
+    done = run_flatten("build", root, "--out", out, "--format", "json", *args, cache=out.parent / "cache")
     assert done.returncode in (0, 1), done.stderr
     diagnostics: list[dict[str, object]] = json.loads(done.stdout)["diagnostics"]
     return diagnostics
@@ -251,13 +246,7 @@ def _flatten(root: Path, out: Path, *args: str) -> list[dict[str, object]]:
 def _terraform_errors(tf: Terraform, root: Path) -> list[str]:
     init = tf.run("init", "-backend=false", "-no-color", "-json", cwd=root)
     if init.returncode != 0:
-        found = []
-        for line in init.stdout.splitlines():
-            message = json.loads(line)
-            # (init's closing message is a diagnostic too in -json; it is not the config's)
-            if message.get("type") == "diagnostic" and "encountered problems" not in str(message):
-                found.append(message["diagnostic"])
-        return _summaries(found)
+        return _summaries(init_diagnostics(init))
     validate = tf.run("validate", "-json", "-no-color", cwd=root)
     return _summaries(json.loads(validate.stdout)["diagnostics"])
 

