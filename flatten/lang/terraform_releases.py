@@ -92,6 +92,15 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "init reports module call arguments the child does not declare or requires",
             "observed: init 1.11.4 exits 0 on them, init 1.15.5 reports them (validate does in both)",
         ),
+        # Before 1.15 a module's source is decoded as the file is loaded, with no evaluation
+        # context (internal/configs/module_call.go, ``gohcl.DecodeExpression(attr.Expr, nil,
+        # ...)``); 1.15 keeps the expression and evaluates it at init (dynamic module sources).
+        "module_source_at_init": Gate(
+            (1, 15),
+            "a module source evaluated at init (literal values and const variables)",
+            "1.15.0: dynamic module sources; observed: 1.11.4 reports 'Variables not allowed' and"
+            " 'Unsuitable value type' as it loads the file, 1.15.5 'Unknown module source' at init",
+        ),
         "init_graph_cycles": Gate(
             (1, 15),
             "init builds a graph of each module's local values and calls before it installs the"

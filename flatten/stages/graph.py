@@ -321,6 +321,14 @@ def _decode_calls(
                 _missing_item(block),
             )
             continue
+        if (
+            not static
+            and source_attr.value is None
+            and not accepts(options.terraform_version, "module_source_at_init")
+        ):
+            # Before 1.15 the reader decoded the source as module_call.go does and reported what
+            # it refused (syntax/hcl.py, ``_Converter.attribute``); the call is not installed.
+            continue
         version_attr = block.body.attribute("version")
         if static:
             decoded = _static_call(name, source_attr, version_attr, scope or Scope(module), diags)

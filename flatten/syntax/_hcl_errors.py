@@ -570,8 +570,9 @@ class _Parser:
         template of what was read, its parts as they were (parser_template.go returns the parts
         read before "Unterminated template string", and the attribute keeps that expression).
         Terraform's decoder then judges that text (a module source, a provider alias, a version
-        constraint, a default): written as a quoted template of the same parts, from where the
-        heredoc starts to the end of the file (nothing after it is kept). None otherwise."""
+        constraint, a default): written as the same heredoc closed at the end of the file (its
+        marker on a line of its own), so that every part keeps its position (a reference in it
+        is reported where it is: "Variables not allowed" in a module source). None otherwise."""
         toks = self.toks
         while toks[first].type in (COMMENT, NEWLINE):
             first += 1
@@ -580,17 +581,11 @@ class _Parser:
             "Unterminated template string"
         ]:
             return None
-        parts: list[str] = []
-        for tok in toks[first + 1 :]:
-            piece = self.text[tok.start : tok.end]
-            if tok.type == STRING_LIT:
-                piece = (
-                    piece.replace("\\", "\\\\").replace('"', '\\"').replace("\r", "\\r").replace("\n", "\\n")
-                )
-            elif tok.type == CHEREDOC:
-                return None
-            parts.append(piece)
-        return (opener.start, len(self.text), '"' + "".join(parts) + '"')
+        if any(tok.type == CHEREDOC for tok in toks[first + 1 :]):
+            return None
+        marker = self.text[opener.start : opener.end].lstrip("<-").strip()
+        end = len(self.text)
+        return (end, end, ("" if self.text.endswith("\n") else "\n") + marker + "\n")
 
     def block(self, ident: Tok) -> None:
         top = self.depth == 0

@@ -31,6 +31,8 @@ from flatten.lang.didyoumean import name_suggestion
 from flatten.lang.fields import BlockSchema, Mode, generic_schema
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
+from flatten.lang.terraform_releases import accepts
+from flatten.syntax._hcl_errors import _scan
 from flatten.syntax._hcl_templates import (
     Literal,
     Part,
@@ -42,8 +44,9 @@ from flatten.syntax._hcl_templates import (
     parse_number,
     quoted_parts,
 )
+from flatten.syntax._hcl_templates import Sequence as TemplateSequence
 from flatten.syntax.evaluate import constant_template
-from flatten.syntax.references import json_traversal
+from flatten.syntax.references import ExpressionError, json_traversal, template_calls
 
 __all__ = ["Piece", "PieceSource", "convert_expression", "parse_attributes", "parse_native", "parse_piece"]
 
@@ -330,6 +333,29 @@ def _elem_key(elem: Tree[Token]) -> _Node:
 _number = parse_number  # one definition for both readers
 
 
+def _call_end(text: str, paren: int) -> int:
+    """The offset after the ``)`` that closes the call whose ``(`` is at ``paren`` (HCL's
+    tokens: strings and heredocs in the arguments skipped); the text's end when it is open."""
+    depth = 0
+    for tok in _scan(text[paren:]):
+        if tok.type == "(":
+            depth += 1
+        elif tok.type == ")":
+            depth -= 1
+            if depth == 0:
+                return paren + tok.end
+    return len(text)
+
+
+# Constant arguments Terraform's decoder reads with ``gohcl.DecodeExpression(attr.Expr, nil, &x)``
+# (internal/configs: variable and output description/sensitive/nullable/ephemeral in
+# named_values.go, a provider's alias in provider.go, create_before_destroy and prevent_destroy in
+# resource.go): a reference or call in one is also "Unsuitable value type" (``not_constant``).
+_DECODED = frozenset(
+    {"description", "sensitive", "nullable", "ephemeral", "alias", "create_before_destroy", "prevent_destroy"}
+)
+
+
 def _number_key(value: int | Decimal) -> str:
     return str(value) if isinstance(value, int) else format(value.normalize(), "f")
 
@@ -443,8 +469,31 @@ class _Converter:
             self._clash(name, block_types[name], name_range)
         attrs[name] = name_range
         errors = len(self.diags.errors)
-        converted = self.convert(value, mode, name)
+        # A module's source before 1.15 (module_call.go reads it with gohcl.DecodeExpression):
+        # kept when its value is refused, so that the call is known to have one (no "Missing
+        # required argument"); the loader installs no such call (stages/graph.py).
+        source = (
+            name == "source"
+            and mode is Mode.LITERAL
+            and schema.attributes.get("providers") is Mode.PROVIDER_MAP  # the module block's schema
+            and not accepts(self.options.terraform_version, "module_source_at_init")
+        )
+        if mode is Mode.LITERAL:
+            converted = self.literal(value, name, decoded=source or name in _DECODED)
+        else:
+            converted = self.convert(value, mode, name)
+        if source and isinstance(converted, (bool, int, Decimal)):
+            # gocty converts a bool or number to the string it writes (module_call.go then
+            # parses that as an address).
+            converted = (
+                ("true" if converted else "false") if isinstance(converted, bool) else _number_key(converted)
+            )
+        if source and converted is None and len(self.diags.errors) == errors:
+            # gocty cannot put null in a string (gohcl/decode.go: "Unsuitable value type").
+            self.error("Unsuitable value type", "Unsuitable value: null value is not allowed", value)
         if len(self.diags.errors) > errors:
+            if source:
+                return Attribute(name, Expr(None, self.range(value)), name_range)
             return None
         return Attribute(name, Expr(converted, self.range(value)), name_range)
 
@@ -715,8 +764,9 @@ class _Converter:
 
     # -- other modes -------------------------------------------------------------------------
 
-    def literal(self, node: _Node, name: str) -> JsonValue:
-        """LITERAL mode: a constant; strings are their decoded value, with no template escaping."""
+    def literal(self, node: _Node, name: str, *, decoded: bool = False) -> JsonValue:
+        """LITERAL mode: a constant; strings are their decoded value, with no template escaping.
+        ``decoded``: Terraform reads it with ``gohcl.DecodeExpression`` (``not_constant``)."""
         inner = _unwrap(node)
         if isinstance(inner, Tree):
             kind = inner.data
@@ -741,13 +791,20 @@ class _Converter:
                 keys = self.object_keys(inner, literal=True)
                 if keys is not None:
                     return {k: self.literal(v, name) for k, v in keys}
-        self.not_constant(node, name)
+        self.not_constant(node, name, decoded=decoded)
         return None
 
-    def not_constant(self, node: _Node, name: str) -> None:
+    def not_constant(self, node: _Node, name: str, *, decoded: bool = False) -> None:
+        """Report an expression that needs an evaluation context where Terraform gives none.
+
+        ``decoded``: Terraform reads the argument with ``gohcl.DecodeExpression(expr, nil, &s)``
+        (hashicorp/hcl gohcl/decode.go), which adds "Unsuitable value type" for the unknown
+        value the evaluation leaves."""
         errors = len(self.diags.errors)
         self.check(node, True)
         if len(self.diags.errors) > errors:
+            return
+        if self.nil_context(node, decoded=decoded):
             return
         tree = node if isinstance(node, Tree) else Tree("x", [node])
         kinds = {t.data for t in tree.iter_subtrees()}
@@ -763,6 +820,88 @@ class _Converter:
                 "expression with the value it computes.",
                 node,
             )
+
+    def nil_context(self, node: _Node, *, decoded: bool) -> bool:
+        """HCL's diagnostics for ``expr.Value(nil)``, when the expression holds a reference or a
+        function call (False otherwise, or when the scanner cannot read it).
+
+        hclsyntax evaluates every part (expression.go, expression_template.go): a traversal's
+        root gives "Variables not allowed" at the root name (hcl traversal.go, ``TraverseAbs``
+        with no context), a call gives "Function calls not allowed" at the whole call without
+        evaluating its arguments (``FunctionCallExpr.Value``). The value is then unknown, and
+        gohcl's ``DecodeExpression`` adds "Unsuitable value type" ("value must be known", from
+        gocty) at the expression's ``StartRange``."""
+        inner = _unwrap(node)
+        start, end = self.span(node)
+        pieces: list[tuple[str, int]] = []  # (template text, its offset in the file)
+        parts: list[Part] | None = None
+        if isinstance(inner, Tree) and inner.data in ("string", "heredoc_template", "heredoc_template_trim"):
+            errors = len(self.diags.errors)
+            parts = self.string_parts(inner)
+            if parts is None or len(self.diags.errors) > errors:
+                return False
+            pieces = [(p.text, p.start) for p in parts if isinstance(p, TemplateSequence)]
+        else:
+            pieces = [("${" + self.text[start:end] + "}", start - 2)]
+        found: list[tuple[int, int, str]] = []  # (start, end, summary)
+        first: dict[int, tuple[int, int]] = {}  # a piece's offset -> its expression's start range
+        for text, offset in pieces:
+            try:
+                refs, calls = template_calls(text)
+            except ExpressionError:
+                return False
+            spans = [(c, _call_end(text, c.paren)) for c in calls]
+            outer = [(c, e) for c, e in spans if not any(o.start < c.start < f for o, f in spans)]
+            for c, e in outer:
+                found.append((offset + c.start, offset + e, "Function calls not allowed"))
+            for r in refs:
+                if not any(c.start <= r.start < e for c, e in outer):
+                    found.append((offset + r.start, offset + r.ends[0], "Variables not allowed"))
+            # where the sequence's expression starts (after ``${``, a strip marker, blank space)
+            body = len(text) - len(text[2:].lstrip(" \t~\r\n")) if text.startswith("${") else -1
+            heads = [(c.start, c.paren + 1) for c, _ in outer if c.start == body]
+            heads += [(r.start, r.end) for r in refs if r.start == body]
+            if heads:
+                first[offset] = (offset + heads[0][0], offset + heads[0][1])
+        if not found:
+            return False
+        found.sort()
+        for a, b, summary in found:
+            detail = (
+                "Functions may not be called here."
+                if summary.startswith("Function")
+                else "Variables may not be used here."
+            )
+            self.error(summary, detail, self.src.range(a, b))
+        if decoded:
+            self.error(
+                "Unsuitable value type",
+                "Unsuitable value: value must be known",
+                self._start_range(parts, first, start, end),
+            )
+        return True
+
+    def _start_range(
+        self, parts: list[Part] | None, first: dict[int, tuple[int, int]], start: int, end: int
+    ) -> Range:
+        """hclsyntax's ``StartRange``: a template's first part (a quoted template of one
+        interpolation is a ``TemplateWrapExpr``: its whole range), a traversal's whole range, a
+        call's name and opening parenthesis; the whole expression otherwise."""
+        if parts is None:
+            a, b = first.get(start - 2, (start, end))
+            return self.src.range(a, b)
+        quoted = self.text[start : start + 1] == '"'
+        if not parts or (quoted and len(parts) == 1 and isinstance(parts[0], TemplateSequence)):
+            return self.src.range(start, end)
+        head = parts[0]
+        if isinstance(head, Literal):
+            # HCL's literal part runs to the first sequence (heredoc lines are one literal)
+            seqs = [p.start for p in parts if isinstance(p, TemplateSequence)]
+            last = parts[-1]
+            stop = seqs[0] if seqs else last.start + len(last.raw if isinstance(last, Literal) else last.text)
+            return self.src.range(head.start, stop)
+        a, b = first.get(head.start, (head.start, head.start + len(head.text)))
+        return self.src.range(a, b)
 
     def quoted_content(self, node: _Node) -> str | None:
         """The value of a quoted string with no template sequences, else None."""

