@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.model import Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
 from flatten.stages.builtin_schema import check_terraform_data
@@ -123,13 +124,17 @@ def check_wiring(
         found = cycles.finish()
         diags.extend(found if found.has_errors else walk.diags)
         if not found.has_errors:
-            diags.extend(_builtin_schemas(graph, wiring))
+            diags.extend(_builtin_schemas(graph, wiring, walk.diags))
     return wiring, diags
 
 
-def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring) -> Diagnostics:
+def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring, walked: Diagnostics) -> Diagnostics:
     """The validate walk's schema errors for the resources of the builtin ``terraform``
-    provider, whose schema Terraform has without a download (stages/builtin_schema.py)."""
+    provider, whose schema Terraform has without a download (stages/builtin_schema.py). A block
+    whose expressions had an error in the walk (``walked``) is not decoded against the schema:
+    Terraform's ``EvaluateBlock`` returns before it decodes the body when the evaluation context
+    of the body's references fails (terraform internal/lang/eval.go)."""
+    failed = [(d.module, d.range) for d in walked.errors if d.range is not None]
     diags = Diagnostics()
     for node in graph.walk():
         module = wiring.module_at(node.path)
@@ -145,9 +150,19 @@ def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring) -> Diagnostics:
                 block.labels[:1] == ("terraform_data",)
                 and len(block.labels) == 2
                 and block.labels[1] in builtin
+                and not any(
+                    module == node.address
+                    and rng is not None
+                    and _within(rng, block.body.range or block.range)
+                    for module, rng in failed
+                )
             ):
                 diags.extend(check_terraform_data(block, node.address))
     return diags
+
+
+def _within(inner: Range, outer: Range) -> bool:
+    return inner.filename == outer.filename and outer.start.byte <= inner.start.byte <= outer.end.byte
 
 
 def _provider_uses(wiring: ProviderWiring) -> ProviderUses:

@@ -205,6 +205,9 @@ class _Checker:
         # what it is checked against (the module's declarations, its calls, the function table)
         # is the module's; a module's blocks repeat their expressions, so most are asked again.
         self._clean: set[tuple[str, frozenset[str]]] = set()
+        # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
+        # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
+        self.instance: tuple[bool, bool] | None = None
 
     def error(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
@@ -243,6 +246,8 @@ class _Checker:
         """``staticValidateReference``: report an undeclared module call or resource; False if so."""
         d = self.declared
         root = ref.root
+        if root in ("count", "each"):
+            return self.repetition_name(ref, rng, located)
         if root == "module":
             name = ref.name(1)
             if name is None or name in d.calls:
@@ -305,9 +310,68 @@ class _Checker:
         """Whether type keywords are names of their own (Terraform 1.15, which has ``convert``)."""
         return self.functions is not None and "convert" in self.functions.names
 
+    def repetition_name(self, ref: Reference, rng: Range, located: str | None) -> bool:
+        """addrs.ParseRef (terraform internal/addrs/parse_ref.go): ``count.`` takes only
+        ``index``, ``each.`` only ``key`` and ``value``; False after reporting another name."""
+        name = ref.name(1)
+        if name is None or name in (("index",) if ref.root == "count" else ("key", "value")):
+            return True
+        if ref.root == "count":
+            detail = (
+                f'The "count" object does not have an attribute named "{name}". The only supported '
+                "attribute is count.index, which is the index of each instance of a resource block "
+                'that has the "count" argument set.'
+            )
+        else:
+            detail = (
+                f'The "each" object does not have an attribute named "{name}". The supported '
+                "attributes are each.key and each.value, the current key and value pair of the "
+                '"for_each" attribute set.'
+            )
+        self.error(f'Invalid "{ref.root}" attribute', detail, self.span(ref, rng, located, 1))
+        return False
+
+    def repetition(self, ref: Reference, rng: Range, located: str | None) -> None:
+        """The instance key data an expression is evaluated with (terraform
+        internal/terraform/evaluate.go, ``GetCountAttr``/``GetForEachAttr``): ``count.index``
+        needs a block that sets ``count``, ``each.key``/``each.value`` one that sets ``for_each``
+        (validate evaluates a block's body once, with unknown keys when it repeats)."""
+        if self.instance is None:
+            return
+        counted, each = self.instance
+        name = ref.name(1)
+        at = self.span(ref, rng, located, 1)
+        if ref.root == "count" and name == "index" and not counted:
+            self.error(
+                'Reference to "count" in non-counted context',
+                'The "count" object can only be used in "module", "resource", and "data" blocks, and '
+                'only when the "count" argument is set.',
+                at,
+            )
+        elif ref.root == "each" and name == "value" and not each:
+            self.error(
+                "each.value cannot be used in this context",
+                'A reference to "each.value" has been used in a context in which it is unavailable, '
+                'such as when the configuration no longer contains the value in its "for_each" '
+                "expression. Remove this reference to each.value in your configuration to work "
+                "around this error.",
+                at,
+            )
+        elif ref.root == "each" and name == "key" and not each:
+            self.error(
+                'Reference to "each" in context without for_each',
+                'The "each" object can be used only in "module" or "resource" blocks, and only when '
+                'the "for_each" argument is set.',
+                at,
+            )
+
     def evaluated(self, ref: Reference, rng: Range, located: str | None) -> None:
-        """The evaluator's errors: undeclared variables and locals, outputs a call lacks."""
+        """The evaluator's errors: undeclared variables and locals, outputs a call lacks, count
+        and each outside a block that repeats."""
         d = self.declared
+        if ref.root in ("count", "each"):
+            self.repetition(ref, rng, located)
+            return
         if not ref.steps and ref.root in _TYPE_KEYWORDS and self._type_names():
             self.error(
                 "Unknown variable",
@@ -395,10 +459,13 @@ class _Checker:
         type argument hides references of other texts, keeps an evaluation's texts unremembered).
         """
         clean = self._clean
+        # A text's count/each references are judged by the block's instance data: remembered
+        # clean for that data only.
+        key = bound if self.instance is None else bound | {f"\0instance{self.instance}"}
         values: list[tuple[list[str], Range, str | None]] = []
         for attr in attrs:
             value = attr.value
-            texts = [text for text in _value_texts(value) if (text, bound) not in clean]
+            texts = [text for text in _value_texts(value) if (text, key) not in clean]
             if texts:
                 values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
@@ -422,7 +489,7 @@ class _Checker:
         if remember and len(self.diags) == before:
             if len(clean) >= _CLEAN_KEPT:
                 clean.clear()  # a bound on what a module of one large file keeps
-            clean.update((text, bound) for texts, _, _ in values for text in texts)
+            clean.update((text, key) for texts, _, _ in values for text in texts)
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
@@ -488,6 +555,11 @@ class _Checker:
             # Each top-level body is read once here: a body from the module cache is decoded for
             # this block only, not left decoded for the rest of the build (model.Body.peek).
             body = block.body.peek()
+            if block.type in ("resource", "data", "ephemeral", "provider"):
+                self.instance = (body.attribute("count") is not None, body.attribute("for_each") is not None)
+            else:
+                # a module call's arguments are evaluated in the child (not checked here)
+                self.instance = None if block.type == "module" else (False, False)
             if block.type == "locals" or block.type == "output":
                 for attr in body.attributes:
                     if attr.name not in ("depends_on", "description", "sensitive", "ephemeral", "type"):

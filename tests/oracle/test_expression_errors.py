@@ -71,6 +71,21 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             'resource "terraform_data" "a" {\n  lifecycle {\n    prevent_destroy = upper(local.b)\n  }\n}\n'
         },
     ),
+    # count.index and each.* need a block that sets count / for_each (evaluate.go,
+    # GetCountAttr/GetForEachAttr); a misspelt count leaves the resource unrepeated, and its body
+    # is not decoded against the schema once a reference fails (no "Unsupported argument").
+    "count and each outside a repeated block": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n  cout  = 1\n  input = count.index\n}\n'
+            'resource "terraform_data" "b" {\n  input = each.key\n}\n'
+            'resource "terraform_data" "c" {\n  for_each = toset(["a"])\n  input    = count.index\n}\n'
+            'resource "terraform_data" "d" {\n  count = 1\n  input = each.value\n}\n'
+            "locals {\n  l = count.index\n  e = each.value\n}\n"
+            'output "o" {\n  value = each.key\n}\n'
+            'resource "terraform_data" "f" {\n  input = count.foo\n  triggers_replace = each.foo\n}\n'
+        },
+    ),
 }
 
 
