@@ -324,11 +324,13 @@ def _unquote(text: str) -> str:
 class _Tok:
     kind: str
     text: str
+    newline: bool = False  # a newline comes between this token and the one before it
 
 
 def _tokenize(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     pos = 0
+    newline = False
     while pos < len(text):
         if text[pos:].strip() == "":
             break
@@ -336,11 +338,14 @@ def _tokenize(text: str) -> list[_Tok]:
         if m is None or m.end() == pos:
             bad = text[pos:].strip()[:1]
             raise TypeExprError(f"Unexpected character {bad!r} in type expression {text!r}.")
-        pos = m.end()
         kind = m.lastgroup or ""
+        newline = newline or "\n" in text[pos : m.start(kind)]
+        pos = m.end()
         if kind == "comment":
+            newline = newline or "\n" in m.group(kind)
             continue
-        toks.append(_Tok(kind, m.group(kind)))
+        toks.append(_Tok(kind, m.group(kind), newline))
+        newline = False
     return toks
 
 
@@ -370,6 +375,18 @@ class _Parser:
         tok = self.take()
         if tok.kind != "punct" or tok.text != punct:
             raise TypeExprError(what)
+
+    def separator(self, close: str) -> None:
+        """Take the comma after an item of an object or a list; HCL's parser (hclsyntax
+        parser.go, ``parseObjectCons``/``parseTupleCons``) also takes a newline, and reports a
+        missing one ("Missing attribute separator" / "Missing item separator"), which Terraform's
+        type reader gives as an invalid type specification (the JSON syntax's string)."""
+        if self.at(","):
+            self.take()
+            return
+        tok = self.peek()
+        if tok is not None and not self.at(close) and not tok.newline:
+            raise TypeExprError(_SPEC_HINT)
 
     def at(self, punct: str) -> bool:
         tok = self.peek()
@@ -474,8 +491,7 @@ class _Parser:
                     raise TypeExprError(
                         f'Invalid default value for optional attribute "{name}": {exc}.'
                     ) from None
-            if self.at(","):
-                self.take()
+            self.separator("}")
         self.take()
         return ObjectType(tuple(attrs.items()), frozenset(optional), tuple(defaults.items()))
 
@@ -497,8 +513,7 @@ class _Parser:
             items: list[JsonValue] = []
             while not self.at("]"):
                 items.append(self.literal())
-                if self.at(","):
-                    self.take()
+                self.separator("]")
             self.take()
             return items
         if tok.text == "{":
@@ -512,8 +527,7 @@ class _Parser:
                 if sep.text not in ("=", ":"):
                     raise TypeExprError(f'Missing "=" after key "{name}" in a default value.')
                 obj[name] = self.literal()
-                if self.at(","):
-                    self.take()
+                self.separator("}")
             self.take()
             return obj
         raise TypeExprError(f"Unexpected {tok.text!r} in a default value.")

@@ -527,10 +527,14 @@ class _Parser:
             if partial is not None:
                 self.edits.append(partial)
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "type":
-                # Terraform reports nothing more about the partial type expression HCL keeps
-                # (its type checks find no fault in it); a null would be "Invalid type
-                # specification". Measured: scripts/mutation-difftest, docs/syntax-errors.md.
-                self.edits.append((eq.end, self.item_end(), " any"))
+                # Terraform's type reader judges the partial type expression HCL keeps
+                # (``_partial_type``); " any" where it cannot be written (no further error).
+                self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " any"))
+            elif (quoted := self._partial_source(ident, first, had)) is not None:
+                self.edits.append((eq.end, self.item_end(), quoted))
+            elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "default":
+                # the partial default is checked against the type ("Invalid default value")
+                self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " null"))
             else:
                 self.edits.append((eq.end, self.item_end(), " null"))
             return
@@ -551,6 +555,105 @@ class _Parser:
             self.edits.append((expr[1], self.item_end(), ""))
         else:
             self.read()
+
+    def _partial_source(self, ident: Tok, first: int, had: int) -> str | None:
+        """A module's ``source`` that is a quoted string broken by a newline: HCL keeps the
+        template read (parser_template.go), a known string Terraform's decoder then reads as an
+        address (no "Unsuitable value type", which an unknown value gives); written as its first
+        line, closed (the address's kind, local or remote, is in its first characters). None
+        for any other value."""
+        if self.blocks != ["module"] or self.text[ident.start : ident.end] != "source":
+            return None
+        toks = self.toks
+        while toks[first].type in (COMMENT, NEWLINE):
+            first += 1
+        opener = toks[first]
+        summaries = {d.summary for d in self.diags[had:]}
+        if opener.type != OQUOTE or not summaries <= {
+            "Invalid multi-line string",
+            "Unterminated template string",
+        }:
+            return None
+        line = self.text[opener.end : self.text.find("\n", opener.end)]
+        if any(c in line for c in '"\\$%'):
+            return None
+        return ' "' + line + '"'
+
+    def _partial_type(self, first: int, had: int) -> tuple[int, int, str] | None:
+        """The partial value HCL keeps after a syntax error in a variable's ``type`` or
+        ``default``, which Terraform's type reader (typeexpr) and default check then judge.
+
+        hclsyntax parser.go: a call's argument loop keeps the arguments read (the one with the
+        error too); ``parseObjectCons`` keeps the items read before the error and drops an item
+        whose value had an error (``if p.recovery && valueDiags.HasErrors()``: it bails out), so
+        an error inside a nested object drops the whole item of every object around it, while an
+        error at the separator after a complete item keeps that item. ``object(\n foo = ...``
+        keeps ``object(foo)`` ("Invalid type specification"); a default object whose item ``a``
+        is an open heredoc keeps ``{}`` ("Invalid default value for variable"). Written in place:
+        the text kept as it is, the closing brackets after it (every kept position stays). None
+        when it cannot be written so (no room, or the kept text is no expression HCL reads)."""
+        err = min(d.start for d in self.diags[had:])
+        toks = self.toks
+        i = first
+        while toks[i].type in (COMMENT, NEWLINE):
+            i += 1
+        start = toks[i].start
+        # open brackets: [closer, start of the current item, whether it has "=" and a value]
+        frames: list[list[object]] = []
+        pairs = {"(": ")", "[": "]", OBRACE: "}"}
+        string: str | None = None  # the closer of an open string or heredoc
+        for tok in toks[i:]:
+            if tok.start >= err:
+                break
+            if string is not None:
+                if tok.type == string:
+                    string = None
+                continue
+            if tok.type in (OQUOTE, OHEREDOC):
+                string = CQUOTE if tok.type == OQUOTE else CHEREDOC
+            elif tok.type in pairs:
+                if frames:
+                    frames[-1][2] = frames[-1][2] or frames[-1][3]
+                frames.append([pairs[tok.type], tok.end, False, False])
+                continue
+            elif tok.type in (")", "]", CBRACE):
+                if not frames or frames[-1][0] != tok.type:
+                    return None
+                frames.pop()
+            elif frames and (tok.type == "," or (tok.type == NEWLINE and frames[-1][0] == "}")):
+                frames[-1][1:] = [tok.end, False, False]
+                continue
+            elif frames and tok.type in ("=", ":"):
+                frames[-1][3] = True
+                continue
+            if frames and tok.type not in (NEWLINE, COMMENT):
+                frames[-1][2] = bool(frames[-1][3])
+        if not frames:
+            return None
+        cut = err
+        objects = [k for k, f in enumerate(frames) if f[0] == "}"]
+        if objects and objects[0] < len(frames) - 1:
+            k = objects[0]  # an object around the error drops the item holding it
+        elif frames[-1][0] == "}" and (string is not None or not frames[-1][2]):
+            k = len(frames) - 1  # the innermost object's item was not complete
+        else:
+            k = -1
+        if k >= 0:
+            item = frames[k][1]
+            assert isinstance(item, int)
+            cut = item
+            frames = frames[: k + 1]
+        elif string is not None:
+            return None
+        close = "".join(str(f[0]) for f in reversed(frames))
+        end = self.item_end()
+        span = self.text[cut:end]
+        if end <= cut or len(span) - span.count("\n") < len(close):
+            return None
+        kept = self.text[start:cut]
+        if _scan_errors("x = " + kept + close + "\n"):
+            return None
+        return (cut, end, close)
 
     def _keep_labels(self, broken: int, obrace: Tok) -> None:
         """HCL keeps a block whose quoted label has an error (a quote inserted in a header
@@ -1532,6 +1635,11 @@ def _range_text(text: str, r: Tok | tuple[int, int]) -> str:
 
     (l1, c1), (l2, c2) = lc(start), lc(end)
     return f"{l1},{c1}-{c2}" if l1 == l2 else f"{l1},{c1}-{l2},{c2}"
+
+
+def _scan_errors(text: str) -> bool:
+    """Whether HCL's parser finds an error in ``text`` (a configuration)."""
+    return bool(read_config(text)[0])
 
 
 def config_errors(text: str) -> list[SyntaxDiag]:
