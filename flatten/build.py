@@ -75,7 +75,7 @@ def build(
     options = options if options is not None else Options()
     graph, diags = build_graph(root, options=options, fetcher=fetcher, memo=memo)
     # Which checks run after loading errors, and in what order: flatten/providers/checks.py.
-    wiring, wiring_diags = check_wiring(graph, diags, options=options)
+    wiring, wiring_diags = check_wiring(graph, diags, options=options, memo=memo)
     diags.extend(wiring_diags)
     if diags.has_errors:
         return BuildResult(graph=graph, wiring=wiring), diags

@@ -1127,7 +1127,7 @@ def providers(
             root_abs, options=options, fetcher=_fetcher(root_abs, options=options), memo=memo
         )
         # The same checks as build (flatten/providers/checks.py); the report is shown regardless.
-        wiring, wiring_diags = check_wiring(module_graph, diags, options=options)
+        wiring, wiring_diags = check_wiring(module_graph, diags, options=options, memo=memo)
         diags.extend(wiring_diags)
         all_diags.append((root_abs, diags))
         if explain_address is not None:

@@ -28,16 +28,18 @@ providers`` alike (docs/providers.md, "Which checks run"):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.model import Range
+from flatten.lang.model import Block, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
 from flatten.stages.builtin_schema import check_terraform_data
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
-from flatten.stages.graph import ModuleGraph
+from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import check_module_inputs
-from flatten.stages.references_check import ReferenceChecks
+from flatten.stages.memo import NO_MEMO, CheckKey, Memo, ModuleChecks
+from flatten.stages.references_check import ReferenceChecks, call_outputs
 from flatten.syntax.references import Scans
 
 from .addresses import ConfigAddr
@@ -52,11 +54,13 @@ _SCANS_KEPT = 64
 
 
 def check_wiring(
-    graph: ModuleGraph, load_diags: Diagnostics, *, options: Options
+    graph: ModuleGraph, load_diags: Diagnostics, *, options: Options, memo: Memo = NO_MEMO
 ) -> tuple[ProviderWiring, Diagnostics]:
     """Return the wiring of ``graph`` and the diagnostics of every check that runs after loading.
 
     ``load_diags`` are the diagnostics of ``build_graph``; they are not repeated in the result.
+    ``memo`` may hold a module's part of the validate-level checks from an earlier build
+    (``Memo.checked``); the result is the same with any memo.
     """
     load_errors = load_diags.has_terraform_errors
     if graph.init_stopped:
@@ -112,20 +116,85 @@ def check_wiring(
         objects = options.graph_check("object_reference_checks")
         walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
         for node in graph.walk():
-            nodes, checker = cycles.open(node), walk.open(node)
-            scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
-            for block in node.module.blocks:
-                if nodes is not None:
-                    nodes.block(block, scans)
-                checker.block(block, scans)
-            if nodes is not None:
-                nodes.close()
-            walk.close(checker)
+            key = _check_key(graph, node, options, objects)
+            if key is None:
+                _module_checks(node, cycles, walk)
+                continue
+            # A module's part of the checks (its blocks' errors and its part of the graph) is a
+            # function of the key: a memo may have it from an earlier build (flatten/shell/).
+            entered = cycles.enter(node)
+            part = memo.checked(key, partial(_module_part, node, entered, cycles, walk))
+            if entered is not None and part.graph is not None:
+                cycles.add(node, part.graph, entered[2])
+            walk.close_with(node, part.diags)
         found = cycles.finish()
         diags.extend(found if found.has_errors else walk.diags)
         if not found.has_errors:
             diags.extend(_builtin_schemas(graph, wiring, walk.diags))
     return wiring, diags
+
+
+def _module_checks(node: ModuleNode, cycles: CycleGraph, walk: ReferenceChecks) -> None:
+    """One module's checks, straight into the whole graph and the walk's errors."""
+    nodes, checker = cycles.open(node), walk.open(node)
+    scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
+    for block in node.module.blocks:
+        if nodes is not None:
+            nodes.block(block, scans)
+        checker.block(block, scans)
+    if nodes is not None:
+        nodes.close()
+    walk.close(checker)
+
+
+def _module_part(
+    node: ModuleNode,
+    entered: tuple[Block | None, Scans, dict[str, ProviderUse]] | None,
+    cycles: CycleGraph,
+    walk: ReferenceChecks,
+) -> ModuleChecks:
+    """One module's part of the checks, on its own (``CycleGraph.part``), for a memo to keep."""
+    nodes = cycles.part(node, entered[0], entered[1]) if entered is not None else None
+    checker = walk.open(node)
+    scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
+    for block in node.module.blocks:
+        if nodes is not None:
+            nodes.block(block, scans)
+        checker.block(block, scans)
+    if nodes is None:
+        return ModuleChecks(tuple(checker.diags), None)
+    nodes.close()
+    return ModuleChecks(tuple(checker.diags), nodes.part())
+
+
+def _check_key(graph: ModuleGraph, node: ModuleNode, options: Options, objects: bool) -> CheckKey | None:
+    """What ``node``'s part of the checks is a function of (``CheckKey``); None when the memo
+    has no name for the module or its caller (then the part is computed in place)."""
+    own = node.memo_key
+    if own is None or own.module is not node.module:
+        return None
+    caller, call = "", ""
+    if node.path:
+        parent = graph.parent(node.address)
+        found = parent.memo_key if parent is not None else None
+        if parent is None or found is None or found.module is not parent.module:
+            return None
+        caller, call = found.key, node.path[-1]
+    outputs = tuple(
+        (name, None if names is None else tuple(sorted(names)))
+        for name, names in sorted(call_outputs(node, graph).items())
+    )
+    return CheckKey(
+        own.key,
+        node.address,
+        caller,
+        call,
+        node.address in graph.dropped,
+        outputs,
+        options.dialect.value,
+        options.terraform_version,
+        objects,
+    )
 
 
 def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring, walked: Diagnostics) -> Diagnostics:

@@ -73,6 +73,7 @@ from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import holds_userinfo
 from flatten.shell import cache_auth
 from flatten.stages.files import DirectoryListing
+from flatten.stages.memo import CheckKey, ModuleChecks
 
 __all__ = [
     "EMITTED",
@@ -1023,3 +1024,62 @@ def emitted(
     # the writer is done with it (docs/reliability.md, "Memory").
     _queue(path, digest, (_EMIT_MAGIC, cache_auth.tag("emit", digest, data), data))
     return data
+
+
+# -- the checks' cache: each module's part of the validate-level checks -------------------------
+
+_CHECK_MAGIC = b"flatten-checks-1\n"
+
+
+def check_digest(key: CheckKey) -> str:
+    """Return the digest a module's part of the checks is kept under: ``key`` (whose module keys
+    name the module's and its caller's files, the options and flatten's code) and the code."""
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr(("checks", version(), key)).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _checks_path(digest: str) -> Path:
+    return _directory().parent / "checks" / digest
+
+
+def _read_checks(path: Path, digest: str) -> ModuleChecks | None:
+    """Return the part stored at ``path`` when its tag verifies (then it is our own pickle)."""
+    from flatten.shell.cache_dir import open_entry
+
+    try:
+        with open_entry(path) as f:
+            if f is None:
+                return None
+            head = f.read(len(_CHECK_MAGIC) + cache_auth.TAG_SIZE)
+            data = f.read()
+    except OSError:
+        return None
+    if (
+        cache_auth.key() is None
+        or len(head) != len(_CHECK_MAGIC) + cache_auth.TAG_SIZE
+        or not head.startswith(_CHECK_MAGIC)
+        or not hmac.compare_digest(cache_auth.tag("checks", digest, data), head[len(_CHECK_MAGIC) :])
+    ):
+        return None
+    try:
+        value = pickle.loads(data)
+    except Exception:  # a corrupt entry is a miss
+        return None
+    return value if isinstance(value, ModuleChecks) else None
+
+
+def checked(key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
+    """Return ``compute()`` (a module's part of the checks, a pure function of ``key``), from
+    the cache when it has it (flatten/shell/memo.py; the key: flatten/stages/memo.py)."""
+    if not enabled():
+        return compute()
+    digest = check_digest(key)
+    path = _checks_path(digest)
+    found = _read_checks(path, digest)
+    if found is not None:
+        return found
+    value = compute()
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    _queue(path, digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
+    return value

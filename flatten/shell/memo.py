@@ -26,7 +26,7 @@ from flatten.shell import build_cache, parse_cache
 from flatten.shell.cache_dir import area, cache_root
 from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path, read_config
-from flatten.stages.memo import LoadedModule, MemoKey, ModuleSource, ParseSource, Raws
+from flatten.stages.memo import CheckKey, LoadedModule, MemoKey, ModuleChecks, ModuleSource, ParseSource, Raws
 
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys", "source_key"]
 
@@ -119,6 +119,9 @@ class DiskMemo:
         if key is None or key.module is not original:
             return compute()
         return build_cache.emitted(key.key, original, output, provenance, compute)
+
+    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
+        return build_cache.checked(key, compute)
 
 
 def source_key(source: ModuleSource) -> tuple[str, list[bytes]]:

@@ -26,7 +26,16 @@ if TYPE_CHECKING:
     from flatten.lang.model import Body, Module
     from flatten.lang.options import Dialect
     from flatten.stages.files import DirectoryListing
-    from flatten.stages.memo import LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
+    from flatten.stages.memo import (
+        CheckKey,
+        LoadedModule,
+        Memo,
+        MemoKey,
+        ModuleChecks,
+        ModuleSource,
+        ParseSource,
+        Raws,
+    )
 
 __all__ = ["BuildProgress", "ProgressMemo"]
 
@@ -133,3 +142,6 @@ class ProgressMemo:
         self._emitted += 1
         self._progress.writing(f"modules {self._emitted}/{max(self._read, self._emitted)}")
         return data
+
+    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
+        return self._inner.checked(key, compute)

@@ -29,7 +29,17 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, Module
 from flatten.lang.options import Dialect, Options
 from flatten.stages.files import DirectoryListing
-from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
+from flatten.stages.memo import (
+    NO_MEMO,
+    CheckKey,
+    LoadedModule,
+    Memo,
+    MemoKey,
+    ModuleChecks,
+    ModuleSource,
+    ParseSource,
+    Raws,
+)
 
 __all__ = ["SharedMemo", "preload"]
 
@@ -96,6 +106,9 @@ class SharedMemo:
                 key, original, output, provenance, compute
             )
         return found
+
+    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
+        return self._inner.checked(key, compute)
 
     @property
     def modules(self) -> int:

@@ -41,7 +41,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.dialect import Dialect
 from flatten.lang.model import Block, Body, module_address
 from flatten.lang.terraform_releases import NEWEST
-from flatten.stages.dependencies import Dependencies, cycle_errors, prefixed
+from flatten.stages.dependencies import Dependencies, GraphPart, cycle_errors, prefixed
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.references import Scans
@@ -149,6 +149,7 @@ def _resource(
     local = f"{_label(block, 0)}.{_label(block, 1)}"
     key = local if kind == "resource" else f"{kind}.{local}"
     name = b.node(prefixed(path, key), path)
+    b.resources.append(b.number(name))
     b.body(name, path, body, dynamic_iterators(body), frozenset({"provider"}))
     use = uses.get(name)
     if use is not None:
@@ -300,6 +301,10 @@ class ModuleNodes:
             b.scans = self.call_scans
             _call_nodes(b, self.node, self.call_block)
 
+    def part(self) -> GraphPart:
+        """The module's part, once its blocks are in and ``close`` ran (a ``part`` of ``open``)."""
+        return self.b.part()
+
 
 # The provider configurations a module's resources use, asked one module at a time.
 ProviderUses = Callable[[tuple[str, ...]], Iterable[ProviderUse]]
@@ -336,6 +341,16 @@ class CycleGraph:
     def open(self, node: ModuleNode) -> ModuleNodes | None:
         """The nodes of one module, added block by block (``ModuleNodes``); None for a module
         left out of the configuration."""
+        found = self.enter(node)
+        if found is None:
+            return None
+        call_block, call_scans, uses = found
+        return ModuleNodes(self.builder, node, call_block, uses, self.imports, call_scans)
+
+    def enter(self, node: ModuleNode) -> tuple[Block | None, Scans, dict[str, ProviderUse]] | None:
+        """Note what a module tells the graph about others (its calls' blocks, the provider
+        configurations its resources use) and return its call block, the scans of the caller's
+        text and its resources' provider uses; None for a module left out of the configuration."""
         if node.address in self.graph.dropped:
             return None
         scans = Scans(record=node.module.scans)
@@ -351,7 +366,30 @@ class CycleGraph:
             self.configs.setdefault(use.config, use)
         call_block = self.call_blocks.get(node.address) if node.path else None
         call_scans = self.call_scans.get(node.address, scans) if node.path else scans
-        return ModuleNodes(self.builder, node, call_block, uses, self.imports, call_scans)
+        return call_block, call_scans, uses
+
+    def part(self, node: ModuleNode, call_block: Block | None, call_scans: Scans) -> ModuleNodes:
+        """The nodes of one module (``enter`` gave the call block and the caller's scans) added
+        to a graph of their own, kept by name, whose ``GraphPart`` (``ModuleNodes.part``) is then
+        given to ``add``. A part is a function of the module, its path, its call block (the
+        caller's text), the dialect and the release, so a memo can keep it
+        (flatten/providers/checks.py)."""
+        own = Dependencies(self.dialect, self.release, named=True)
+        # Provider uses and the root's import blocks are added with the part (``add``).
+        return ModuleNodes(own, node, call_block, {}, [], call_scans)
+
+    def add(self, node: ModuleNode, part: GraphPart, uses: dict[str, ProviderUse]) -> None:
+        """Add a module's part (``part``) and the provider configurations its resources use, as
+        ``open`` and its blocks would have."""
+        if not node.path:
+            self.imports.extend(block.body.peek() for block in node.module.blocks_of("import"))
+        b = self.builder
+        ids = b.add(part)
+        if uses:
+            for local in part.resources:
+                use = uses.get(part.names[local])
+                if use is not None:
+                    b.link(ids[local], b.number(use.config), "", (), None)
 
     def module(self, node: ModuleNode) -> None:
         """Add one module's nodes."""

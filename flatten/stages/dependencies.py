@@ -29,7 +29,7 @@ from flatten.lang.model import Attribute, Body, JsonValue, Module, Range, json_s
 from flatten.lang.terraform_releases import accepts
 from flatten.syntax.references import ExpressionError, Reference, Scans
 
-__all__ = ["Dependencies", "cycle_errors", "init_cycles", "prefixed", "reference_key"]
+__all__ = ["Dependencies", "GraphPart", "cycle_errors", "init_cycles", "prefixed", "reference_key"]
 
 # Roots that name no graph node: bound by the evaluation context, or objects the graph does not
 # reach through references (ParseRef gives them other subjects).
@@ -59,6 +59,28 @@ class _Ref:
     fallback: str  # what to look up when ``key`` names nothing (``module.a`` for an output)
     text: str  # the reference as written (explaining only)
     range: Range | None
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPart:
+    """One module's part of a graph, by node name, ready to add to the whole (``Dependencies.add``).
+
+    What a ``Dependencies`` made with ``named`` holds after one module's blocks went in (and its
+    call's nodes): the node names it met, in the order it met them (a node's local number is its
+    place here), which of them it declared, its edges, each module's members and outputs, the
+    references to called modules (resolved once every module is in) and the resource nodes (the
+    provider configurations they use come from provider wiring, added with the part). Names, not
+    numbers or hashes: a part is kept across processes (the memo, flatten/stages/memo.py).
+    """
+
+    names: tuple[str, ...]
+    declared: bytes
+    edge_from: tuple[int, ...]
+    edge_to: tuple[int, ...]
+    members: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+    outputs: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+    refs: tuple[tuple[int, tuple[str, ...], str, str], ...]  # (node, scope, key, fallback)
+    resources: tuple[int, ...]
 
 
 def prefixed(path: tuple[str, ...], name: str) -> str:
@@ -146,19 +168,23 @@ class Dependencies:
     why it is there (``_Why``), which only a graph with a cycle needs (it is built again then).
     """
 
-    def __init__(self, dialect: Dialect, release: tuple[int, int], *, explain: bool = False) -> None:
+    def __init__(
+        self, dialect: Dialect, release: tuple[int, int], *, explain: bool = False, named: bool = False
+    ) -> None:
         self.dialect = dialect
         self.validation_nodes = dialect.allows("terraform_releases") and accepts(
             release, "variable_validation_nodes"
         )
         self.explain = explain
+        # Nodes kept by name (``ids``, ``names``): explaining, or making one module's ``GraphPart``.
+        self.by_name = explain or named
         # Each node's number by its name; checking for a cycle, by the name's hash instead, which
         # keeps no name: two names with one hash would be one node, which can only add paths, so
         # a graph found without a cycle has none, and one found with a cycle is built again by
         # name (``explain``) before anything is reported.
-        self.ids: dict[str, int] = {}  # explaining only
-        self.numbers = _Numbers()  # checking only
-        self.names: list[str] = []  # explaining only
+        self.ids: dict[str, int] = {}  # by name only
+        self.numbers = _Numbers()  # by hash only
+        self.names: list[str] = []  # by name only
         self.count = 0
         self.declared = bytearray()  # 1 for a node some block declares (node()), by number
         # The edges, source and target by number (two flat arrays: a large tree has tens of
@@ -169,6 +195,7 @@ class Dependencies:
         self.whys: dict[tuple[int, int], _Why] = {}  # with explain only
         self.outputs: dict[tuple[str, ...], list[int]] = {}  # module -> its output nodes
         self.refs: list[_Ref] = []
+        self.resources: list[int] = []  # the resource nodes, in the order they were declared
         self.scans = Scans()  # the current module's scan record (shared with the walk's checks)
         # While checking (not explaining): each text's reference keys (by text and bound names;
         # a module's resources repeat their expressions), and the nodes a key names in a module,
@@ -189,7 +216,7 @@ class Dependencies:
             found = self.count
             self.count += 1
             self.declared.append(0)
-            if self.explain:
+            if self.by_name:
                 self.ids[name] = found
                 self.names.append(name)
             else:
@@ -197,7 +224,7 @@ class Dependencies:
         return found
 
     def _find(self, name: str) -> int | None:
-        return self.ids.get(name) if self.explain else self.numbers.get(hash(name))
+        return self.ids.get(name) if self.by_name else self.numbers.get(hash(name))
 
     def number(self, name: str) -> int:
         """The number of the node ``name`` (a new one when nothing has named it yet)."""
@@ -261,6 +288,41 @@ class Dependencies:
         self.edge_to.append(t)
         if self.explain and (s, t) not in self.whys:
             self.whys[s, t] = _Why(why.format(*names), rng)
+
+    def part(self) -> GraphPart:
+        """What this graph holds (made with ``named``, for one module), as a ``GraphPart``."""
+        assert self.by_name and not self.explain
+        return GraphPart(
+            tuple(self.names),
+            bytes(self.declared),
+            tuple(self.edge_from),
+            tuple(self.edge_to),
+            tuple((module, tuple(nodes)) for module, nodes in self.members.items()),
+            tuple((module, tuple(nodes)) for module, nodes in self.outputs.items()),
+            tuple((r.node, r.scope, r.key, r.fallback) for r in self.refs),
+            tuple(self.resources),
+        )
+
+    def add(self, part: GraphPart) -> list[int]:
+        """Add one module's part (checking only): the same nodes, edges and references as adding
+        its blocks here would have made. Returns each of the part's nodes' numbers here."""
+        ids = [self._id(name) for name in part.names]
+        declared = self.declared
+        for local, flag in enumerate(part.declared):
+            if flag:
+                declared[ids[local]] = 1
+        edge_from, edge_to = self.edge_from, self.edge_to
+        for s, t in zip(part.edge_from, part.edge_to, strict=True):
+            source, target = ids[s], ids[t]
+            if source != target:  # two names of one hash are one node here (``_id``)
+                edge_from.append(source)
+                edge_to.append(target)
+        for module, nodes in part.members:
+            self.members.setdefault(module, []).extend(ids[n] for n in nodes)
+        for module, nodes in part.outputs:
+            self.outputs.setdefault(module, []).extend(ids[n] for n in nodes)
+        self.refs.extend(_Ref(ids[n], scope, key, back, "", None) for n, scope, key, back in part.refs)
+        return ids
 
     # -- references ----------------------------------------------------------------------------
     def value(

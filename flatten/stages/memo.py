@@ -18,14 +18,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Body, Module, ParsedFile
 from flatten.lang.options import Dialect, Options
 from flatten.stages.files import DirectoryListing
 
-__all__ = ["NO_MEMO", "LoadedModule", "Memo", "MemoKey", "ModuleSource", "NoMemo", "ParseSource"]
+if TYPE_CHECKING:
+    from flatten.stages.dependencies import GraphPart
+
+__all__ = [
+    "NO_MEMO",
+    "CheckKey",
+    "LoadedModule",
+    "Memo",
+    "MemoKey",
+    "ModuleChecks",
+    "ModuleSource",
+    "NoMemo",
+    "ParseSource",
+]
 
 
 class Raws:
@@ -97,6 +110,37 @@ class MemoKey:
     key: str
 
 
+@dataclass(frozen=True, slots=True)
+class CheckKey:
+    """Everything a module's part of the checks (``ModuleChecks``) is a function of.
+
+    ``module`` and ``caller`` are memo keys (``MemoKey.key``: a module's files, display path,
+    options and flatten's code), so the module's text and its caller's (the call block, whose
+    arguments the module's variables read) are in; ``outputs`` is what the module reads of its
+    children (each call's module's output names; None: none loaded). flatten/providers/checks.py
+    makes it and tests/shell/test_check_memo.py fails when an input is left out.
+    """
+
+    module: str
+    address: str
+    caller: str  # the calling module's memo key ("" for the root)
+    call: str  # the call's name in the caller ("" for the root)
+    dropped: bool  # left out of the configuration (Terraform 1.15): no part of the graph
+    outputs: tuple[tuple[str, tuple[str, ...] | None], ...]
+    dialect: str
+    release: tuple[int, int]
+    objects: bool  # var, local, resource and data references checked (``--checks``)
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleChecks:
+    """One module's part of the validate-level checks: what the reference and function checks
+    found in its blocks, in order, and its part of the cycle graph (None when it is left out)."""
+
+    diags: tuple[Diagnostic, ...]
+    graph: GraphPart | None
+
+
 class Memo(Protocol):
     """Where the stages find work already done. Each method returns what ``compute`` returns."""
 
@@ -133,6 +177,10 @@ class Memo(Protocol):
         module ``key`` names, which ``output`` may differ from only in its ``module`` blocks."""
         ...
 
+    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
+        """A module's part of the checks (``compute()``), which is a function of ``key``."""
+        ...
+
 
 class NoMemo:
     """The memo that remembers nothing: every call computes."""
@@ -162,6 +210,9 @@ class NoMemo:
         provenance: bool,
         compute: Callable[[], bytes],
     ) -> bytes:
+        return compute()
+
+    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
         return compute()
 
 

@@ -60,7 +60,7 @@ from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
 from flatten.syntax.references import Call, ExpressionError, Reference, Scans
 
-__all__ = ["ReferenceChecks", "check_references"]
+__all__ = ["ReferenceChecks", "call_outputs", "check_references"]
 
 # Roots that are not checked here: bound by the evaluation context, or objects whose
 # declarations this stage does not track (ephemeral resources, actions, list resources, run blocks).
@@ -90,22 +90,30 @@ class _Declared:
     provider_names: frozenset[str]  # required_providers local names (provider-defined functions)
 
 
+def call_outputs(node: ModuleNode, graph: ModuleGraph) -> dict[str, frozenset[str] | None]:
+    """The output names of the module each call of ``node`` calls, by call name (None: no module
+    was loaded for it): all a module's checks read of its children."""
+    children = {child.path[-1]: child.module for child in graph.children(node.address)}
+    outputs: dict[str, frozenset[str] | None] = {}
+    for block in node.module.blocks_of("module"):
+        if block.labels:
+            child = children.get(block.labels[0])
+            outputs[block.labels[0]] = (
+                frozenset(b.labels[0] for b in child.blocks_of("output") if b.labels)
+                if child is not None
+                else None
+            )
+    return outputs
+
+
 def _declared(node: ModuleNode, graph: ModuleGraph) -> _Declared:
     module = node.module
     data = {(b.labels[0], b.labels[1]) for b in module.blocks_of("data") if len(b.labels) >= 2}
     for check in module.blocks_of("check"):
         nested = check.body.peek().blocks_of("data")
         data.update((b.labels[0], b.labels[1]) for b in nested if len(b.labels) >= 2)
-    children = {child.path[-1]: child.module for child in graph.children(node.address)}
     calls = {b.labels[0]: b for b in module.blocks_of("module") if b.labels}
-    outputs: dict[str, frozenset[str] | None] = {}
-    for name in calls:
-        child = children.get(name)
-        outputs[name] = (
-            frozenset(b.labels[0] for b in child.blocks_of("output") if b.labels)
-            if child is not None
-            else None
-        )
+    outputs = call_outputs(node, graph)
     return _Declared(
         variables={b.labels[0]: b for b in module.blocks_of("variable") if b.labels},
         locals=dict.fromkeys(a.name for b in module.blocks_of("locals") for a in b.body.peek().attributes),
@@ -909,9 +917,14 @@ class ReferenceChecks:
         return _Checker(node, self.graph, objects=self.objects, functions=self.functions)
 
     def close(self, checker: _Checker) -> None:
-        self.diags.extend(checker.diags)
-        self.diags.extend(_call_arguments(checker.node, self.graph))
-        self.diags.extend(self.inputs.check(checker.node))
+        self.close_with(checker.node, checker.diags)
+
+    def close_with(self, node: ModuleNode, found: Iterable[Diagnostic]) -> None:
+        """Close a module whose blocks' checks found ``found`` (a checker's, or a memo's copy of
+        them), with the checks of its call (its caller's arguments against its variables)."""
+        self.diags.extend(found)
+        self.diags.extend(_call_arguments(node, self.graph))
+        self.diags.extend(self.inputs.check(node))
 
     def module(self, node: ModuleNode) -> None:
         """Check one module."""

@@ -241,3 +241,61 @@ def test_a_module_too_large_for_a_record_is_checked_all_the_same(
     without = sorted((d.summary, str(d.range)) for d in build(root, options=Options())[1])
     assert without == with_record
     assert "Reference to undeclared input variable" in {s for s, _ in without}
+
+
+def test_the_checks_never_scan_on_the_memos_path(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The single-scan rule on the disk memo's path (flatten/shell/memo.py): a cold build computes
+    # each module's part of the checks on its own (``Memo.checked``), from the scan record; a
+    # warm build takes the parts from the cache and scans nothing at all.
+    import importlib
+    from pathlib import Path
+
+    from flatten.lang.options import Options
+    from flatten.shell import build_cache, parse_cache
+    from flatten.shell import prefetch as prefetching
+    from flatten.shell.memo import DiskMemo
+    from flatten.stages.memo import NO_MEMO
+
+    pipeline = importlib.import_module("flatten.build")
+    root = Path(str(_tree(tmp_path)))
+    options = Options(terraform_version=(1, 15))
+    checking: list[str] = []
+    scanned: dict[str, list[str]] = {"load": [], "checks": []}
+    real_init = references._Scanner.__init__
+    real_calls = references.template_calls
+
+    def counting(self: references._Scanner, text: str, *args: object, **kwargs: object) -> None:
+        scanned["checks" if checking else "load"].append(text)
+        real_init(self, text, *args, **kwargs)  # type: ignore[arg-type]
+
+    def counting_calls(text: str, **kwargs: object) -> object:
+        scanned["checks" if checking else "load"].append(text)
+        return real_calls(text, **kwargs)  # type: ignore[arg-type]
+
+    real_check = pipeline.check_wiring
+
+    def during(*args: object, **kwargs: object) -> object:
+        checking.append("check_wiring")
+        try:
+            return real_check(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            checking.pop()
+
+    want = [(d.summary, d.range) for d in pipeline.build(root, options=options, memo=NO_MEMO)[1]]
+    monkeypatch.setattr(references._Scanner, "__init__", counting)
+    monkeypatch.setattr(references, "template_calls", counting_calls)
+    monkeypatch.setattr(pipeline, "check_wiring", during)
+    for run in ("cold", "warm"):
+        scanned["load"].clear()
+        _, diags = pipeline.build(root, options=options, memo=DiskMemo())
+        assert [(d.summary, d.range) for d in diags] == want
+        assert scanned["checks"] == [], run
+        if run == "cold":
+            assert scanned["load"], "the loader scans each template once"
+        prefetching.finish()
+        build_cache.finish()
+        for name, value in (("_CACHE", {}), ("_MEMO", {})):
+            monkeypatch.setattr(parse_cache, name, value)
+        for name, empty in (("_STATE", {}), ("MEMO", {}), ("PREREAD", {}), ("EMITTED", {}), ("READ", set())):
+            monkeypatch.setattr(build_cache, name, empty)
+    assert scanned["load"] == [], "a warm build reads the record and the parts from the cache"

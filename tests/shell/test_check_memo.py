@@ -1,0 +1,175 @@
+"""A module's part of the checks kept through the memo (flatten/stages/memo.py ``Memo.checked``).
+
+A module's part of the validate-level checks (what the reference and function checks find in its
+blocks, its part of the cycle graph) is a function of ``CheckKey``: the module, its address, its
+caller's text (the call block), its children's output names, the dialect and release. A part
+taken from the cache must give exactly the diagnostics computing it gives, and an edit of any of
+those inputs, even in another module's file, must compute it again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from support.paths import REPO
+
+from flatten.build import build
+from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.options import Dialect, Options
+from flatten.providers import checks as wiring_checks
+from flatten.shell import build_cache, parse_cache
+from flatten.shell import prefetch as prefetching
+from flatten.shell.memo import DiskMemo
+from flatten.stages.memo import NO_MEMO, Memo
+
+
+def _forget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget the caches' in-process state, as a new process would start (their files stay)."""
+    prefetching.finish()
+    build_cache.finish()  # every entry queued for writing is written
+    monkeypatch.setattr(parse_cache, "_CACHE", {})
+    monkeypatch.setattr(parse_cache, "_MEMO", {})
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    monkeypatch.setattr(build_cache, "MEMO", {})
+    monkeypatch.setattr(build_cache, "PREREAD", {})
+    monkeypatch.setattr(build_cache, "EMITTED", {})
+    monkeypatch.setattr(build_cache, "READ", set())
+
+
+def _diags(root: Path, memo: Memo, options: Options | None = None) -> list[tuple[object, ...]]:
+    _, diags = build(root, options=options or Options(terraform_version=(1, 15)), memo=memo)
+    return _shown(diags)
+
+
+def _shown(diags: Diagnostics) -> list[tuple[object, ...]]:
+    """Everything a diagnostic shows, in order."""
+    return [(d.severity, d.summary, d.detail, d.range, d.module, d.context) for d in diags]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The addresses of the modules whose part of the checks is computed from now on."""
+    computed: list[str] = []
+    real = wiring_checks._module_part
+
+    def counting(node, *args):  # type: ignore[no-untyped-def]
+        computed.append(node.address)
+        return real(node, *args)
+
+    monkeypatch.setattr(wiring_checks, "_module_part", counting)
+    return computed
+
+
+_CHILD = """
+variable "x" {
+  type = string
+}
+output "a" {
+  value = var.x
+}
+output "typo" {
+  value = lenght(var.x)
+}
+"""
+_ROOT = """
+module "child" {
+  source = "./child"
+  x      = "v"
+}
+resource "terraform_data" "r" {
+  input = var.missing
+}
+output "o" {
+  value = module.child.a
+}
+"""
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "child").mkdir(parents=True)
+    (root / "main.tf").write_text(_ROOT)
+    (root / "child" / "main.tf").write_text(_CHILD)
+    return root
+
+
+@pytest.mark.parametrize(
+    "name", ["samples/network", "samples/multi-region", "tests/data/providers/inherit-and-pass"]
+)
+def test_parts_from_the_cache_give_the_same_diagnostics(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "tree"
+    shutil.copytree(REPO / name, root, symlinks=True)
+    for options in (Options(), Options(dialect=Dialect.OPENTOFU)):
+        _forget(monkeypatch)
+        want = _diags(root, NO_MEMO, options)
+        computed = _counting(monkeypatch)
+        assert _diags(root, DiskMemo(), options) == want
+        assert computed, "a cold build computes each module's part"
+        _forget(monkeypatch)
+        computed.clear()
+        assert _diags(root, DiskMemo(), options) == want
+        assert computed == [], "a warm build takes every part from the cache"
+
+
+def test_a_part_with_errors_from_the_cache_gives_them_in_the_same_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _tree(tmp_path)
+    want = _diags(root, NO_MEMO)
+    assert {s for _, s, *_ in want} >= {"Reference to undeclared input variable", "Call to unknown function"}
+    computed = _counting(monkeypatch)
+    assert _diags(root, DiskMemo()) == want
+    assert computed == ["", "module.child"]
+    _forget(monkeypatch)
+    computed.clear()
+    assert _diags(root, DiskMemo()) == want
+    assert computed == []
+
+
+def test_a_child_output_renamed_computes_the_callers_part_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The root's text does not change: only what it reads of its child (the output names).
+    root = _tree(tmp_path)
+    (root / "main.tf").write_text(_ROOT.replace("var.missing", '"x"'))
+    (root / "child" / "main.tf").write_text(_CHILD.replace("lenght", "length"))
+    assert _diags(root, DiskMemo()) == []
+    _forget(monkeypatch)
+    (root / "child" / "main.tf").write_text(_CHILD.replace("lenght", "length").replace('"a"', '"b"'))
+    computed = _counting(monkeypatch)
+    got = _diags(root, DiskMemo())
+    assert got == _diags(root, NO_MEMO)
+    assert [s for _, s, *_ in got] == ["Unsupported attribute"]
+    assert "" in computed
+
+
+def test_a_call_block_edited_computes_the_childs_part_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The child's text does not change: only its call block in the caller, whose argument now
+    # reads the child's own output (a cycle through the child's variable).
+    root = _tree(tmp_path)
+    (root / "main.tf").write_text(_ROOT.replace("var.missing", '"x"'))
+    (root / "child" / "main.tf").write_text(_CHILD.replace("lenght", "length"))
+    assert _diags(root, DiskMemo()) == []
+    _forget(monkeypatch)
+    (root / "main.tf").write_text(_ROOT.replace("var.missing", '"x"').replace('"v"', "module.child.a"))
+    computed = _counting(monkeypatch)
+    got = _diags(root, DiskMemo())
+    assert got == _diags(root, NO_MEMO)
+    assert got[0][1].startswith("Cycle: ")  # type: ignore[union-attr]
+    assert "module.child" in computed
+
+
+def test_another_release_computes_the_parts_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Terraform 1.9 has no provider functions' namespace and no variable validation nodes.
+    root = _tree(tmp_path)
+    for release in ((1, 15), (1, 5)):
+        _forget(monkeypatch)
+        computed = _counting(monkeypatch)
+        options = Options(terraform_version=release)
+        assert _diags(root, DiskMemo(), options) == _diags(root, NO_MEMO, options)
+        assert computed == ["", "module.child"]
