@@ -115,18 +115,27 @@ def check_wiring(
         cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release)
         objects = options.graph_check("object_reference_checks")
         walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
-        for node in graph.walk():
-            key = _check_key(graph, node, options, objects)
-            if key is None:
+        nodes = list(graph.walk())
+        keys = [_check_key(graph, node, options, objects) for node in nodes]
+        if any(key is None for key in keys):  # the memo has no name for some module (NO_MEMO)
+            for node in nodes:
                 _module_checks(node, cycles, walk)
-                continue
-            # A module's part of the checks (its blocks' errors and its part of the graph) is a
-            # function of the key: a memo may have it from an earlier build (flatten/shell/).
-            entered = cycles.enter(node)
-            part = memo.checked(key, partial(_module_part, node, entered, cycles, walk))
-            if entered is not None and part.graph is not None:
-                cycles.add(node, part.graph, entered[2])
-            walk.close_with(node, part.diags)
+        else:
+            # Each module's part of the checks (its blocks' errors, its part of the graph) is a
+            # function of its key: the memo may have it from an earlier build, or compute the
+            # parts side by side (flatten/shell/); they are added in tree order.
+            entered = [cycles.enter(node) for node in nodes]
+            parts = memo.checked(
+                [
+                    (key, partial(_module_part, node, into, cycles, walk))
+                    for node, key, into in zip(nodes, keys, entered, strict=True)
+                    if key is not None
+                ]
+            )
+            for node, into, part in zip(nodes, entered, parts, strict=True):
+                if into is not None and part.graph is not None:
+                    cycles.add(node, part.graph, into[2])
+                walk.close_with(node, part.diags)
         found = cycles.finish()
         diags.extend(found if found.has_errors else walk.diags)
         if not found.has_errors:

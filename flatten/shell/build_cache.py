@@ -73,7 +73,7 @@ from flatten.lang.options import Dialect, Options
 from flatten.lang.redact import holds_userinfo
 from flatten.shell import cache_auth
 from flatten.stages.files import DirectoryListing
-from flatten.stages.memo import CheckKey, ModuleChecks
+from flatten.stages.memo import CheckKey, CheckRequest, ModuleChecks
 
 __all__ = [
     "EMITTED",
@@ -1069,17 +1069,38 @@ def _read_checks(path: Path, digest: str) -> ModuleChecks | None:
     return value if isinstance(value, ModuleChecks) else None
 
 
-def checked(key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-    """Return ``compute()`` (a module's part of the checks, a pure function of ``key``), from
-    the cache when it has it (flatten/shell/memo.py; the key: flatten/stages/memo.py)."""
+def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+    """Return each request's ``compute()`` (a module's part of the checks, a pure function of its
+    key), from the cache when it has it (flatten/shell/memo.py; the key: flatten/stages/memo.py).
+
+    The parts the cache lacks are computed here and, on a machine of several CPUs, in forked
+    helpers at once (``prefetch.shared``, prefetch's way of sharing work), each part pickled
+    where it is computed, which the cache needs anyway."""
     if not enabled():
-        return compute()
-    digest = check_digest(key)
-    path = _checks_path(digest)
-    found = _read_checks(path, digest)
-    if found is not None:
-        return found
-    value = compute()
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    _queue(path, digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
-    return value
+        return [compute() for _, compute in requests]
+    out: list[ModuleChecks | None] = []
+    missing: list[tuple[int, str]] = []
+    for i, (key, _) in enumerate(requests):
+        digest = check_digest(key)
+        found = _read_checks(_checks_path(digest), digest)
+        out.append(found)
+        if found is None:
+            missing.append((i, digest))
+    if missing:
+        from flatten.shell import prefetch
+
+        computes = [requests[i][1] for i, _ in missing]
+        shared = prefetch.shared(computes) if len(computes) >= _SHARED_PARTS else None
+        if shared is None:  # too few to share, or no helper can be forked now
+            shared = [(compute(), None) for compute in computes]
+        for (i, digest), (value, data) in zip(missing, shared, strict=True):
+            assert isinstance(value, ModuleChecks)
+            if data is None:
+                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            out[i] = value
+            _queue(_checks_path(digest), digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
+    return [value for value in out if value is not None]
+
+
+# Fewer parts to compute than this are computed here alone (a fork costs more than they do).
+_SHARED_PARTS = 16

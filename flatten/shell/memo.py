@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -26,7 +26,15 @@ from flatten.shell import build_cache, parse_cache
 from flatten.shell.cache_dir import area, cache_root
 from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path, read_config
-from flatten.stages.memo import CheckKey, LoadedModule, MemoKey, ModuleChecks, ModuleSource, ParseSource, Raws
+from flatten.stages.memo import (
+    CheckRequest,
+    LoadedModule,
+    MemoKey,
+    ModuleChecks,
+    ModuleSource,
+    ParseSource,
+    Raws,
+)
 
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys", "source_key"]
 
@@ -120,8 +128,8 @@ class DiskMemo:
             return compute()
         return build_cache.emitted(key.key, original, output, provenance, compute)
 
-    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-        return build_cache.checked(key, compute)
+    def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+        return build_cache.checked(requests)
 
 
 def source_key(source: ModuleSource) -> tuple[str, list[bytes]]:

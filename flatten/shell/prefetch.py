@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +44,7 @@ __all__ = [
     "prefetch",
     "prefetch_early",
     "prefetch_forked",
+    "shared",
 ]
 
 # Parallel parsing pays off above these (measured with scripts/bench, docs/performance.md).
@@ -558,6 +559,79 @@ def _compute_shared(
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
     return out
+
+
+def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | None]] | None:
+    """Run ``tasks`` here and in one forked helper per other CPU, the way ``_compute_shared``
+    shares modules (a pipe of task numbers every process takes from as it is free); return each
+    task's value, with its pickle when a helper computed it (the pickle it was sent as), in order.
+    None when no helper can be forked now: one CPU, or another thread running (a fork copies a
+    lock another thread may hold). The tasks must be independent of each other: each runs in
+    whichever process takes it, on that process's copy of the data (the build's checks,
+    flatten/shell/build_cache.py ``checked``). A task a helper failed on is run here.
+    """
+    cpus = min(_cpus(None), len(tasks))
+    if cpus < 2 or threading.active_count() != 1:
+        return None
+    per = -(-len(tasks) // _UNITS)
+    units = [list(range(i, min(i + per, len(tasks)))) for i in range(0, len(tasks), per)]
+    queue_read, queue_write = os.pipe()
+    try:
+        os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
+    finally:
+        os.close(queue_write)
+    parent = os.getpid()
+    helpers: list[tuple[int, int]] = []
+    out: list[tuple[object, bytes | None] | None] = [None] * len(tasks)
+    try:
+        for _ in range(cpus - 1):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the helper: never returns
+                code = 1
+                try:
+                    os.close(read_end)
+                    _worker_init(parent)
+                    done = [
+                        (i, pickle.dumps(tasks[i](), protocol=pickle.HIGHEST_PROTOCOL))
+                        for i in _take_units(queue_read, units)
+                    ]
+                    with os.fdopen(write_end, "wb") as sending:
+                        pickle.dump(done, sending, protocol=pickle.HIGHEST_PROTOCOL)
+                    code = 0
+                except BaseException:
+                    pass
+                finally:
+                    os._exit(code)
+            os.close(write_end)
+            helpers.append((pid, read_end))
+        for i in _take_units(queue_read, units):
+            out[i] = (tasks[i](), None)
+    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
+        for pid, _ in helpers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(queue_read)
+        for pid, read_end in helpers:
+            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                for i, data in pickle.load(received):
+                    out[i] = (pickle.loads(data), data)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return [found if found is not None else (tasks[i](), None) for i, found in enumerate(out)]
+
+
+def _take_units(queue: int, units: list[list[int]]) -> Iterator[int]:
+    """The task numbers of the units whose numbers this process reads from ``queue``, until it is
+    empty."""
+    while True:
+        record = os.read(queue, _RECORD)
+        if len(record) != _RECORD:
+            return
+        yield from units[int.from_bytes(record, "big")]
 
 
 class _Counts:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from flatten.lang.options import Dialect
     from flatten.stages.files import DirectoryListing
     from flatten.stages.memo import (
-        CheckKey,
+        CheckRequest,
         LoadedModule,
         Memo,
         MemoKey,
@@ -143,5 +143,5 @@ class ProgressMemo:
         self._progress.writing(f"modules {self._emitted}/{max(self._read, self._emitted)}")
         return data
 
-    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-        return self._inner.checked(key, compute)
+    def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+        return self._inner.checked(requests)

@@ -31,7 +31,7 @@ from flatten.lang.options import Dialect, Options
 from flatten.stages.files import DirectoryListing
 from flatten.stages.memo import (
     NO_MEMO,
-    CheckKey,
+    CheckRequest,
     LoadedModule,
     Memo,
     MemoKey,
@@ -107,8 +107,8 @@ class SharedMemo:
             )
         return found
 
-    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-        return self._inner.checked(key, compute)
+    def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+        return self._inner.checked(requests)
 
     @property
     def modules(self) -> int:

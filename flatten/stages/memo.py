@@ -15,7 +15,7 @@ it returned (``MemoKey``), which the layout hands back to ``emitted`` for that v
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_MEMO",
     "CheckKey",
+    "CheckRequest",
     "LoadedModule",
     "Memo",
     "MemoKey",
@@ -141,6 +142,10 @@ class ModuleChecks:
     graph: GraphPart | None
 
 
+# One module's part of the checks asked of a memo: its key, and what computes it.
+CheckRequest = tuple[CheckKey, Callable[[], ModuleChecks]]
+
+
 class Memo(Protocol):
     """Where the stages find work already done. Each method returns what ``compute`` returns."""
 
@@ -177,8 +182,11 @@ class Memo(Protocol):
         module ``key`` names, which ``output`` may differ from only in its ``module`` blocks."""
         ...
 
-    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-        """A module's part of the checks (``compute()``), which is a function of ``key``."""
+    def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+        """Each module's part of the checks (``compute()``, a function of ``key``), in order.
+
+        Asked for every module at once: the parts are independent of each other, so a memo may
+        compute those it lacks side by side (flatten/shell/memo.py)."""
         ...
 
 
@@ -212,8 +220,8 @@ class NoMemo:
     ) -> bytes:
         return compute()
 
-    def checked(self, key: CheckKey, compute: Callable[[], ModuleChecks]) -> ModuleChecks:
-        return compute()
+    def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
+        return [compute() for _, compute in requests]
 
 
 NO_MEMO: Memo = NoMemo()

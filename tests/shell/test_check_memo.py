@@ -9,6 +9,7 @@ those inputs, even in another module's file, must compute it again.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -173,3 +174,48 @@ def test_another_release_computes_the_parts_again(tmp_path: Path, monkeypatch: p
         options = Options(terraform_version=release)
         assert _diags(root, DiskMemo(), options) == _diags(root, NO_MEMO, options)
         assert computed == ["", "module.child"]
+
+
+def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Enough modules for the parts the cache lacks to be shared with a forked helper
+    # (prefetch.shared), each helper's parts pickled back: the same errors, in tree order.
+    root = tmp_path / "root"
+    calls = []
+    for i in range(24):
+        child = root / "modules" / f"m{i:02}"
+        child.mkdir(parents=True)
+        value = f"var.missing_{i}" if i % 3 == 0 else f'"v{i}"'
+        call = "" if i % 5 else f"\nlocals {{\n  l = lenght({value})\n}}\n"
+        (child / "main.tf").write_text(
+            f'resource "terraform_data" "r" {{\n  input = {value}\n}}\noutput "o" {{\n  value = 1\n}}\n{call}'
+        )
+        calls.append(f'module "m{i:02}" {{\n  source = "./modules/m{i:02}"\n}}\n')
+        calls.append(f'output "o{i:02}" {{\n  value = module.m{i:02}.{"o" if i % 4 else "nope"}\n}}\n')
+    root.mkdir(exist_ok=True)
+    (root / "main.tf").write_text("".join(calls))
+    want = _diags(root, NO_MEMO)
+    assert len(want) > 10
+    shared: list[bool] = []
+    real = prefetching.shared
+
+    def recording(tasks):  # type: ignore[no-untyped-def]
+        found = real(tasks)
+        shared.append(found is not None)
+        return found
+
+    monkeypatch.setattr(prefetching, "shared", recording)
+    build_cache.finish()  # no writer thread running: helpers may be forked
+    _forget(monkeypatch)
+    # The modules from the cache (no writer started while loading), the parts computed.
+    from flatten.stages.load import load_module
+
+    for directory in [root, *sorted((root / "modules").iterdir())]:
+        load_module(directory, root=root, options=Options(terraform_version=(1, 15)), memo=DiskMemo())
+    _forget(monkeypatch)
+    assert _diags(root, DiskMemo()) == want
+    if len(os.sched_getaffinity(0)) > 1:
+        assert shared == [True], "the parts were computed in a forked helper too"
+    _forget(monkeypatch)
+    assert _diags(root, DiskMemo()) == want  # and read back from the cache
