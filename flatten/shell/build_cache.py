@@ -1074,7 +1074,7 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
     key), from the cache when it has it (flatten/shell/memo.py; the key: flatten/stages/memo.py).
 
     The parts the cache lacks are computed here and, on a machine of several CPUs, in forked
-    helpers at once (``prefetch.shared``, prefetch's way of sharing work), each part pickled
+    helpers at once (``forks.shared``, prefetch's way of sharing work), each part pickled
     where it is computed, which the cache needs anyway."""
     if not enabled():
         return [compute() for _, compute in requests]
@@ -1087,10 +1087,10 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         if found is None:
             missing.append((i, digest))
     if missing:
-        from flatten.shell import prefetch
+        from flatten.shell import forks
 
         computes = [requests[i][1] for i, _ in missing]
-        shared = prefetch.shared(computes) if len(computes) >= _SHARED_PARTS else None
+        shared = forks.shared(computes) if len(computes) >= _SHARED_PARTS else None
         if shared is None:  # too few to share, or no helper can be forked now
             shared = [(compute(), None) for compute in computes]
         for (i, digest), (value, data) in zip(missing, shared, strict=True):

@@ -16,10 +16,9 @@ import io
 import os
 import pickle
 import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,10 @@ from typing import TYPE_CHECKING
 from flatten import gate
 from flatten.lang.options import Dialect, Options
 from flatten.shell import parse_cache
+from flatten.shell.forks import RECORD as _RECORD
+from flatten.shell.forks import UNITS as _UNITS
+from flatten.shell.forks import cpus as _cpus
+from flatten.shell.forks import worker_init as _worker_init
 from flatten.shell.parse_cache import ParseCache, Result, default_cache, encode, module_sources
 
 if TYPE_CHECKING:
@@ -44,7 +47,6 @@ __all__ = [
     "prefetch",
     "prefetch_early",
     "prefetch_forked",
-    "shared",
 ]
 
 # Parallel parsing pays off above these (measured with scripts/bench, docs/performance.md).
@@ -437,14 +439,6 @@ def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) ->
     return sorted(level)
 
 
-def _cpus(workers: int | None) -> int:
-    if workers:
-        return workers
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 _ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, display path
 
 
@@ -490,10 +484,6 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
         calls, data = build_cache.encode(key, entry)
         out.append((key, calls, data, build_cache.emit_ahead(key, entry.module, provenance, render)))
     return out
-
-
-_RECORD = 4  # bytes of one job number in the queue of ``_compute_shared``
-_UNITS = 4096  # at most this many numbers in that queue (16 KB)
 
 
 def _compute_shared(
@@ -559,79 +549,6 @@ def _compute_shared(
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
     return out
-
-
-def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | None]] | None:
-    """Run ``tasks`` here and in one forked helper per other CPU, the way ``_compute_shared``
-    shares modules (a pipe of task numbers every process takes from as it is free); return each
-    task's value, with its pickle when a helper computed it (the pickle it was sent as), in order.
-    None when no helper can be forked now: one CPU, or another thread running (a fork copies a
-    lock another thread may hold). The tasks must be independent of each other: each runs in
-    whichever process takes it, on that process's copy of the data (the build's checks,
-    flatten/shell/build_cache.py ``checked``). A task a helper failed on is run here.
-    """
-    cpus = min(_cpus(None), len(tasks))
-    if cpus < 2 or threading.active_count() != 1:
-        return None
-    per = -(-len(tasks) // _UNITS)
-    units = [list(range(i, min(i + per, len(tasks)))) for i in range(0, len(tasks), per)]
-    queue_read, queue_write = os.pipe()
-    try:
-        os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
-    finally:
-        os.close(queue_write)
-    parent = os.getpid()
-    helpers: list[tuple[int, int]] = []
-    out: list[tuple[object, bytes | None] | None] = [None] * len(tasks)
-    try:
-        for _ in range(cpus - 1):
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the helper: never returns
-                code = 1
-                try:
-                    os.close(read_end)
-                    _worker_init(parent)
-                    done = [
-                        (i, pickle.dumps(tasks[i](), protocol=pickle.HIGHEST_PROTOCOL))
-                        for i in _take_units(queue_read, units)
-                    ]
-                    with os.fdopen(write_end, "wb") as sending:
-                        pickle.dump(done, sending, protocol=pickle.HIGHEST_PROTOCOL)
-                    code = 0
-                except BaseException:
-                    pass
-                finally:
-                    os._exit(code)
-            os.close(write_end)
-            helpers.append((pid, read_end))
-        for i in _take_units(queue_read, units):
-            out[i] = (tasks[i](), None)
-    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
-        for pid, _ in helpers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        raise
-    finally:
-        os.close(queue_read)
-        for pid, read_end in helpers:
-            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
-                # A pickle, but from our own fork through a pipe only the two processes hold.
-                for i, data in pickle.load(received):
-                    out[i] = (pickle.loads(data), data)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return [found if found is not None else (tasks[i](), None) for i, found in enumerate(out)]
-
-
-def _take_units(queue: int, units: list[list[int]]) -> Iterator[int]:
-    """The task numbers of the units whose numbers this process reads from ``queue``, until it is
-    empty."""
-    while True:
-        record = os.read(queue, _RECORD)
-        if len(record) != _RECORD:
-            return
-        yield from units[int.from_bytes(record, "big")]
 
 
 class _Counts:
@@ -854,24 +771,3 @@ def _pool(cpus: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=cpus, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)
     )
-
-
-def _worker_init(parent: int) -> None:
-    """Make a worker die with the build: killed outright (SIGTERM while prefetching, SIGKILL), the
-    build would otherwise leave its workers waiting forever for work, holding its stderr open."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-            import signal
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            # A fixed mmap threshold (M_MMAP_THRESHOLD, glibc's default size): freeing a large
-            # buffer (a file's text, its UTF-8 for the cache key) otherwise raises the threshold
-            # to that size, and the parse's large temporaries then stay resident in the heap
-            # once freed: 15 MiB of a 7 MB file's peak (docs/reliability.md, "Memory").
-            libc.mallopt(-3, 128 * 1024)
-        except Exception:
-            pass
-    if os.getppid() != parent:  # the build ended before this worker could ask
-        os._exit(0)

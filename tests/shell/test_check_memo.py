@@ -20,7 +20,7 @@ from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Dialect, Options
 from flatten.providers import checks as wiring_checks
-from flatten.shell import build_cache, parse_cache
+from flatten.shell import build_cache, forks, parse_cache
 from flatten.shell import prefetch as prefetching
 from flatten.shell.memo import DiskMemo
 from flatten.stages.memo import NO_MEMO, Memo
@@ -180,7 +180,7 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Enough modules for the parts the cache lacks to be shared with a forked helper
-    # (prefetch.shared), each helper's parts pickled back: the same errors, in tree order.
+    # (forks.shared), each helper's parts pickled back: the same errors, in tree order.
     root = tmp_path / "root"
     calls = []
     for i in range(24):
@@ -198,14 +198,14 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
     want = _diags(root, NO_MEMO)
     assert len(want) > 10
     shared: list[bool] = []
-    real = prefetching.shared
+    real = forks.shared
 
     def recording(tasks):  # type: ignore[no-untyped-def]
         found = real(tasks)
         shared.append(found is not None)
         return found
 
-    monkeypatch.setattr(prefetching, "shared", recording)
+    monkeypatch.setattr(forks, "shared", recording)
     build_cache.finish()  # no writer thread running: helpers may be forked
     _forget(monkeypatch)
     # The modules from the cache (no writer started while loading), the parts computed.
