@@ -37,10 +37,11 @@ def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | 
     """Run ``tasks`` here and in one forked helper per other CPU, the way prefetch's
     ``_compute_shared`` shares modules (a pipe of task numbers each process takes from as it is
     free); return each task's value, in order, with its pickle when a helper computed it (the
-    pickle it was sent as). None when no helper can be forked now: one CPU, or another thread running (a fork copies a
-    lock another thread may hold). The tasks must be independent of each other: each runs in
-    whichever process takes it, on that process's copy of the data (the build's checks,
-    flatten/shell/build_cache.py ``checked``). A task a helper failed on is run here.
+    pickle it was sent as). None when no helper can be forked now: one CPU, or another thread
+    running (a fork copies a lock another thread may hold). The tasks must be independent of
+    each other: each runs in whichever process takes it, on that process's copy of the data
+    (the build's checks, flatten/shell/build_cache.py ``checked``). A task a helper failed on
+    is run here.
     """
     processes = min(cpus(None), len(tasks))
     if processes < 2 or threading.active_count() != 1:
