@@ -894,7 +894,7 @@ def remove_owned(directory: Dir, name: str, *, owned: Callable[[Dir], bool] | No
 #: earlier flatten made may hold (it is adopted: stamped, when it holds nothing else).
 CACHE_OWNER = "flatten's cache: everything here is derived and may be deleted (docs/cache.md)"
 CACHE_AREAS = frozenset(
-    {"parse", "modules", "emit", "builds", "commands", "module-keys", "code", "lark", "v1"}
+    {"parse", "modules", "emit", "checks", "builds", "commands", "module-keys", "code", "lark", "v1"}
 )
 CACHE_ADOPT = CACHE_AREAS | {".pruned", ".use.lock"}
 
