@@ -936,6 +936,12 @@ def open_owned_root(
         if found is None and create and not others:
             root.write(STAMP_NAME, stamp)
             return root
+        if found is None and any(e.name == STAMP_NAME for e in others):
+            # Another build (or a sibling prefetch) stamped the new directory between our read and
+            # our listing and may already have made its first entries: read the stamp again.
+            with contextlib.suppress(FileNotFoundError):
+                if root.read(STAMP_NAME, limit=4096) == stamp:
+                    return root
     except OSError:
         root.close()
         raise

@@ -213,6 +213,38 @@ def test_owned_root_is_stamped_only_when_flatten_makes_it(tmp_path: Path) -> Non
     adopted.close()
 
 
+def test_owned_root_made_by_a_concurrent_build_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two builds (or two sibling prefetches) make a new cache at once: the one that finds no stamp
+    and then, listing, finds the other's stamp and first entry uses the cache instead of refusing
+    it as "holds files flatten did not make" (a CI failure of test_parallel_prefetch_resolves_siblings)."""
+    base = tmp_path / "cache"
+    listed = gate.Dir.list
+    raced: list[bool] = []
+
+    def other_build_stamps_first(self: gate.Dir) -> object:
+        if not raced:
+            raced.append(True)
+            made = gate.open_owned_root(base, "flatten cache", create=True)  # the other build
+            assert made is not None
+            made.close()
+            (base / "v1").mkdir()
+        return listed(self)
+
+    monkeypatch.setattr(gate.Dir, "list", other_build_stamps_first)
+    ours = gate.open_owned_root(base, "flatten cache", create=True)
+    assert ours is not None
+    ours.close()
+    assert sorted(p.name for p in base.iterdir()) == ["CACHEDIR.TAG", "v1"]
+    # A directory stamped for another owner between the two looks stays refused.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# someone else\n")
+    monkeypatch.setattr(gate.Dir, "list", listed)
+    assert gate.open_owned_root(other, "flatten cache", create=True) is None
+
+
 def test_refusals_cross_processes(tmp_path: Path) -> None:
     import pickle
 
