@@ -35,7 +35,8 @@ from support.oracle import Result, Terraform, engines, terraform
 # defects, and a provider type mismatch); chosen among the seeds that agree while the open bugs
 # listed in docs/reliability.md are fixed. Then three that disagreed before the fixes of issue 14's
 # last classes: 306 (a sibling types the call: Terraform's verdict varies with Go's map order),
-# 963 (a type mismatch beside an invalid default of the root), 484 (an override to any of a
+# 963 (a type mismatch beside an invalid default of the root: validate reports the root's error
+# alone, as flatten does, and init adds the mismatch by Go's map order), 484 (an override to any of a
 # default with typed nulls, now refused).
 SEEDS = [1, 4, 6, 11, 13, 15, 17, 28, 33, 34, 46, 58, 306, 484, 963]
 
