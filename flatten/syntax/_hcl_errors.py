@@ -703,7 +703,11 @@ class _Parser:
             if top:
                 name = self.text[ident.start : ident.end]
                 header = " ".join([name, *(f'"{label}"' for label in labels)])
-                self.top_blocks.append((ident.start, max(self.prev.end, ident.end), header))
+                # HCL's Block.Range ends at the closing brace, not at the newline read after it
+                # (hclsyntax/navigation.go): a subject at the start of the next line, asked one
+                # byte before, has no context ("Duplicate output definition" after a one-line block).
+                end = self.prev.start if self.prev.type == NEWLINE else self.prev.end
+                self.top_blocks.append((ident.start, max(end, ident.end), header))
 
     def _block(self, ident: Tok, labels: list[str]) -> None:
         had = len(self.diags)

@@ -25,6 +25,9 @@ ROOTS = {
     "json syntax in an array": {
         "main.tf.json": '{"resource": [{"terraform_data": {"a": {"input": "${var.nope}"}}}]}\n'
     },
+    # The subject starts a line after a one-line block: HCL's block range ends at its brace, so
+    # the byte before the subject (a newline) is in no block and there is no context.
+    "after a one-line block": {"main.tf": 'output "a" { value = 1 }\noutput "a" { value = 2 }\n'},
     "json syntax": {"main.tf.json": '{"resource": {"terraform_data": {"a": {"input": "${var.nope}"}}}}\n'},
 }
 
