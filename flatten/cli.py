@@ -492,6 +492,15 @@ _VarFileOption = Annotated[
     typer.Option("--var-file", metavar="FILE", help=_VAR_FILE_HELP),
 ]
 _DialectOption = Annotated[Dialect, typer.Option(help="Whose rules to follow.")]
+#: The roots `graph` and `providers` read (build's help says where each is written).
+_RootsArgument = Annotated[
+    Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Argument(
+        metavar="ROOT...",
+        help="The root module directory (default: the current one); several: each in turn, labelled.",
+        show_default=False,
+    ),
+]
 _DiagnosticsJsonOption = Annotated[
     bool, typer.Option("--diagnostics-json", help="The same as --format json.")
 ]
@@ -979,14 +988,7 @@ def prune_cache(cache: Path) -> None:
 @app.command(cls=_OrderedVars)
 def graph(
     ctx: typer.Context,
-    roots: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Argument(
-            metavar="ROOT...",
-            help="The root module directory (default: the current one); several: each in turn, labelled.",
-            show_default=False,
-        ),
-    ] = None,
+    roots: _RootsArgument = None,
     format: Annotated[GraphFormat, typer.Option("--format", "-f", help="Output format.")] = GraphFormat.TEXT,
     dialect: _DialectOption = Dialect.TERRAFORM,
     diagnostics_json: Annotated[
@@ -1005,9 +1007,8 @@ def graph(
     from flatten.stages.graph import build_graph
     from flatten.syntax.snippets import context_finder
 
-    paths = list(roots) if roots else [Path(".")]
+    paths, roots_abs = _read_roots(roots)
     many = len(paths) > 1
-    roots_abs = [_root_dir(root) for root in paths]
     options = _options(ctx, dialect, offline, terraform_version, var, var_file)
     memo = _roots_memo(DiskMemo(), many)
     style = text_style(no_color, os.environ)
@@ -1055,6 +1056,12 @@ _GRAPH_HEADING = MappingProxyType(
 )
 
 
+def _read_roots(roots: list[Path] | None) -> tuple[list[Path], list[Path]]:
+    """The roots as given (the current directory when none) and each as an absolute directory."""
+    paths = list(roots) if roots else [Path(".")]
+    return paths, [_root_dir(root) for root in paths]
+
+
 def _json_array(docs: list[object]) -> str:
     """Return one object per root as a JSON array (the layout of ``render_json``)."""
     return _json.dumps(docs, indent=2, ensure_ascii=False) + "\n"
@@ -1073,14 +1080,7 @@ def _roots_memo(memo: "Memo", many: bool) -> "Memo":
 @app.command(cls=_OrderedVars)
 def providers(
     ctx: typer.Context,
-    roots: Annotated[
-        Optional[list[Path]],  # noqa: UP045 - typer reads the annotation at run time
-        typer.Argument(
-            metavar="ROOT...",
-            help="The root module directory (default: the current one); several: each in turn, labelled.",
-            show_default=False,
-        ),
-    ] = None,
+    roots: _RootsArgument = None,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print the report (not the diagnostics) as JSON.")
     ] = False,
@@ -1111,9 +1111,8 @@ def providers(
     from flatten.stages.emit import dumps
     from flatten.stages.graph import build_graph
 
-    paths = list(roots) if roots else [Path(".")]
+    paths, roots_abs = _read_roots(roots)
     many = len(paths) > 1
-    roots_abs = [_root_dir(root) for root in paths]
     fmt = _report_format(report_format, diagnostics_json)
     if many and explain_address is not None:
         raise _usage_error("--explain shows one resource of one root: give one ROOT.")
