@@ -17,8 +17,11 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import BinaryIO, TypeVar
 
-__all__ = ["RECORD", "UNITS", "cpus", "shared", "worker_init"]
+__all__ = ["RECORD", "UNITS", "cpus", "forked", "helper", "shared", "split", "worker_init"]
+
+T = TypeVar("T")
 
 RECORD = 4  # bytes of one unit number in a queue of work
 UNITS = 4096  # at most this many numbers in one queue (16 KB: a pipe holds 64 KB)
@@ -33,10 +36,84 @@ def cpus(workers: int | None) -> int:
     return os.cpu_count() or 1
 
 
+def split(items: Sequence[T]) -> list[Sequence[T]]:
+    """``items`` in order, in at most ``UNITS`` runs of about equal length (the units of work
+    ``forked`` queues)."""
+    per = -(-len(items) // UNITS)
+    return [items[i : i + per] for i in range(0, len(items), per)]
+
+
+def forked(units: int, processes: int, take: Callable[[int, int], T]) -> list[T]:
+    """Run ``take(unit, slot)`` for each unit number below ``units`` (at most ``UNITS``), here
+    (slot 0) and in ``processes - 1`` forked helpers (slots 1 and up); return every unit's
+    value: this process's, then each helper's as it sent them (pickled through a pipe of its
+    own). A helper that failed sends nothing: the caller computes what is missing.
+
+    The unit numbers are a queue every process takes from as it is free (a pipe of numbers,
+    all written before forking, then closed, so that it ends for every reader once empty; each
+    number one write and one read of ``RECORD`` bytes, which a pipe never splits): on a machine
+    other tenants share, a process that gets less CPU takes fewer units instead of holding the
+    others up. Called with no other thread running. Ctrl-C or SIGTERM here: the helpers are
+    killed (their work is not wanted) and the exception goes on.
+    """
+    queue_read, queue_write = os.pipe()
+    try:
+        os.write(queue_write, b"".join(i.to_bytes(RECORD, "big") for i in range(units)))
+    finally:
+        os.close(queue_write)
+    parent = os.getpid()
+    helpers: list[tuple[int, BinaryIO]] = []
+    out: list[T] = []
+    try:
+        for slot in range(1, processes):
+
+            def send(sending: BinaryIO, slot: int = slot) -> None:
+                done = [take(unit, slot) for unit in _taken(queue_read)]
+                pickle.dump(done, sending, protocol=pickle.HIGHEST_PROTOCOL)
+
+            helpers.append(helper(parent, send))
+        out.extend(take(unit, 0) for unit in _taken(queue_read))
+    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
+        for pid, _ in helpers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(queue_read)
+        for pid, received in helpers:
+            with received, contextlib.suppress(Exception):
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                out.extend(pickle.load(received))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return out
+
+
+def helper(parent: int, send: Callable[[BinaryIO], object]) -> tuple[int, BinaryIO]:
+    """Fork a helper of process ``parent`` (this one) that runs ``send`` on the write end of a
+    pipe and exits (``worker_init``: it dies with ``parent``); return its pid and the pipe's
+    read end, which holds nothing when the helper failed."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the helper: never returns
+        code = 1
+        try:
+            os.close(read_end)
+            worker_init(parent)
+            with os.fdopen(write_end, "wb") as sending:
+                send(sending)
+            code = 0
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    return pid, os.fdopen(read_end, "rb")
+
+
 def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | None]] | None:
-    """Run ``tasks`` here and in one forked helper per other CPU, the way prefetch's
-    ``_compute_shared`` shares modules (a pipe of task numbers each process takes from as it is
-    free); return each task's value, in order, with its pickle when a helper computed it (the
+    """Run ``tasks`` here and in one forked helper per other CPU (``forked``, as prefetch shares
+    modules); return each task's value, in order, with its pickle when a helper computed it (the
     pickle it was sent as). None when no helper can be forked now: one CPU, or another thread
     running (a fork copies a lock another thread may hold). The tasks must be independent of
     each other: each runs in whichever process takes it, on that process's copy of the data
@@ -46,65 +123,27 @@ def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | 
     processes = min(cpus(None), len(tasks))
     if processes < 2 or threading.active_count() != 1:
         return None
-    per = -(-len(tasks) // UNITS)
-    units = [list(range(i, min(i + per, len(tasks)))) for i in range(0, len(tasks), per)]
-    queue_read, queue_write = os.pipe()
-    try:
-        os.write(queue_write, b"".join(i.to_bytes(RECORD, "big") for i in range(len(units))))
-    finally:
-        os.close(queue_write)
-    parent = os.getpid()
-    helpers: list[tuple[int, int]] = []
+    units = split(range(len(tasks)))
+
+    def take(unit: int, slot: int) -> list[tuple[int, object, bytes | None]]:
+        if slot:  # a helper: each value pickled on its own, which the caller keeps
+            return [(i, None, pickle.dumps(tasks[i](), pickle.HIGHEST_PROTOCOL)) for i in units[unit]]
+        return [(i, tasks[i](), None) for i in units[unit]]
+
     out: list[tuple[object, bytes | None] | None] = [None] * len(tasks)
-    try:
-        for _ in range(processes - 1):
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the helper: never returns
-                code = 1
-                try:
-                    os.close(read_end)
-                    worker_init(parent)
-                    done = [
-                        (i, pickle.dumps(tasks[i](), protocol=pickle.HIGHEST_PROTOCOL))
-                        for i in _take_units(queue_read, units)
-                    ]
-                    with os.fdopen(write_end, "wb") as sending:
-                        pickle.dump(done, sending, protocol=pickle.HIGHEST_PROTOCOL)
-                    code = 0
-                except BaseException:
-                    pass
-                finally:
-                    os._exit(code)
-            os.close(write_end)
-            helpers.append((pid, read_end))
-        for i in _take_units(queue_read, units):
-            out[i] = (tasks[i](), None)
-    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
-        for pid, _ in helpers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        raise
-    finally:
-        os.close(queue_read)
-        for pid, read_end in helpers:
-            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
-                # A pickle, but from our own fork through a pipe only the two processes hold.
-                for i, data in pickle.load(received):
-                    out[i] = (pickle.loads(data), data)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
+    for part in forked(len(units), processes, take):
+        for i, value, data in part:
+            out[i] = (value, None) if data is None else (pickle.loads(data), data)
     return [found if found is not None else (tasks[i](), None) for i, found in enumerate(out)]
 
 
-def _take_units(queue: int, units: list[list[int]]) -> Iterator[int]:
-    """The task numbers of the units whose numbers this process reads from ``queue``, until it is
-    empty."""
+def _taken(queue: int) -> Iterator[int]:
+    """The unit numbers this process reads from ``queue``, until it is empty."""
     while True:
         record = os.read(queue, RECORD)
         if len(record) != RECORD:
             return
-        yield from units[int.from_bytes(record, "big")]
+        yield int.from_bytes(record, "big")
 
 
 def worker_init(parent: int) -> None:

@@ -12,22 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 import os
-import pickle
 import signal
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from flatten import gate
 from flatten.lang.options import Dialect, Options
-from flatten.shell import parse_cache
-from flatten.shell.forks import RECORD as _RECORD
-from flatten.shell.forks import UNITS as _UNITS
+from flatten.shell import forks, parse_cache
 from flatten.shell.forks import cpus as _cpus
 from flatten.shell.forks import worker_init as _worker_init
 from flatten.shell.parse_cache import ParseCache, Result, default_cache, encode, module_sources
@@ -88,7 +84,7 @@ class _Writer:
 
 _WRITERS: list[_Writer] = []
 # Prefetching processes (prefetch_forked), waited for by finish(): process id and pipe.
-_CHILDREN: list[tuple[int, io.BufferedReader]] = []
+_CHILDREN: list[tuple[int, BinaryIO]] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,25 +278,13 @@ def prefetch_forked(
         top = cache_root()
         gate.make_dirs(top, mode=0o700)
         mark_top_directory(top)
-    read_end, write_end = os.pipe()
-    parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns
-        code = 1
-        try:
-            os.close(read_end)
-            _worker_init(parent)
-            prefetch(root, options=options, progress=progress)
-            with os.fdopen(write_end, "wb") as sending:
-                build_cache.export_prefetched(sending)
-            finish()
-            code = 0
-        except BaseException:
-            pass
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    received = os.fdopen(read_end, "rb")
+
+    def send(sending: BinaryIO) -> None:
+        prefetch(root, options=options, progress=progress)
+        build_cache.export_prefetched(sending)
+        finish()
+
+    pid, received = forks.helper(os.getpid(), send)
     _CHILDREN.append((pid, received))
 
     def take() -> None:
@@ -489,66 +473,31 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
 def _compute_shared(
     jobs: list[tuple[_ModuleJob, int]], cpus: int, tick: Callable[[int], None] | None = None
 ) -> list[_Computed]:
-    """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU; return
-    every result (a job whose helper failed is missing: the build computes that module).
+    """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU
+    (``forks.forked``: a queue of units of jobs, largest job first, that every process takes from
+    as it is free); return every result (a job whose helper failed is missing: the build computes
+    that module).
 
     Plain forks instead of a process pool: no pool to import and start (about 0.07 s of a cold
     build) and no batches pickled back and forth, and this process, which would otherwise only
-    wait, computes too. The jobs are a queue that every process takes from as it is free (a
-    pipe of job numbers, largest job first): on a machine other tenants share, a process that
-    gets less CPU takes fewer jobs instead of holding the others up. Each number is one write
-    and one read of ``_RECORD`` bytes, which a pipe never splits. Called with no other thread
-    running (see ``_prefetch_modules``).
+    wait, computes too. Called with no other thread running (see ``_prefetch_modules``).
     """
     order = [job for job, _ in sorted(jobs, key=lambda j: -j[1])]
-    # At most _UNITS numbers, all written before forking (a pipe holds 64 KB), then the pipe is
-    # closed, so that the queue ends for every reader once it is empty.
-    per = -(-len(order) // _UNITS)
-    units = [order[i : i + per] for i in range(0, len(order), per)]
+    units = forks.split(order)
+    processes = min(cpus, len(jobs))
     # Each process's count of jobs done, in a slot of its own of shared memory (no lock: one
-    # writer per slot), summed for ``tick`` (the progress line) by this process between its jobs.
-    counts = _Counts(min(cpus, len(jobs))) if tick is not None else None
-    queue_read, queue_write = os.pipe()
-    try:
-        os.write(queue_write, b"".join(i.to_bytes(_RECORD, "big") for i in range(len(units))))
-    finally:
-        os.close(queue_write)
-    parent = os.getpid()
-    helpers: list[tuple[int, int]] = []
-    try:
-        for _ in range(min(cpus, len(jobs)) - 1):
-            read_end, write_end = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the helper: never returns
-                code = 1
-                try:
-                    os.close(read_end)
-                    _worker_init(parent)
-                    computed = _take_jobs(queue_read, units, counts, len(helpers) + 1)
-                    with os.fdopen(write_end, "wb") as sending:
-                        pickle.dump(computed, sending, protocol=pickle.HIGHEST_PROTOCOL)
-                    code = 0
-                except BaseException:
-                    pass
-                finally:
-                    os._exit(code)
-            os.close(write_end)
-            helpers.append((pid, read_end))
-        out = _take_jobs(queue_read, units, counts, 0, tick)
-    except BaseException:  # Ctrl-C, SIGTERM: the helpers stop now, their work is not wanted
-        for pid, _ in helpers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        raise
-    finally:
-        os.close(queue_read)
-        for pid, read_end in helpers:
-            with os.fdopen(read_end, "rb") as received, contextlib.suppress(Exception):
-                # A pickle, but from our own fork through a pipe only the two processes hold.
-                out.extend(pickle.load(received))
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return out
+    # writer per slot), summed for ``tick`` (the progress line) by this process between its units.
+    counts = _Counts(processes) if tick is not None else None
+
+    def take(unit: int, slot: int) -> list[_Computed]:
+        done = _work_modules(list(units[unit]))
+        if counts is not None:
+            counts.add(slot, len(units[unit]))
+            if tick is not None and slot == 0:
+                tick(counts.total())
+        return done
+
+    return [computed for part in forks.forked(len(units), processes, take) for computed in part]
 
 
 class _Counts:
@@ -567,28 +516,6 @@ class _Counts:
 
     def total(self) -> int:
         return sum(int.from_bytes(self.memory[8 * i : 8 * i + 8], "little") for i in range(self.slots))
-
-
-def _take_jobs(
-    queue: int,
-    units: list[list[_ModuleJob]],
-    counts: _Counts | None = None,
-    slot: int = 0,
-    tick: Callable[[int], None] | None = None,
-) -> list[_Computed]:
-    """Compute the units of jobs whose numbers this process reads from ``queue`` until it is empty
-    (counted in ``slot`` of ``counts``; ``tick`` is told every process's total after each unit)."""
-    out: list[_Computed] = []
-    while True:
-        record = os.read(queue, _RECORD)
-        if len(record) != _RECORD:
-            return out
-        unit = units[int.from_bytes(record, "big")]
-        out.extend(_work_modules(unit))
-        if counts is not None:
-            counts.add(slot, len(unit))
-            if tick is not None:
-                tick(counts.total())
 
 
 def _prefetch_modules(
