@@ -63,11 +63,14 @@ class Extra:
     ``subject`` is the name the diagnostic is about (the argument of ``UNEXPECTED_ARGUMENT``).
     ``replaces`` lists the codes of parser diagnostics at the same range that this one stands in
     for: OpenTofu's decoder reports those situations in its own words (``decode.superseded``).
+    ``reader_syntax`` marks a reader's own wording of a syntax error (python-hcl2's view of it,
+    syntax/hcl.py): on the error path HCL's own errors replace it (syntax/_hcl_syntax_diags.py).
     """
 
     code: Code | None = None
     subject: str = ""
     replaces: tuple[Code, ...] = ()
+    reader_syntax: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,6 +108,12 @@ GATES: Mapping[str, Gate] = MappingProxyType(
             "not in the CHANGELOG: the configuration loading rework behind dynamic module sources"
             " (1.15.0); observed: init 1.15.5 reports the cycle, init 1.11.4 does not",
         ),
+        "validate_backend_type": Gate(
+            (1, 15),
+            "validate reports a backend type that is no built-in backend (Unsupported backend type)",
+            "1.15.0: the validate command now checks the backend block (#38021); observed: 1.11.4"
+            ' accepts backend "locl", 1.15.5 reports it',
+        ),
         "variable_validation_nodes": Gate(
             (1, 9),
             "variable validation rules as graph nodes of their own (var.x (validation))",

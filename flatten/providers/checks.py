@@ -34,6 +34,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Block, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
+from flatten.stages.backend import check_backend_type
 from flatten.stages.builtin_schema import check_terraform_data
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
 from flatten.stages.graph import ModuleGraph, ModuleNode
@@ -96,7 +97,23 @@ def check_wiring(
     diags.extend(wired)
     if load_errors or diags.has_errors or not options.graph_checks():
         return wiring, diags
-    if not init_inputs:
+    diags.extend(_graph_checks(graph, wiring, options, memo, inputs if init_inputs else None))
+    if options.dialect.allows("terraform_releases") and accepts(
+        options.terraform_version, "validate_backend_type"
+    ):
+        # validate checks the root's backend after its graph, whatever that found
+        # (internal/command/validate.go: ``validateBackend`` after ``validateConfig``).
+        diags.extend(check_backend_type(graph.root.module))
+    return wiring, diags
+
+
+def _graph_checks(
+    graph: ModuleGraph, wiring: ProviderWiring, options: Options, memo: Memo, inputs: Diagnostics | None
+) -> Diagnostics:
+    """The checks ``validate`` makes once it builds its graph, each only when the one before found
+    no error (``inputs``: the module inputs' errors when init has checked them already)."""
+    diags = Diagnostics()
+    if inputs is None:
         inputs = check_module_inputs(graph, unsupported=options.graph_check("unsupported_module_inputs"))
         diags.extend(inputs)
     # Both engines' provider transformers; the dialect table says where OpenTofu's differ.
@@ -106,7 +123,7 @@ def check_wiring(
         )
         diags.extend(graph_diags)
         if graph_diags.has_errors:
-            return wiring, diags
+            return diags
         # The graph is refused when it has a cycle (stages/cycles.py); else the validate walk
         # runs on it (stages/references_check.py). Both read every expression from the module's
         # scan record (``Module.scans``: each template scanned once, where the module was loaded);
@@ -140,7 +157,7 @@ def check_wiring(
         diags.extend(found if found.has_errors else walk.diags)
         if not found.has_errors:
             diags.extend(_builtin_schemas(graph, wiring, walk.diags))
-    return wiring, diags
+    return diags
 
 
 def _module_checks(node: ModuleNode, cycles: CycleGraph, walk: ReferenceChecks) -> None:

@@ -15,11 +15,11 @@ commit (issue 38, "Secrets never written"; docs/dialects.md, "The backend").
 
 from __future__ import annotations
 
-from flatten.lang.diagnostics import Diagnostics
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, Range
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported
 
-__all__ = ["static_backend"]
+__all__ = ["BACKEND_TYPES", "REMOVED_BACKENDS", "check_backend_type", "static_backend"]
 
 _EVALUATED = ("backend", "cloud")
 
@@ -62,3 +62,53 @@ def static_backend(module: Module, scope: Scope) -> tuple[Module, Diagnostics]:
                 if inner.type in _EVALUATED:
                     _check(inner, scope, diags)
     return module, diags
+
+
+# Terraform's built-in backends (terraform internal/backend/init/init.go, ``Init``: the
+# ``backends`` map, "oci" since 1.12.0) and the removed names it still explains
+# (``RemovedBackends``), as of 1.15.
+BACKEND_TYPES = frozenset(
+    (
+        "local",
+        "remote",
+        "azurerm",
+        "consul",
+        "cos",
+        "gcs",
+        "http",
+        "inmem",
+        "kubernetes",
+        "oci",
+        "oss",
+        "pg",
+        "s3",
+        "cloud",
+    )
+)
+REMOVED_BACKENDS = {
+    "artifactory": 'The "artifactory" backend is not supported in Terraform v1.3 or later.',
+    "azure": 'The "azure" backend name has been removed, please use "azurerm".',
+    "etcd": 'The "etcd" backend is not supported in Terraform v1.3 or later.',
+    "etcdv3": 'The "etcdv3" backend is not supported in Terraform v1.3 or later.',
+    "manta": 'The "manta" backend is not supported in Terraform v1.3 or later.',
+    "swift": 'The "swift" backend is not supported in Terraform v1.3 or later.',
+}
+
+
+def check_backend_type(module: Module) -> Diagnostics:
+    """``terraform validate``'s check of the root module's backend type (from 1.15.0: "The
+    validate command now checks the backend block", #38021; terraform internal/command/validate.go
+    ``validateBackend``): a name that is no built-in backend is "Unsupported backend type" at
+    the name. Its arguments are not checked against the backend's schema (not modelled)."""
+    diags = Diagnostics()
+    for block in module.blocks:
+        if block.type != "terraform":
+            continue
+        for inner in block.body.blocks_of("backend"):
+            if not inner.labels or inner.labels[0] in BACKEND_TYPES:
+                continue
+            name = inner.labels[0]
+            detail = REMOVED_BACKENDS.get(name, f'There is no backend type named "{name}".')
+            at = inner.label_ranges[0] if inner.label_ranges else inner.range
+            diags.append(Diagnostic.error("Unsupported backend type", detail, at))
+    return diags

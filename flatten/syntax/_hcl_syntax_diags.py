@@ -20,38 +20,15 @@ from flatten.lang.model import Body, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax._hcl_errors import SyntaxDiag, config_errors, read_config
 
-__all__ = ["READER_SYNTAX_SUMMARIES", "positions", "with_hcl_errors"]
-
-# What the readers say about a syntax error (hcl.py ``_syntax_error`` and the template reader):
-# replaced by HCL's own errors.
-READER_SYNTAX_SUMMARIES = frozenset(
-    {
-        "Unclosed configuration block",
-        "Invalid character",
-        "Argument or block definition required",
-        "Missing newline after argument",
-        "Invalid expression",
-        "Invalid configuration syntax",
-        "Configuration too deeply nested",
-        "Unterminated template string",
-        "Invalid multi-line string",
-        "Unclosed template interpolation sequence",
-        "Extra characters after interpolation expression",
-        "Invalid template directive",
-        "Invalid template control keyword",
-        "Unexpected end of template",
-        "Invalid escape sequence",
-        "Invalid block definition",
-        "Invalid single-argument block definition",
-        "Missing newline after block definition",
-        "Invalid string literal",
-        "Unterminated string literal",
-        "Invalid argument name",
-    }
-)
-
+__all__ = ["positions", "with_hcl_errors"]
 
 _SYNTAX = Extra(Code.SYNTAX)
+
+
+def _reader_syntax(d: Diagnostic) -> bool:
+    """Whether ``d`` is a reader's own view of a syntax error (``Extra.reader_syntax``, set where
+    syntax/hcl.py makes it), which HCL's errors replace."""
+    return d.extra is not None and d.extra.reader_syntax
 
 
 def positions(text: str, filename: str) -> _Positions:
@@ -126,11 +103,11 @@ def with_hcl_errors(
     out = Diagnostics(as_diagnostics(found, where))
     if repaired is not None and not config_errors(repaired):
         partial, more = read(repaired, filename, options)
-        if not any(d.summary in READER_SYNTAX_SUMMARIES for d in more if d.severity is Severity.ERROR):
+        if not any(_reader_syntax(d) for d in more if d.severity is Severity.ERROR):
             out.extend(more)
             return partial, out
     for d in diags:
-        if d.summary in READER_SYNTAX_SUMMARIES:
+        if _reader_syntax(d):
             continue
         if d.range is not None and (d.range.start.line, d.range.start.column) >= (first.line, first.column):
             continue

@@ -54,8 +54,16 @@ _Node = Union["Tree[Token]", Token]
 _NEWLINES_IGNORED = frozenset(("tuple", "function_call", "braces_index", "for_tuple_expr", "for_object_expr"))
 
 # Data for the decode stage, which re-reports some of these in OpenTofu's words (decode.py).
-_INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION)
-_UNREADABLE = Extra(Code.UNREADABLE)  # python-hcl2 could not parse the text
+# python-hcl2's own wording of a syntax error: on the error path HCL's errors replace these
+# (syntax/_hcl_syntax_diags.py); _UNREADABLE where python-hcl2 could not parse the text at all.
+_UNREADABLE = Extra(Code.UNREADABLE, reader_syntax=True)
+_READER_SYNTAX = Extra(reader_syntax=True)
+_READER_INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION, reader_syntax=True)
+# "A static ... expression is required": HCL's decoder, not its parser, says this; on the error
+# path it is still replaced by HCL's errors, as it may stand on a value the partial body writes as
+# null where HCL kept a partial expression (seed 40 of scripts/mutation-difftest, binary 1.11:
+# 3 files where Terraform reports it on HCL's partial expression, 5 where it reports nothing).
+_STATIC_EXPECTED = _READER_INVALID_EXPRESSION
 _QUOTED = Extra(Code.QUOTED_KEYWORD)
 
 _STATIC_REF_DETAIL = (
@@ -429,7 +437,7 @@ class _Converter:
                         "Missing newline after block definition",
                         "A block definition must end with a newline.",
                     )
-                self.error(summary, detail, child)
+                self.error(summary, detail, child, extra=_READER_SYNTAX)
             prev, prev_end = child, self.span(child)[1]
             if child.data == "attribute":
                 attr = self.attribute(child, schema, attrs, block_types)
@@ -525,6 +533,7 @@ class _Converter:
                 'A block definition must have block content delimited by "{" and "}", starting on the '
                 "same line as the block header.",
                 brace_range,
+                extra=_READER_SYNTAX,
             )
             return None
         labels: list[str] = []
@@ -598,6 +607,7 @@ class _Converter:
                 'Template sequences are not allowed in this string. To include a literal "$" or "%", '
                 'double it (as "$$" or "%%") to escape it.',
                 node,
+                extra=_READER_SYNTAX,
             )
             return None
         return "".join(p.value for p in parts if isinstance(p, Literal))
@@ -608,7 +618,9 @@ class _Converter:
         try:
             return quoted_parts(self.text, start, end)
         except TemplateError as exc:
-            self.diags.error(exc.summary, exc.detail, self.src.range(exc.offset, exc.end))
+            self.diags.error(
+                exc.summary, exc.detail, self.src.range(exc.offset, exc.end), extra=_READER_SYNTAX
+            )
             return None
 
     def heredoc(self, node: Tree[Token]) -> list[Part] | None:
@@ -620,7 +632,9 @@ class _Converter:
         try:
             return heredoc_parts(body, (tok.start_pos or 0) + opener_end, raw.startswith("<<-"))
         except TemplateError as exc:
-            self.diags.error(exc.summary, exc.detail, self.src.range(exc.offset, exc.end))
+            self.diags.error(
+                exc.summary, exc.detail, self.src.range(exc.offset, exc.end), extra=_READER_SYNTAX
+            )
             return None
 
     def string_parts(self, node: Tree[Token]) -> list[Part] | None:
@@ -732,7 +746,7 @@ class _Converter:
                         "Invalid expression",
                         "Expected the start of an expression, but found an invalid expression token.",
                         child,
-                        extra=_INVALID_EXPRESSION,
+                        extra=_READER_INVALID_EXPRESSION,
                     )
                     return
         if kind == "string":
@@ -956,7 +970,7 @@ class _Converter:
                 node,
             )
         else:
-            self.error("Invalid expression", _STATIC_REF_DETAIL, node, extra=_INVALID_EXPRESSION)
+            self.error("Invalid expression", _STATIC_REF_DETAIL, node, extra=_STATIC_EXPECTED)
         return None
 
     def tuple_items(self, node: _Node, what: str) -> list[_Node] | None:
@@ -964,7 +978,7 @@ class _Converter:
         if isinstance(inner, Tree) and inner.data == "tuple":
             return list(_children(inner))
         detail = f"A static list expression is required{what}."
-        self.error("Invalid expression", detail, node, extra=_INVALID_EXPRESSION)
+        self.error("Invalid expression", detail, node, extra=_STATIC_EXPECTED)
         return None
 
     def traversal_list(self, node: _Node, name: str) -> JsonValue:
@@ -1066,7 +1080,7 @@ class _Converter:
         inner = _unwrap(node)
         if not (isinstance(inner, Tree) and inner.data == "object"):
             detail = "A static map expression is required."
-            self.error("Invalid expression", detail, node, extra=_INVALID_EXPRESSION)
+            self.error("Invalid expression", detail, node, extra=_STATIC_EXPECTED)
             return None
         out: dict[str, JsonValue] = {}
         for elem in (c for c in _children(inner) if c.data == "object_elem"):
@@ -1095,20 +1109,27 @@ class _Converter:
         if keys is None:
             self.not_constant(node, name)
             return None
+        elems = [c for c in _children(inner) if c.data == "object_elem"]
         out: dict[str, JsonValue] = {}
-        for key, value in keys:
+        for (key, value), elem in zip(keys, elems, strict=True):
             if key == "configuration_aliases":
                 out[key] = self.traversal_list(value, key)
             elif key in ("source", "version"):
                 out[key] = self.literal(value, key)
             else:
-                self.error(
-                    "Invalid required_providers object",
-                    'required_providers objects can only contain "version", "source" and '
-                    '"configuration_aliases" attributes. To configure a provider, use a "provider" block.',
-                    value,
-                )
+                # Terraform reads the items in order and stops at the first other key, reported
+                # at the key (internal/configs/provider_requirements.go, ``break LOOP``): the
+                # items after it are not read.
+                self.error(_REQUIRED_PROVIDERS_OBJECT, _REQUIRED_PROVIDERS_DETAIL, _elem_key(elem))
+                break
         return out
+
+
+_REQUIRED_PROVIDERS_OBJECT = "Invalid required_providers object"
+_REQUIRED_PROVIDERS_DETAIL = (
+    'required_providers objects can only contain "version", "source" and "configuration_aliases" '
+    'attributes. To configure a provider, use a "provider" block.'
+)
 
 
 _MODES = MappingProxyType(
@@ -1143,6 +1164,7 @@ def _syntax_error(exc: Exception, src: _Source, diags: Diagnostics) -> None:
             "This file nests expressions or blocks too deeply for flatten's parser to read. "
             "Split the expression into local values.",
             src.range(len(text), len(text)),
+            extra=_READER_SYNTAX,
         )
         return
     pos = getattr(exc, "pos_in_stream", None)

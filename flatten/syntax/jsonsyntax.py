@@ -103,6 +103,11 @@ class _SyntaxError(Exception):
         self.open: dict[int, _Node] = {}
 
 
+class _TooDeep(_SyntaxError):
+    """flatten's own nesting limit (``MAX_DEPTH``), not a syntax error of HCL's: nothing is read
+    past it, so no recovering parse follows."""
+
+
 class _Locator:
     """Turns character offsets into HCL positions, computing line tables once.
 
@@ -186,7 +191,7 @@ def _tree_at(text: str, start_at: int, stack: list[_Node]) -> _Node:
             c = text[s]
             if c in "{[":
                 if len(stack) >= MAX_DEPTH:
-                    raise _SyntaxError(
+                    raise _TooDeep(
                         "Nesting too deep",
                         f"JSON values may be nested at most {MAX_DEPTH} levels deep.",
                         s,
@@ -576,6 +581,8 @@ class _Decoder:
                 )
                 continue
             self.check_mode(key, mode, child, type_)
+            if mode is Mode.REQUIRED_PROVIDER and isinstance(value, dict):
+                value = _requirement_read(value)
             if mode is Mode.EXPR:
                 self.templates(child)
             seen[key] = len(items)
@@ -626,9 +633,14 @@ class _Decoder:
                     )
                 self.traversal(child, "providers")
         elif mode is Mode.REQUIRED_PROVIDER and node.kind == _OBJ:
-            for name, _ks, _ke, child in node.pairs:
+            for name, ks, ke, child in node.pairs:
                 if name == "configuration_aliases":
                     self.traversal_list(child)
+                elif name not in _REQUIREMENT_KEYS:
+                    # Read in order up to the first other key, reported at the key (terraform
+                    # internal/configs/provider_requirements.go, ``break LOOP``).
+                    self.error(_REQUIRED_PROVIDERS_OBJECT, _REQUIRED_PROVIDERS_DETAIL, ks, ke)
+                    break
         elif mode is Mode.IGNORE_CHANGES and node.kind == _ARR:
             for item in node.items:
                 if item.kind == _STR and item.value == "*":
@@ -665,6 +677,25 @@ class _Decoder:
             self.error("Invalid expression", detail, node.start, node.end, extra=_INVALID_EXPRESSION)
 
 
+_REQUIREMENT_KEYS = frozenset(("source", "version", "configuration_aliases"))
+_REQUIRED_PROVIDERS_OBJECT = "Invalid required_providers object"
+_REQUIRED_PROVIDERS_DETAIL = (
+    'required_providers objects can only contain "version", "source" and "configuration_aliases" '
+    'attributes. To configure a provider, use a "provider" block.'
+)
+
+
+def _requirement_read(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """The items of a ``required_providers`` object Terraform reads: those before the first key
+    it does not know (``check_mode`` reports that key)."""
+    out: dict[str, JsonValue] = {}
+    for key, item in value.items():
+        if key not in _REQUIREMENT_KEYS:
+            break
+        out[key] = item
+    return out
+
+
 def _provider_detail(arg: str) -> str:
     return (
         f"The {arg} argument requires a provider type name, optionally followed by a period and then "
@@ -696,7 +727,7 @@ def _decode(text: str, start: int, decoder: _Decoder, options: Options) -> tuple
     try:
         root = _tree(text, start)
     except _SyntaxError as exc:
-        if exc.summary == "Nesting too deep":  # flatten's own limit: nothing is read past it
+        if isinstance(exc, _TooDeep):
             decoder.error(exc.summary, exc.detail, exc.start, exc.end)
             return Body(), decoder.diags
         # The error path: HCL's parser again, with its recovery (every error it reports, and the

@@ -86,6 +86,41 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             'resource "terraform_data" "f" {\n  input = count.foo\n  triggers_replace = each.foo\n}\n'
         },
     ),
+    # A required_providers object is read in order up to the first key Terraform does not know,
+    # reported at the key (provider_requirements.go, ``break LOOP``): the items after it (a
+    # version that is no string here) are not read.
+    "required_providers: unknown keys (native)": (
+        _ALL,
+        {
+            "main.tf": "terraform {\n  required_providers {\n    terraform = {\n"
+            '      source = "terraform.io/builtin/terraform"\n      foo = 1\n      version = 3\n'
+            "      bar = 2\n    }\n  }\n}\n"
+        },
+    ),
+    # validate checks the root's backend type from 1.15 (internal/command/validate.go,
+    # validateBackend; the names of internal/backend/init/init.go), after the walk's errors; 1.11
+    # accepts any name. A removed backend's detail names its replacement.
+    "backend type: misspelt, with a walk error": (
+        _ALL,
+        {
+            "main.tf": 'terraform {\n  backend "locl" {\n  }\n}\n'
+            'resource "terraform_data" "a" {\n  input = count.index\n}\n'
+        },
+    ),
+    "backend type: removed (JSON)": (
+        _ALL,
+        {
+            "main.tf.json": '{"terraform": {"backend": {"azure": {}}},\n'
+            ' "resource": {"terraform_data": {"a": {"input": "${count.index}"}}}}\n'
+        },
+    ),
+    "required_providers: unknown keys (JSON)": (
+        _ALL,
+        {
+            "main.tf.json": '{"terraform": {"required_providers": {"terraform": {\n'
+            '  "sour]e": "terraform.io/builtin/terraform",\n  "version": 3,\n  "bar": 2\n}}}}\n'
+        },
+    ),
 }
 
 
