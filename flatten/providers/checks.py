@@ -95,14 +95,16 @@ def check_wiring(
         inputs = check_module_inputs(graph, unsupported=True)
         diags.extend(inputs)
     diags.extend(wired)
-    if load_errors or diags.has_errors or not options.graph_checks():
+    if load_errors or diags.has_errors:
         return wiring, diags
-    diags.extend(_graph_checks(graph, wiring, options, memo, inputs if init_inputs else None))
+    if options.graph_checks():
+        diags.extend(_graph_checks(graph, wiring, options, memo, inputs if init_inputs else None))
     if options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "validate_backend_type"
     ):
-        # validate checks the root's backend after its graph, whatever that found
-        # (internal/command/validate.go: ``validateBackend`` after ``validateConfig``).
+        # validate checks the root's backend after its graph, whatever that found, even when it
+        # could build none (internal/command/validate.go: ``validateBackend`` after
+        # ``validateConfig``, which stops at a provider it cannot start): at every --checks level.
         diags.extend(check_backend_type(graph.root.module))
     return wiring, diags
 
