@@ -229,13 +229,10 @@ def _abandon_if_interrupted(exc: BaseException) -> None:
 
 
 def _load_all() -> None:
-    """Import the pipeline and the graph library (which the pipeline imports only when it builds a
-    graph) while prefetch works: the imports are most of a small build's time."""
+    """Import the pipeline while prefetch works: the imports are most of a small build's time."""
     from flatten.cli import load_pipeline
-    from flatten.stages.graph import load_graph_library
 
     load_pipeline()
-    load_graph_library()
 
 
 def end(status: int) -> None:

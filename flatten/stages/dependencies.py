@@ -20,14 +20,18 @@ import itertools
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
 from flatten.lang.model import Attribute, Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
 from flatten.syntax.references import ExpressionError, Reference, Scans
+
+if TYPE_CHECKING:
+    # Imported where a cycle is explained (``digraph`` and below): a graph without one, which is
+    # most, is checked with numbers only, and a build never pays for importing networkx.
+    import networkx as nx
 
 __all__ = ["Dependencies", "GraphPart", "cycle_errors", "init_cycles", "prefixed", "reference_key"]
 
@@ -558,6 +562,8 @@ class Dependencies:
     def digraph(self, only: set[int] | None = None) -> nx.DiGraph:
         """The graph (of ``only``, when given) by node name, each edge with its reason (explaining
         only)."""
+        import networkx as nx
+
         g = nx.DiGraph()
         for n, name in enumerate(self.names):
             if only is None or n in only:
@@ -588,6 +594,8 @@ def _at(rng: Range) -> str:
 
 def _loop(g: nx.DiGraph, component: list[str]) -> list[tuple[str, str]]:
     """One shortest loop through the component's first node: the edges, in order."""
+    import networkx as nx
+
     sub = g.subgraph(component)
     start = component[0]
     best: list[str] | None = None
@@ -619,6 +627,8 @@ def _diagnostic(g: nx.DiGraph, component: list[str]) -> Diagnostic:
 
 def cycle_errors(deps: Dependencies, only: set[int] | None = None) -> Diagnostics:
     """One "Cycle: ..." error per cycle of an explained graph (of ``only``, when given), sorted."""
+    import networkx as nx
+
     g = deps.digraph(only)
     diags = Diagnostics()
     components = sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)

@@ -1,7 +1,7 @@
 """The module graph: one node per module path, built by following module calls from the root.
 
-This is the only module that imports networkx; later stages walk the graph through
-``ModuleGraph``'s methods (``walk``, ``children``, ``ancestors``). A node is a module *path*
+The graph is a tree of plain dictionaries (``_Tree``: no graph library to import); later stages
+walk it through ``ModuleGraph``'s methods (``walk``, ``children``, ``ancestors``). A node is a module *path*
 (``module.a.module.b``), not an expanded instance: ``count``/``for_each`` stay on the call.
 
 Loading follows the contract of ``tofu init`` plus the config builder (conformance README, spec
@@ -23,7 +23,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range, module_address
@@ -49,9 +49,6 @@ from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
 from flatten.stages.variables import root_inputs
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, Value, as_string
-
-if TYPE_CHECKING:
-    import networkx as nx
 
 __all__ = [
     "EarlyValue",
@@ -146,20 +143,28 @@ class PrefetchingFetcher(Protocol):
     def prefetch(self, calls: Sequence[ModuleCall], *, parent: ModuleNode) -> None: ...
 
 
-def load_graph_library() -> None:
-    """Import networkx ahead of ``build_graph`` (it is most of a build's import time).
+class _Tree:
+    """The structure of a module graph: each module by address, in the order added, the modules
+    each one calls, in the order their calls were followed, and its caller. A module tree needs
+    no graph library: importing networkx was most of a one-module build's time (0.2 s of CPU
+    and 15 MiB, docs/performance.md "Start-up"); only explaining a dependency cycle uses it
+    (stages/dependencies.py)."""
 
-    networkx is imported when there is a graph to build, so ``flatten --version``, ``--help``,
-    a replayed build and a usage error never pay for it; ``flatten.shell.process`` calls this
-    while its forked child prefetches, so a build imports it beside that work instead of after.
-    """
-    import networkx  # noqa: F401
+    __slots__ = ("kids", "nodes", "parents")
 
+    def __init__(self) -> None:
+        self.nodes: dict[str, ModuleNode] = {}
+        self.kids: dict[str, list[str]] = {}
+        self.parents: dict[str, str] = {}
 
-def _digraph() -> nx.DiGraph:
-    import networkx
+    def add_node(self, address: str, node: ModuleNode) -> None:
+        self.nodes[address] = node
+        self.kids.setdefault(address, [])
 
-    return networkx.DiGraph()
+    def add_edge(self, parent: str, child: str) -> None:
+        if self.parents.get(child) != parent:
+            self.kids[parent].append(child)
+            self.parents.setdefault(child, parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +184,7 @@ class ModuleGraph:
 
     def __init__(
         self,
-        graph: nx.DiGraph,
+        graph: _Tree,
         *,
         root_failed: bool = False,
         tree_failed: bool = False,
@@ -213,12 +218,12 @@ class ModuleGraph:
     @classmethod
     def from_nodes(cls, nodes: Mapping[str, ModuleNode], kids: Mapping[str, Sequence[str]]) -> ModuleGraph:
         """Return a graph of ``nodes`` (by address) with an edge from each caller to its ``kids``."""
-        graph = _digraph()
+        graph = _Tree()
         for address, node in nodes.items():
-            graph.add_node(address, node=node)
+            graph.add_node(address, node)
         for parent, children in kids.items():
             for child in children:
-                graph.add_edge(parent, child, call=nodes[child].path[-1])
+                graph.add_edge(parent, child)
         return cls(graph)
 
     @property
@@ -226,23 +231,22 @@ class ModuleGraph:
         return self.node("")
 
     def node(self, address: str) -> ModuleNode:
-        node: ModuleNode = self._graph.nodes[address]["node"]
-        return node
+        return self._graph.nodes[address]
 
     def __contains__(self, address: object) -> bool:
-        return address in self._graph
+        return address in self._graph.nodes
 
     def __len__(self) -> int:
-        return int(self._graph.number_of_nodes())
+        return len(self._graph.nodes)
 
     def children(self, address: str) -> list[ModuleNode]:
         """Return the modules ``address`` calls, in call-name order."""
-        kids = [self.node(a) for a in self._graph.successors(address)]
+        kids = [self.node(a) for a in self._graph.kids[address]]
         return sorted(kids, key=lambda n: n.path[-1])
 
     def parent(self, address: str) -> ModuleNode | None:
-        preds = list(self._graph.predecessors(address))
-        return self.node(preds[0]) if preds else None
+        parent = self._graph.parents.get(address)
+        return None if parent is None else self.node(parent)
 
     def ancestors(self, address: str) -> list[ModuleNode]:
         """Return the modules above ``address``, root first."""
@@ -255,7 +259,7 @@ class ModuleGraph:
 
     def nodes(self) -> list[ModuleNode]:
         """Return every module in the order it was added (cheaper than ``walk``)."""
-        return [data["node"] for _, data in self._graph.nodes(data=True)]
+        return list(self._graph.nodes.values())
 
     def walk(self) -> Iterator[ModuleNode]:
         """Yield every module, depth first, parents before children, children in name order."""
@@ -272,7 +276,7 @@ class ModuleGraph:
             yield self.node(address)
 
     def edges(self) -> list[tuple[str, str]]:
-        return sorted((a, b) for a, b in self._graph.edges)
+        return sorted((parent, child) for child, parent in self._graph.parents.items())
 
 
 def _literal(value: object) -> str | None:
@@ -608,7 +612,7 @@ def build_graph(
         from flatten.sources.fetcher import installed_only
 
         fetcher = installed_only(root, options=options)
-    graph = _digraph()
+    graph = _Tree()
     module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
     # Each module's static evaluation context; a child's variables come from its caller's, the
     # root's from the values tofu init reads (stages/variables.py; none in the terraform dialect).
@@ -622,7 +626,7 @@ def build_graph(
         module, backend_diags = static_backend(module, scopes[""])
         diags.extend(backend_diags)
     root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
-    graph.add_node("", node=root_node)
+    graph.add_node("", root_node)
     root_failed = diags.has_terraform_errors
     if root_failed:
         # The root module's own files had errors. Both engines' `validate`, `plan` and `apply`
@@ -667,7 +671,7 @@ def build_graph(
     init_stopped = False
     real_root = root.resolve()
     root_node = replace(root_node, real_directory=real_root)  # for the layout (ModuleNode)
-    graph.nodes[""]["node"] = root_node
+    graph.nodes[""] = root_node
     # Depth first, in call-name order, so diagnostics come out in a stable order.
     prefetching = isinstance(fetcher, PrefetchingFetcher)  # a Protocol check: slow, asked once
     stack: list[tuple[ModuleNode, tuple[Path, ...]]] = [(root_node, (real_root,))]
@@ -755,8 +759,8 @@ def build_graph(
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             diags.extend(_in_package(d, node, root) for d in version)
-            graph.add_node(address, node=node)
-            graph.add_edge(parent.address, address, call=call.name)
+            graph.add_node(address, node)
+            graph.add_edge(parent.address, address)
             if failed:
                 dropped.add(address)
                 continue
