@@ -273,14 +273,25 @@ def _old_view(key: str, display: str, options: Options) -> str | None:
 def _new_version(directory: Path, root: Path, options: Options) -> tuple[str, str] | None:
     """Load and merge ``directory`` (into the module cache); return its module key and view
     digest, or None when it has a diagnostic, an overridden call or is not cached."""
+    from flatten.shell import build_cache
     from flatten.shell.memo import DiskMemo
     from flatten.stages.load import load_module
 
-    loaded, memo_key = load_module(directory, root=root, options=options, memo=DiskMemo())
+    # The entry is taken here and written as it is encoded (``write_entry``), as a prefetching
+    # process writes its modules: queued to the background writer, it was encoded whole into
+    # bytes beside the module, 27 MiB more than the parse's own peak for a 10 MB file, which
+    # made this child the peak of a rebuild after one edit (issue 38, item 13).
+    captured: list[tuple[str, build_cache.ModuleEntry]] = []
+    loaded, memo_key = load_module(directory, root=root, options=options, memo=DiskMemo(captured=captured))
+    # Nothing captured: the module cache had this version already (an edit undone).
+    written = all(build_cache.write_entry(key, entry) is not None for key, entry in captured)
+    del captured
     if memo_key is None or memo_key.module is not loaded.module or loaded.load_diags or loaded.merge_diags:
         return None
     if any(b.origins for b in loaded.module.blocks_of("module")):
         return None  # an overridden call (as in ``_old_view``)
+    if not written:
+        return None  # the parent could not take it from the cache: the full build runs
     return memo_key.key, _view_digest(loaded.module, options)
 
 

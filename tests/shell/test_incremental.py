@@ -353,3 +353,33 @@ def test_both_versions_of_an_edited_module_are_read_in_child_processes(
     assert calls == [1]  # rebuilt incrementally, which needs both versions' views
     assert capsys.readouterr().err == first
     assert _output(out) == build(root, options=Options())[0].files
+
+
+def test_the_edited_modules_new_version_is_written_as_it_is_encoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 38, item 13: the child that parses an edited module's new version queued its module-cache
+    # entry to the background writer, which encoded it whole into bytes beside the module (27 MiB
+    # above the parse's own peak for a 10 MB file: that child was the rebuild's peak). It writes the
+    # entry as it encodes it, as a prefetching process does; the rebuild then takes it from there.
+    from flatten.shell import build_cache, incremental
+
+    root = tmp_path / "src"
+    modules = _tree(root, random.Random(6))
+    directory = modules[-1].parent
+    encoded: list[str] = []
+    real_encode = build_cache.encode
+
+    def encode(key: str, entry: build_cache.ModuleEntry) -> tuple[tuple[str, ...], bytes]:
+        encoded.append(key)
+        return real_encode(key, entry)
+
+    monkeypatch.setattr(build_cache, "encode", encode)
+    found = incremental._new_version(directory, root, Options())
+    build_cache.finish()  # anything queued for the background writer is written (and encoded) now
+    assert found is not None
+    assert encoded == []
+    display = directory.relative_to(root).as_posix()
+    entry = build_cache.take(found[0], display)
+    assert entry is not None  # written: the rebuild takes it from the module cache
+    assert entry.module == load_module(directory, root=root, options=Options())[0].module
