@@ -27,6 +27,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from flatten.shell.forks import give_freed_back
+
 __all__ = ["cpus", "run_all", "run_apart"]
 
 T = TypeVar("T")
@@ -157,6 +159,9 @@ def _die_with(parent: int) -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except Exception:
             pass
+    # A child parses (a rebuild's edited module, flatten/shell/incremental.py): its freed large
+    # temporaries go back to the system, as a prefetching process's do.
+    give_freed_back()
     if os.getppid() != parent:
         os._exit(1)
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, TypeVar
 
-__all__ = ["RECORD", "UNITS", "cpus", "forked", "helper", "shared", "split", "worker_init"]
+__all__ = ["RECORD", "UNITS", "cpus", "forked", "give_freed_back", "helper", "shared", "split", "worker_init"]
 
 T = TypeVar("T")
 
@@ -156,12 +156,29 @@ def worker_init(parent: int) -> None:
 
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            # A fixed mmap threshold (M_MMAP_THRESHOLD, glibc's default size): freeing a large
-            # buffer (a file's text, its UTF-8 for the cache key) otherwise raises the threshold
-            # to that size, and the parse's large temporaries then stay resident in the heap
-            # once freed: 15 MiB of a 7 MB file's peak (docs/reliability.md, "Memory").
-            libc.mallopt(-3, 128 * 1024)
         except Exception:
             pass
+    give_freed_back()
     if os.getppid() != parent:  # the build ended before this worker could ask
         os._exit(0)
+
+
+def give_freed_back() -> None:
+    """Fix glibc's mmap threshold (M_MMAP_THRESHOLD) at its default size, in a forked helper.
+
+    Freeing a large buffer (a file's text, its UTF-8 for the cache key) otherwise raises the
+    threshold to that size, and the parse's large temporaries then stay resident in the heap once
+    freed: 15 MiB of a 7 MB file's peak (docs/reliability.md, "Memory"). Elsewhere than glibc
+    (no ``mallopt``, another C library) nothing changes.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if os.confstr("CS_GNU_LIBC_VERSION") is None:  # musl has no mallopt to speak of
+            return
+        libc.mallopt(-3, 128 * 1024)
+    except Exception:
+        return

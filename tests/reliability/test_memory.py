@@ -485,6 +485,33 @@ def test_prefetching_processes_give_freed_buffers_back() -> None:
     assert 0 <= grown < 10 << 20  # 40 MB stay resident with the threshold raised
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc(), reason="glibc's malloc only")
+def test_forked_helper_processes_give_freed_buffers_back() -> None:
+    # Issue 38, item 13: a rebuild parses an edited module in a child of fanout.run_apart, which
+    # is then its peak; as in a prefetching process, the large temporaries the parse frees go back.
+    import threading
+
+    from flatten.shell.fanout import run_apart
+
+    if threading.active_count() > 1:
+        pytest.skip("other threads are running in the test process: a forked child could deadlock")
+
+    def grown() -> int:
+        big = bytearray(16 << 20)
+        del big  # allocated and freed: 16 MB
+        before = _resident()
+        kept = [bytearray(1 << 20) for _ in range(40)]
+        last = kept.pop()
+        kept.clear()  # 39 MB freed, below the last one
+        found = _resident() - before
+        del last
+        return found
+
+    found = run_apart(grown)
+    assert found is not None
+    assert 0 <= found < 10 << 20  # 40 MB stay resident with the threshold raised
+
+
 def _resident() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
