@@ -15,6 +15,8 @@ commit (issue 38, "Secrets never written"; docs/dialects.md, "The backend").
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, JsonValue, Module, Range
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported
@@ -85,14 +87,16 @@ BACKEND_TYPES = frozenset(
         "cloud",
     )
 )
-REMOVED_BACKENDS = {
-    "artifactory": 'The "artifactory" backend is not supported in Terraform v1.3 or later.',
-    "azure": 'The "azure" backend name has been removed, please use "azurerm".',
-    "etcd": 'The "etcd" backend is not supported in Terraform v1.3 or later.',
-    "etcdv3": 'The "etcdv3" backend is not supported in Terraform v1.3 or later.',
-    "manta": 'The "manta" backend is not supported in Terraform v1.3 or later.',
-    "swift": 'The "swift" backend is not supported in Terraform v1.3 or later.',
-}
+REMOVED_BACKENDS = MappingProxyType(
+    {
+        "artifactory": 'The "artifactory" backend is not supported in Terraform v1.3 or later.',
+        "azure": 'The "azure" backend name has been removed, please use "azurerm".',
+        "etcd": 'The "etcd" backend is not supported in Terraform v1.3 or later.',
+        "etcdv3": 'The "etcdv3" backend is not supported in Terraform v1.3 or later.',
+        "manta": 'The "manta" backend is not supported in Terraform v1.3 or later.',
+        "swift": 'The "swift" backend is not supported in Terraform v1.3 or later.',
+    }
+)
 
 
 def check_backend_type(module: Module) -> Diagnostics:
