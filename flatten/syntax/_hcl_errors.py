@@ -310,6 +310,8 @@ _UNCLOSED_BLOCK = (
     "There is no closing brace for this block before the end of the file. This may be caused by "
     "incorrect brace nesting elsewhere in this file."
 )
+# Words that start no reference (hclsyntax: literals and the keywords of for expressions).
+_NOT_REFERENCES = frozenset(("true", "false", "null", "for", "in", "if"))
 _NEED_ITEM = "An argument or block definition is required here."
 
 
@@ -532,6 +534,8 @@ class _Parser:
                 self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " any"))
             elif (quoted := self._partial_source(ident, first, had)) is not None:
                 self.edits.append((eq.end, self.item_end(), quoted))
+            elif (refs := self._partial_condition(ident, first, had)) is not None:
+                self.edits.append((eq.end, self.item_end(), refs))
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "default":
                 # the partial default is checked against the type ("Invalid default value")
                 self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " null"))
@@ -578,6 +582,41 @@ class _Parser:
         if any(c in line for c in '"\\$%'):
             return None
         return ' "' + line + '"'
+
+    def _partial_condition(self, ident: Tok, first: int, had: int) -> str | None:
+        """A precondition's or postcondition's ``condition`` with a syntax error: HCL keeps the
+        partial expression (the operands read before the error, parser.go), whose references
+        Terraform's decoder counts (internal/configs/checks.go, ``decodeCheckRuleBlock``: "Invalid
+        precondition expression" only when it refers to nothing). Written as a tuple of the
+        references read before the first error (only the decoder reads it: the file has errors,
+        so no walk follows); None when there is none (then the decoder's error stands)."""
+        if not self.blocks or self.blocks[-1] not in ("precondition", "postcondition"):
+            return None
+        if self.text[ident.start : ident.end] != "condition":
+            return None
+        err = min(d.start for d in self.diags[had:])
+        toks, text = self.toks, self.text
+        roots: list[str] = []
+        i = first
+        while i < len(toks) - 1 and toks[i].start < err:
+            tok = toks[i]
+            word = text[tok.start : tok.end]
+            if (
+                tok.type == IDENT
+                and toks[i - 1].type not in (".", DCOLON)
+                and toks[i + 1].type not in ("(", DCOLON)
+                and word not in _NOT_REFERENCES
+            ):
+                end, j = tok.end, i + 1
+                while j + 1 < len(toks) and toks[j].type == "." and toks[j + 1].type == IDENT:
+                    if toks[j + 1].start >= err:
+                        break
+                    end, j = toks[j + 1].end, j + 2
+                roots.append(text[tok.start : end])
+                i = j
+                continue
+            i += 1
+        return " [" + ", ".join(roots) + "]" if roots else None
 
     def _partial_type(self, first: int, had: int) -> tuple[int, int, str] | None:
         """The partial value HCL keeps after a syntax error in a variable's ``type`` or

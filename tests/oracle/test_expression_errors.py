@@ -97,6 +97,23 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             "      bar = 2\n    }\n  }\n}\n"
         },
     ),
+    # A condition with a syntax error: HCL keeps the partial expression, whose references the
+    # decoder counts (checks.go decodeCheckRuleBlock): "Invalid precondition expression" only
+    # where none was read before the error.
+    "partial condition": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n  lifecycle {\n    precondition {\n'
+            '      condition     = path.module !=[ ""\n      error_message = "x"\n    }\n  }\n}\n'
+        },
+    ),
+    "partial condition without a reference": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "b" {\n  lifecycle {\n    postcondition {\n'
+            '      condition     = [1 2] == []\n      error_message = "y"\n    }\n  }\n}\n'
+        },
+    ),
     # validate checks the root's backend type from 1.15 (internal/command/validate.go,
     # validateBackend; the names of internal/backend/init/init.go), after the walk's errors; 1.11
     # accepts any name. A removed backend's detail names its replacement.
