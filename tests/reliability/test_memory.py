@@ -466,15 +466,7 @@ def test_prefetching_processes_give_freed_buffers_back() -> None:
         code = 1
         try:
             prefetch._worker_init(os.getppid())
-            big = bytearray(16 << 20)
-            del big  # allocated and freed: 16 MB
-            before = _resident()
-            kept = [bytearray(1 << 20) for _ in range(40)]
-            last = kept.pop()
-            kept.clear()  # 39 MB freed, below the last one
-            grown = _resident() - before
-            os.write(write_end, str(grown).encode())
-            del last
+            os.write(write_end, str(_freed_buffers_kept()).encode())
             code = 0
         finally:
             os._exit(code)
@@ -496,20 +488,23 @@ def test_forked_helper_processes_give_freed_buffers_back() -> None:
     if threading.active_count() > 1:
         pytest.skip("other threads are running in the test process: a forked child could deadlock")
 
-    def grown() -> int:
-        big = bytearray(16 << 20)
-        del big  # allocated and freed: 16 MB
-        before = _resident()
-        kept = [bytearray(1 << 20) for _ in range(40)]
-        last = kept.pop()
-        kept.clear()  # 39 MB freed, below the last one
-        found = _resident() - before
-        del last
-        return found
-
-    found = run_apart(grown)
+    found = run_apart(_freed_buffers_kept)
     assert found is not None
     assert 0 <= found < 10 << 20  # 40 MB stay resident with the threshold raised
+
+
+def _freed_buffers_kept() -> int:
+    """How much of 39 MB of freed 1 MB buffers stays resident after a 16 MB buffer was freed
+    (which raises glibc's mmap threshold unless the process fixed it)."""
+    big = bytearray(16 << 20)
+    del big  # allocated and freed: 16 MB
+    before = _resident()
+    kept = [bytearray(1 << 20) for _ in range(40)]
+    last = kept.pop()
+    kept.clear()  # 39 MB freed, below the last one
+    found = _resident() - before
+    del last
+    return found
 
 
 def _resident() -> int:
