@@ -19,7 +19,14 @@ from functools import cache
 
 from flatten.lang.dialect import Dialect
 
-__all__ = ["BlockSchema", "Mode", "generic_schema"]
+__all__ = [
+    "REQUIRED_PROVIDERS_DETAIL",
+    "REQUIRED_PROVIDERS_OBJECT",
+    "REQUIREMENT_KEYS",
+    "BlockSchema",
+    "Mode",
+    "generic_schema",
+]
 
 
 class Mode(Enum):
@@ -36,6 +43,17 @@ class Mode(Enum):
     IGNORE_CHANGES = "ignore_changes"  # "all" or a list of relative traversals
     PROVIDER_MAP = "provider_map"  # {"aws.dst": "aws.west"}
     REQUIRED_PROVIDER = "required_provider"  # "~> 1.0" or {"source", "version", "configuration_aliases"}
+
+
+# What a ``REQUIRED_PROVIDER`` object may hold, and Terraform's error at the first other key, after
+# which it reads no more items (internal/configs/provider_requirements.go, ``break LOOP``); both
+# readers (syntax/hcl.py, syntax/jsonsyntax.py) report it.
+REQUIREMENT_KEYS = frozenset(("source", "version", "configuration_aliases"))
+REQUIRED_PROVIDERS_OBJECT = "Invalid required_providers object"
+REQUIRED_PROVIDERS_DETAIL = (
+    'required_providers objects can only contain "version", "source" and "configuration_aliases" '
+    'attributes. To configure a provider, use a "provider" block.'
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,13 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.didyoumean import name_suggestion
-from flatten.lang.fields import BlockSchema, Mode, generic_schema
+from flatten.lang.fields import (
+    REQUIRED_PROVIDERS_DETAIL,
+    REQUIRED_PROVIDERS_OBJECT,
+    BlockSchema,
+    Mode,
+    generic_schema,
+)
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
@@ -1120,16 +1126,9 @@ class _Converter:
                 # Terraform reads the items in order and stops at the first other key, reported
                 # at the key (internal/configs/provider_requirements.go, ``break LOOP``): the
                 # items after it are not read.
-                self.error(_REQUIRED_PROVIDERS_OBJECT, _REQUIRED_PROVIDERS_DETAIL, _elem_key(elem))
+                self.error(REQUIRED_PROVIDERS_OBJECT, REQUIRED_PROVIDERS_DETAIL, _elem_key(elem))
                 break
         return out
-
-
-_REQUIRED_PROVIDERS_OBJECT = "Invalid required_providers object"
-_REQUIRED_PROVIDERS_DETAIL = (
-    'required_providers objects can only contain "version", "source" and "configuration_aliases" '
-    'attributes. To configure a provider, use a "provider" block.'
-)
 
 
 _MODES = MappingProxyType(

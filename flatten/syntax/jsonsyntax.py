@@ -26,7 +26,13 @@ from typing import Final
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
 from flatten.lang.didyoumean import name_suggestion
-from flatten.lang.fields import BlockSchema, Mode
+from flatten.lang.fields import (
+    REQUIRED_PROVIDERS_DETAIL,
+    REQUIRED_PROVIDERS_OBJECT,
+    REQUIREMENT_KEYS,
+    BlockSchema,
+    Mode,
+)
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax.references import has_legacy_index
@@ -636,10 +642,10 @@ class _Decoder:
             for name, ks, ke, child in node.pairs:
                 if name == "configuration_aliases":
                     self.traversal_list(child)
-                elif name not in _REQUIREMENT_KEYS:
+                elif name not in REQUIREMENT_KEYS:
                     # Read in order up to the first other key, reported at the key (terraform
                     # internal/configs/provider_requirements.go, ``break LOOP``).
-                    self.error(_REQUIRED_PROVIDERS_OBJECT, _REQUIRED_PROVIDERS_DETAIL, ks, ke)
+                    self.error(REQUIRED_PROVIDERS_OBJECT, REQUIRED_PROVIDERS_DETAIL, ks, ke)
                     break
         elif mode is Mode.IGNORE_CHANGES and node.kind == _ARR:
             for item in node.items:
@@ -677,20 +683,12 @@ class _Decoder:
             self.error("Invalid expression", detail, node.start, node.end, extra=_INVALID_EXPRESSION)
 
 
-_REQUIREMENT_KEYS = frozenset(("source", "version", "configuration_aliases"))
-_REQUIRED_PROVIDERS_OBJECT = "Invalid required_providers object"
-_REQUIRED_PROVIDERS_DETAIL = (
-    'required_providers objects can only contain "version", "source" and "configuration_aliases" '
-    'attributes. To configure a provider, use a "provider" block.'
-)
-
-
 def _requirement_read(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """The items of a ``required_providers`` object Terraform reads: those before the first key
     it does not know (``check_mode`` reports that key)."""
     out: dict[str, JsonValue] = {}
     for key, item in value.items():
-        if key not in _REQUIREMENT_KEYS:
+        if key not in REQUIREMENT_KEYS:
             break
         out[key] = item
     return out
