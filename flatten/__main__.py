@@ -30,11 +30,6 @@ TERMINATED = "flatten: terminated; the previous output was left in place\n"
 
 
 def main() -> None:
-    import signal
-
-    # Without a handler SIGTERM kills the process outright, with no message and no chance to
-    # end the helpers it forked (flatten/shell/process.py ``end``).
-    signal.signal(signal.SIGTERM, _terminate)
     code: object = 0
     try:
         _main()
@@ -55,6 +50,13 @@ def main() -> None:
 
 def _main() -> None:
     try:
+        # Inside the ``try``: importing signal runs Python code (it builds its enums), and a
+        # Ctrl-C there was a traceback (CI, stop 47) where it is "interrupted" and 130.
+        import signal
+
+        # Without a handler SIGTERM kills the process outright, with no message and no chance to
+        # end the helpers it forked (flatten/shell/process.py ``end``).
+        signal.signal(signal.SIGTERM, _terminate)
         from flatten.shell import process
 
         process.main()
