@@ -31,7 +31,7 @@ from flatten.shell.parse_cache import ParseCache, Result, default_cache, encode,
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-    from flatten.lang.model import Module
+    from flatten.lang.model import Module, Scanned
     from flatten.shell.progress import BuildProgress
     from flatten.stages.files import DirectoryListing
 
@@ -436,12 +436,13 @@ def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> l
 
     captured: list[tuple[str, ModuleEntry]] = []
     memo = DiskMemo(captured=captured)
+    known_scans: dict[str, Scanned] = {}  # the jobs' modules share their scans (load_module)
     was_enabled = gc.isenabled()
     gc.disable()  # loading allocates many small objects and frees none of them
     try:
         with parse_cache.file_entries(store_parses):
             for directory, root, options, _ in jobs:
-                load_module(directory, root=root, options=options, memo=memo)
+                load_module(directory, root=root, options=options, memo=memo, known_scans=known_scans)
         return list(captured)
     finally:
         if was_enabled:

@@ -26,7 +26,17 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, JsonValue, Module, ParsedFile, Pos, Range, module_address
+from flatten.lang.model import (
+    Attribute,
+    Block,
+    JsonValue,
+    Module,
+    ParsedFile,
+    Pos,
+    Range,
+    Scanned,
+    module_address,
+)
 from flatten.lang.options import Options
 from flatten.lang.redact import redact_url
 from flatten.lang.terraform_releases import accepts
@@ -501,6 +511,7 @@ def _load(
     address: str,
     memo: Memo,
     package: ModulePackage | None = None,
+    known_scans: dict[str, Scanned] | None = None,
 ) -> tuple[Module, Diagnostics, dict[str, frozenset[str]], MemoKey | None]:
     # A module from a downloaded package (outside the root, in the cache) is named by its package:
     # file names become "<package address>//<path in the package>", never a machine's cache path.
@@ -508,7 +519,9 @@ def _load(
     base = package.root if outside and package is not None else root
     # A downloaded package's files are read only from inside it (a symlink may lead anywhere).
     boundary = package.root if package is not None else None
-    loaded, memo_key = load_module(directory, root=base, options=options, boundary=boundary, memo=memo)
+    loaded, memo_key = load_module(
+        directory, root=base, options=options, boundary=boundary, memo=memo, known_scans=known_scans
+    )
     files, module = loaded.files, loaded.module
     diags = Diagnostics(loaded.load_diags)
     diags.extend(loaded.merge_diags)
@@ -613,7 +626,11 @@ def build_graph(
 
         fetcher = installed_only(root, options=options)
     graph = _Tree()
-    module, diags, bases, memo_key = _load(root, root=root, options=options, address="", memo=memo)
+    # The modules' scans shared as they are loaded: they repeat their expressions (load_module).
+    known_scans: dict[str, Scanned] = {}
+    module, diags, bases, memo_key = _load(
+        root, root=root, options=options, address="", memo=memo, known_scans=known_scans
+    )
     # Each module's static evaluation context; a child's variables come from its caller's, the
     # root's from the values tofu init reads (stages/variables.py; none in the terraform dialect).
     inputs, input_diags = root_inputs(root, module, options=options)
@@ -729,7 +746,13 @@ def build_graph(
                     )
                 )
             module, load_diags, bases, memo_key = _load(
-                directory, root=root, options=options, address=address, memo=memo, package=package
+                directory,
+                root=root,
+                options=options,
+                address=address,
+                memo=memo,
+                package=package,
+                known_scans=known_scans,
             )
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostics, Extra
-from flatten.lang.model import Body, ParsedFile, Range
+from flatten.lang.model import Body, ParsedFile, Range, Scanned
 from flatten.lang.options import Options
 from flatten.lang.oserror import describe_os_error
 from flatten.stages.core_version import check_release_features
@@ -146,10 +146,18 @@ def load_dir(
 
 
 def load_module(
-    directory: Path, *, root: Path, options: Options, boundary: Path | None = None, memo: Memo = NO_MEMO
+    directory: Path,
+    *,
+    root: Path,
+    options: Options,
+    boundary: Path | None = None,
+    memo: Memo = NO_MEMO,
+    known_scans: dict[str, Scanned] | None = None,
 ) -> tuple[LoadedModule, MemoKey | None]:
     """Return ``directory``'s files as ``load_dir`` loads them and the module ``merge.merge_module``
     makes of them (named by the directory's display path), and the memo's name for the module.
+    ``known_scans``: the scans of the modules loaded before by the caller (``scan_module``'s
+    ``known``), shared by every module it loads.
 
     Loading and merging are one step here because a module directory is the unit the memo keeps
     (a rebuild after one edit redoes only the module that changed).
@@ -161,7 +169,7 @@ def load_module(
         if options.graph_checks():
             # Every expression scanned once, here, for every check that reads it, and cached
             # with the module (syntax/references.py ``scan_module``); --checks init reads few.
-            module = replace(module, scans=scan_module(module))
+            module = replace(module, scans=scan_module(module, known_scans))
         return LoadedModule(tuple(files), tuple(diags), module, tuple(merge_diags))
 
     def listed() -> DirectoryListing:

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from flatten.lang.model import Block, Body, Call, JsonValue, Module, Reference, Scanned, Step
 
 __all__ = [
+    "KNOWN_KEPT",
     "RECORD_BLOCKS",
     "Call",
     "ExpressionError",
@@ -498,6 +499,7 @@ class Scans:
 
 _MISSING: Scanned = ((), ())  # a sentinel (compared by identity)
 RECORD_BLOCKS = 4096  # top-level blocks above which a module keeps no scan record (scan_module)
+KNOWN_KEPT = 8192  # scans shared between the modules one process loads (scan_module's known)
 # Arguments whose items are bare traversals or expressions rather than templates (spec §7.3).
 _BARE_ITEMS = frozenset({"depends_on", "replace_triggered_by", "providers"})
 
@@ -510,10 +512,17 @@ def _scan(text: str) -> Scanned:
     return tuple(refs), tuple(calls)
 
 
-def scan_module(module: Module) -> dict[str, Scanned]:
+def scan_module(module: Module, known: dict[str, Scanned] | None = None) -> dict[str, Scanned]:
     """The scan record of ``module``: every template in it (values and object keys, at any
     depth) and every bare item of a ``depends_on``, ``replace_triggered_by`` or ``providers``
     argument (as ``${ITEM}``), each scanned once (``template_calls``); literal text is left out.
+
+    ``known``: the scans of the modules loaded before this one by the same process (one build's
+    loading, one prefetch helper), taken instead of scanning a text again and given this
+    module's new ones, at most ``KNOWN_KEPT`` kept. A scan is a function of its text alone and
+    immutable, so sharing it changes nothing; modules repeat their expressions (``${var.tags}``,
+    a registry module called many times, generated trees), and a text seen in an earlier module
+    costs a dictionary lookup (docs/performance.md, "Fifth round").
 
     A module of more than ``RECORD_BLOCKS`` top-level blocks (a generated file of megabytes) has
     none: its record would be several times its text, kept all build long (memtest's 10 MB
@@ -523,16 +532,26 @@ def scan_module(module: Module) -> dict[str, Scanned]:
     record: dict[str, Scanned] = {}
     if len(module.blocks) > RECORD_BLOCKS:  # read at call time (tests lower it)
         return record
+    seen: dict[str, Scanned] = known if known is not None else {}
+
+    def scan(text: str) -> None:
+        found = seen.get(text, _MISSING)
+        if found is _MISSING:
+            found = _scan(text)
+            if len(seen) >= KNOWN_KEPT:
+                seen.clear()  # a bound on what a process loading many modules keeps
+            seen[text] = found
+        record[text] = found
 
     def value(v: JsonValue, bare: bool) -> None:
         if isinstance(v, str):
             if "${" in v or "%{" in v:
                 if v not in record:
-                    record[v] = _scan(v)
+                    scan(v)
             elif bare and v:
                 item = "${" + v + "}"
                 if item not in record:
-                    record[item] = _scan(item)
+                    scan(item)
         elif isinstance(v, list):
             for x in v:
                 value(x, bare)

@@ -171,6 +171,43 @@ def test_the_record_holds_the_scan_of_every_template(tmp_path: object) -> None:
     assert "${terraform_data.b.id}" in record  # replace_triggered_by
 
 
+def test_modules_loaded_by_one_process_share_their_scans(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A text in two modules is scanned once (scan_module's known): the second module's record
+    # holds the first's scan, equal to what scanning it again gives.
+    from pathlib import Path
+
+    from flatten.lang.options import Options
+    from flatten.stages.load import load_module
+
+    root = Path(str(_tree(tmp_path)))
+    (root / "twin").mkdir()
+    (root / "twin" / "main.tf").write_text(_MODULE)
+    asked: list[str] = []
+    real = references.template_calls
+
+    def counting(text: str, **kwargs: object) -> object:
+        asked.append(text)
+        return real(text, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(references, "template_calls", counting)
+    known: dict[str, object] = {}
+    first, _ = load_module(root / "child", root=root, options=Options(), known_scans=known)  # type: ignore[arg-type]
+    once = len(asked)
+    second, _ = load_module(root / "twin", root=root, options=Options(), known_scans=known)  # type: ignore[arg-type]
+    assert once and len(asked) == once, "the twin's texts were all scanned for the first module"
+    assert second.module.scans == first.module.scans
+    alone, _ = load_module(root / "twin", root=root, options=Options())
+    assert second.module.scans == alone.module.scans
+    # A bound on what is kept: the oldest scans go, the record stays whole.
+    monkeypatch.setattr(references, "KNOWN_KEPT", 2)
+    small: dict[str, object] = {}
+    bounded, _ = load_module(root / "child", root=root, options=Options(), known_scans=small)  # type: ignore[arg-type]
+    assert len(small) <= 2
+    assert bounded.module.scans == alone.module.scans
+
+
 def test_the_checks_never_scan_text_the_loader_scanned(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
