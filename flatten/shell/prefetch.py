@@ -426,17 +426,21 @@ def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) ->
 _ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, display path
 
 
-def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> list[tuple[str, object]]:
+def _compute_modules(
+    jobs: list[_ModuleJob], *, store_parses: bool = False, known_scans: dict[str, Scanned] | None = None
+) -> list[tuple[str, object]]:
     """Load and merge each module directory (through load_module and the disk memo, which fill
     the module cache); return the entries computed, by key, instead of storing them. Per-file parse
-    entries are written only with ``store_parses`` (the module entry holds every file's parse)."""
+    entries are written only with ``store_parses`` (the module entry holds every file's parse).
+    ``known_scans``: the scans of the modules this process loaded before (``load_module``)."""
     from flatten.shell.build_cache import ModuleEntry
     from flatten.shell.memo import DiskMemo
     from flatten.stages.load import load_module
 
     captured: list[tuple[str, ModuleEntry]] = []
     memo = DiskMemo(captured=captured)
-    known_scans: dict[str, Scanned] = {}  # the jobs' modules share their scans (load_module)
+    if known_scans is None:
+        known_scans = {}  # the jobs' modules share their scans (load_module)
     was_enabled = gc.isenabled()
     gc.disable()  # loading allocates many small objects and frees none of them
     try:
@@ -452,9 +456,10 @@ def _compute_modules(jobs: list[_ModuleJob], *, store_parses: bool = False) -> l
 _Computed = tuple[str, tuple[str, ...], bytes, tuple[str, bytes] | None]
 
 
-def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
+def _work_modules(jobs: list[_ModuleJob], known_scans: dict[str, Scanned] | None = None) -> list[_Computed]:
     """Worker: compute each module; return each entry's key, module sources and bytes, and the
-    module's output bytes (by emit key) when it calls no other module."""
+    module's output bytes (by emit key) when it calls no other module. ``known_scans``: the
+    scans of the modules this process computed before (``load_module``)."""
     from flatten.shell import build_cache
     from flatten.stages.emit import dumps, module_json
 
@@ -464,7 +469,7 @@ def _work_modules(jobs: list[_ModuleJob]) -> list[_Computed]:
         return dumps(module_json(module, provenance=provenance)).encode("utf-8")
 
     out: list[_Computed] = []
-    for key, entry in _compute_modules(jobs):
+    for key, entry in _compute_modules(jobs, known_scans=known_scans):
         assert isinstance(entry, build_cache.ModuleEntry)
         calls, data = build_cache.encode(key, entry)
         out.append((key, calls, data, build_cache.emit_ahead(key, entry.module, provenance, render)))
@@ -489,9 +494,12 @@ def _compute_shared(
     # Each process's count of jobs done, in a slot of its own of shared memory (no lock: one
     # writer per slot), summed for ``tick`` (the progress line) by this process between its units.
     counts = _Counts(processes) if tick is not None else None
+    # The scans of the modules one process computed, for the next ones it takes: each forked
+    # helper has its own copy of this (empty) dictionary.
+    known_scans: dict[str, Scanned] = {}
 
     def take(unit: int, slot: int) -> list[_Computed]:
-        done = _work_modules(list(units[unit]))
+        done = _work_modules(list(units[unit]), known_scans)
         if counts is not None:
             counts.add(slot, len(units[unit]))
             if tick is not None and slot == 0:

@@ -204,10 +204,10 @@ def test_a_prefetch_helper_that_dies_leaves_its_modules_to_the_build(
     monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
     here, real = os.getpid(), prefetching._work_modules
 
-    def dying(jobs: list[object]) -> object:
+    def dying(jobs: list[object], *rest: object) -> object:
         if os.getpid() != here:  # a helper: killed with the modules it took
             os._exit(1)
-        return real(jobs)  # type: ignore[arg-type]
+        return real(jobs, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(prefetching, "_work_modules", dying)
     prefetching.prefetch(root, options=Options(), workers=3)
