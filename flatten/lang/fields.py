@@ -16,8 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
+from typing import TYPE_CHECKING
 
 from flatten.lang.dialect import Dialect
+
+if TYPE_CHECKING:
+    from flatten.lang.model import JsonValue, Range
 
 __all__ = [
     "REQUIRED_PROVIDERS_DETAIL",
@@ -25,6 +29,7 @@ __all__ = [
     "REQUIREMENT_KEYS",
     "BlockSchema",
     "Mode",
+    "Requirement",
     "generic_schema",
 ]
 
@@ -54,6 +59,29 @@ REQUIRED_PROVIDERS_DETAIL = (
     'required_providers objects can only contain "version", "source" and "configuration_aliases" '
     'attributes. To configure a provider, use a "provider" block.'
 )
+
+
+class Requirement(dict[str, "JsonValue"]):
+    """A ``required_providers`` object as the readers read it: the items Terraform reads, and the
+    range of each item's value.
+
+    Terraform reports every error of an item (a version constraint or source it cannot read, a
+    value that is no string, a bad configuration alias) at that value, ``kv.Value.Range()``
+    (internal/configs/provider_requirements.go), not at the whole object; the model keeps one
+    range per expression, so the object carries its items' here. The ranges are no part of the
+    value: it equals, prints, pickles and emits as the dict it is.
+    """
+
+    __slots__ = ("value_ranges",)
+
+    value_ranges: dict[str, Range]
+
+    def __init__(self, items: dict[str, JsonValue], value_ranges: dict[str, Range]) -> None:
+        super().__init__(items)
+        self.value_ranges = value_ranges
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return Requirement, (dict(self), self.value_ranges)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
+from flatten.lang.fields import Requirement
 from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
@@ -676,47 +677,53 @@ class _Checker:
             return
         if not self.provider_local_name(attr.name, rng):
             return
-        version = value.get("version")
-        if "version" in value:
-            if not isinstance(version, str):
-                self.error("Invalid version constraint", "Version must be specified as a string.", rng)
-            elif not _has_interpolation(version):
+        # The items in order, each error at the item's value (provider_requirements.go:
+        # ``kv.Value.Range()``); a value without the readers' item ranges (none is) falls back
+        # to the whole object.
+        ranges = value.value_ranges if isinstance(value, Requirement) else {}
+        for key, item in value.items():
+            self.requirement_item(attr.name, key, item, ranges.get(key, rng))
+
+    def requirement_item(self, name: str, key: str, item: JsonValue, at: Range) -> None:
+        """One ``source``, ``version`` or ``configuration_aliases`` item of a requirement."""
+        if key == "version":
+            if not isinstance(item, str):
+                self.error("Invalid version constraint", "Version must be specified as a string.", at)
+            elif not _has_interpolation(item):
                 try:
-                    parse_constraints(version)
+                    parse_constraints(item)
                 except ValueError:
                     self.error(
                         "Invalid version constraint",
                         "This string does not use correct version constraint syntax.",
-                        rng,
+                        at,
                     )
-        if "source" in value:
-            source = value.get("source")
-            if not isinstance(source, str):
-                self.error("Invalid source", "Source must be specified as a string.", rng)
+        elif key == "source":
+            if not isinstance(item, str):
+                self.error("Invalid source", "Source must be specified as a string.", at)
             else:
                 try:
-                    parse_provider_source(source, dialect=self.options.dialect)
+                    parse_provider_source(item, dialect=self.options.dialect)
                 except ProviderAddressError as exc:
-                    self.error(exc.summary, str(exc), rng)
-        aliases = value.get("configuration_aliases")
-        if isinstance(aliases, list):
-            for item in aliases:
-                if not isinstance(item, str):
+                    self.error(exc.summary, str(exc), at)
+        elif key == "configuration_aliases" and isinstance(item, list):
+            for alias in item:
+                if not isinstance(alias, str):
                     continue
-                parts = item.split(".")
+                parts = alias.split(".")
                 if len(parts) != 2 or not all(valid_identifier(p) for p in parts):
                     self.error(
                         "Invalid configuration_aliases value",
                         "Configuration aliases can only contain references to local provider configuration "
                         "names in the format of provider.alias",
-                        rng,
+                        at,
                     )
-                elif parts[0] != attr.name:
+                elif parts[0] != name:
                     self.error(
                         "Invalid configuration_aliases value",
                         "Configuration aliases must be prefixed with the provider name. "
-                        f'Expected "{attr.name}", but found "{parts[0]}".',
-                        rng,
+                        f'Expected "{name}", but found "{parts[0]}".',
+                        at,
                     )
 
     def block_language(self, block: Block) -> None:

@@ -33,6 +33,7 @@ from flatten.lang.fields import (
     REQUIRED_PROVIDERS_OBJECT,
     BlockSchema,
     Mode,
+    Requirement,
     generic_schema,
 )
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
@@ -1117,6 +1118,7 @@ class _Converter:
             return None
         elems = [c for c in _children(inner) if c.data == "object_elem"]
         out: dict[str, JsonValue] = {}
+        ranges: dict[str, Range] = {}
         for (key, value), elem in zip(keys, elems, strict=True):
             if key == "configuration_aliases":
                 out[key] = self.traversal_list(value, key)
@@ -1128,7 +1130,8 @@ class _Converter:
                 # items after it are not read.
                 self.error(REQUIRED_PROVIDERS_OBJECT, REQUIRED_PROVIDERS_DETAIL, _elem_key(elem))
                 break
-        return out
+            ranges[key] = self.range(value)
+        return Requirement(out, ranges)
 
 
 _MODES = MappingProxyType(

@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 from flatten.lang.blocks import top_schema
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.fields import BlockSchema, Mode, generic_schema
+from flatten.lang.fields import BlockSchema, Mode, Requirement, generic_schema
 from flatten.lang.model import (
     Attribute,
     Block,
@@ -962,6 +962,7 @@ class _Reader:
             if keys is None:
                 raise _Unsure
             req: dict[str, JsonValue] = {}
+            ranges: dict[str, Range] = {}
             for name, value in keys:
                 if name == "configuration_aliases":
                     req[name] = [self.traversal(n) for n in self.items(value)]
@@ -969,7 +970,8 @@ class _Reader:
                     req[name] = self.literal(value)
                 else:
                     raise _Unsure
-            return req
+                ranges[name] = self.node_range(value)
+            return Requirement(req, ranges)
         raise _Unsure
 
     def source(self, node: _Node) -> str:

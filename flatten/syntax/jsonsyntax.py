@@ -32,6 +32,7 @@ from flatten.lang.fields import (
     REQUIREMENT_KEYS,
     BlockSchema,
     Mode,
+    Requirement,
 )
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
@@ -588,12 +589,24 @@ class _Decoder:
                 continue
             self.check_mode(key, mode, child, type_)
             if mode is Mode.REQUIRED_PROVIDER and isinstance(value, dict):
-                value = _requirement_read(value)
+                value = self.requirement(value, child)
             if mode is Mode.EXPR:
                 self.templates(child)
             seen[key] = len(items)
             items.append(Attribute(key, Expr(value, self.rng(child)), key_range))
         return Body(tuple(items), self.rng(node))
+
+    def requirement(self, value: dict[str, JsonValue], node: _Node) -> Requirement:
+        """The items of a ``required_providers`` object Terraform reads: those before the first key
+        it does not know (``check_mode`` reports that key), with each value's range."""
+        out: dict[str, JsonValue] = {}
+        ranges: dict[str, Range] = {}
+        for key, _ks, _ke, child in node.pairs:
+            if key not in REQUIREMENT_KEYS:
+                break
+            out[key] = value[key]
+            ranges[key] = self.rng(child)
+        return Requirement(out, ranges)
 
     def templates(self, node: _Node) -> None:
         """Terraform reads each string of an expression as a template (hcl/json/structure.go:
@@ -681,17 +694,6 @@ class _Decoder:
         elif not (node.kind == _SCALAR and node.value is None):
             detail = "A static list expression is required."
             self.error("Invalid expression", detail, node.start, node.end, extra=_INVALID_EXPRESSION)
-
-
-def _requirement_read(value: dict[str, JsonValue]) -> dict[str, JsonValue]:
-    """The items of a ``required_providers`` object Terraform reads: those before the first key
-    it does not know (``check_mode`` reports that key)."""
-    out: dict[str, JsonValue] = {}
-    for key, item in value.items():
-        if key not in REQUIREMENT_KEYS:
-            break
-        out[key] = item
-    return out
 
 
 def _provider_detail(arg: str) -> str:

@@ -138,6 +138,27 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             '  "sour]e": "terraform.io/builtin/terraform",\n  "version": 3,\n  "bar": 2\n}}}}\n'
         },
     ),
+    # Each error of a required_providers item is at the item's value (provider_requirements.go:
+    # ``kv.Value.Range()``), in the items' order; a version string of the legacy form stays at the
+    # whole expression.
+    "required_providers: item ranges (native)": (
+        _ALL,
+        {
+            "main.tf": "terraform {\n  required_providers {\n    a = {\n"
+            '      source  = "-x/a"\n      version = ">= 1.0]"\n    }\n'
+            '    b = {\n      version = 3\n      source = "example.com/b/c/d"\n    }\n'
+            '    c = {\n      source = "x/c"\n      configuration_aliases = [x.a]\n    }\n'
+            '    d = ">= 1]"\n  }\n}\n'
+        },
+    ),
+    "required_providers: item ranges (JSON)": (
+        _ALL,
+        {
+            "main.tf.json": '{"terraform": {"required_providers": {\n'
+            '  "a": {"source": "-x/a", "version": ">= 1.0]"},\n'
+            '  "b": {\n    "version": 3,\n    "source": "example.com/b/c/d"}}}}\n'
+        },
+    ),
 }
 
 
