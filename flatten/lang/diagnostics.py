@@ -49,6 +49,11 @@ class Code(StrEnum):
     INCOMPATIBLE_MODULE = "incompatible_module"  # the OpenTofu version gate excluded the module
     QUOTED_KEYWORD = "quoted_keyword"  # a keyword written as a string ("all", "create_before_destroy")
     UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
+    MISSING_ARGUMENT = "missing_argument"  # a required argument a body does not set
+    # An error Terraform finds only when its validate walk evaluates the expression: a JSON
+    # string's template (hcl/json/structure.go parses it in ``Value`` with a context). Not a
+    # loading error: the module graph keeps it for the walk (stages/graph.py ``_evaluated``).
+    EVALUATED = "evaluated"
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
     STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")
     OS_ERROR = "os_error"  # the system refused a read or write (lang/oserror.py; subject: errno name)

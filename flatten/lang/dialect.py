@@ -58,6 +58,10 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "validation_refers_to_own_variable": Differs(False, True),  # else: to anything at all
         "ephemeral_provisioners_rejected": Differs(False, True),  # connection/provisioner blocks
         "version_gate": Differs(False, True),  # compatible_with / .tofu required_version (spec §1)
+        # A JSON string's template errors come from the validate walk, for what the override merge
+        # kept (hcl/json/structure.go parses a template when it is evaluated; docs/syntax-errors.md);
+        # OpenTofu's contract keeps them with the file's errors.
+        "evaluated_json_templates": Differs(True, False),
         "terraform_releases": Differs(True, False),  # --terraform-version gates (lang/terraform_releases.py)
         # Override files (spec §3).
         "ephemeral_overrides": Differs(False, True),  # Terraform ignores ephemeral in overrides

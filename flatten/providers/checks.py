@@ -156,6 +156,9 @@ def _graph_checks(
                     cycles.add(node, part.graph, into[2])
                 walk.close_with(node, part.diags)
         found = cycles.finish()
+        if not found.has_errors:
+            # The walk evaluates the expressions: a JSON template's errors (ModuleNode.evaluated).
+            diags.extend(d for node in nodes for d in node.evaluated)
         diags.extend(found if found.has_errors else walk.diags)
         if not found.has_errors:
             diags.extend(_builtin_schemas(graph, wiring, walk.diags))

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import MappingProxyType
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
+from flatten.lang.model import Attribute, Block, Module, ParsedFile, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts, release_text
 from flatten.lang.versions import parse_constraints
+from flatten.stages.decode import missing_item_range
 
 __all__ = ["check_core_version", "check_release_features"]
 
@@ -37,6 +38,8 @@ _NESTED = MappingProxyType(
 _LIFECYCLE_HOLDERS = frozenset({"resource", "data"})
 # Highest patch number tried when the user names only X.Y (Terraform patches stay far below it).
 _PATCHES = 100
+# decode.in_file_order places the leftovers of the body after a missing argument.
+_MISSING = Extra(Code.MISSING_ARGUMENT)
 
 
 def _unsupported_block(block: Block) -> Diagnostic:
@@ -77,16 +80,13 @@ def _nested(block: Block, release: tuple[int, int]) -> Iterable[Diagnostic]:
 
 def _missing_id(block: Block) -> Diagnostic:
     """Before 1.12 ``id`` is a required argument of an import block: HCL's error at the body's
-    ``MissingItemRange`` (a native body's opening brace, a JSON object's closing one)."""
-    rng = block.body.range or block.range
-    if rng.filename.endswith(".json"):
-        end = rng.end
-        at = Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
-    else:
-        start = rng.start
-        at = Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
+    ``MissingItemRange``."""
+    at = missing_item_range(block)
     return Diagnostic.error(
-        "Missing required argument", 'The argument "id" is required, but no definition was found.', at
+        "Missing required argument",
+        'The argument "id" is required, but no definition was found.',
+        at,
+        extra=_MISSING,
     )
 
 

