@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import MappingProxyType
 
-from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
+from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.model import Attribute, Block, Module, ParsedFile, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts, release_text
 from flatten.lang.versions import parse_constraints
-from flatten.stages.decode import missing_item_range
 
 __all__ = ["check_core_version", "check_release_features"]
 
@@ -38,8 +37,6 @@ _NESTED = MappingProxyType(
 _LIFECYCLE_HOLDERS = frozenset({"resource", "data"})
 # Highest patch number tried when the user names only X.Y (Terraform patches stay far below it).
 _PATCHES = 100
-# decode.in_file_order places the leftovers of the body after a missing argument.
-_MISSING = Extra(Code.MISSING_ARGUMENT)
 
 
 def _unsupported_block(block: Block) -> Diagnostic:
@@ -78,18 +75,6 @@ def _nested(block: Block, release: tuple[int, int]) -> Iterable[Diagnostic]:
                 yield _unsupported_block(trigger)
 
 
-def _missing_id(block: Block) -> Diagnostic:
-    """Before 1.12 ``id`` is a required argument of an import block: HCL's error at the body's
-    ``MissingItemRange``."""
-    at = missing_item_range(block)
-    return Diagnostic.error(
-        "Missing required argument",
-        'The argument "id" is required, but no definition was found.',
-        at,
-        extra=_MISSING,
-    )
-
-
 def check_release_features(file: ParsedFile, *, options: Options) -> Diagnostics:
     """Return an error for each construct of one file newer than ``options.terraform_version``."""
     diags = Diagnostics()
@@ -104,13 +89,6 @@ def check_release_features(file: ParsedFile, *, options: Options) -> Diagnostics
             diags.append(_unsupported_block(block))
             continue
         diags.extend(_nested(block, release))
-        if (
-            block.type == "import"
-            and not file.is_override
-            and not accepts(release, "import.identity")
-            and block.body.attribute("id") is None
-        ):
-            diags.append(_missing_id(block))
     return diags
 
 

@@ -833,16 +833,19 @@ class _Checker:
                     provider.name_range,
                 )
             self.provider_reference(provider.value, provider.expr.range)
+        # Before 1.12 "id" is required by the block's schema, as "to" is in every release
+        # (internal/configs/import.go, importBlockSchema): HCL's "Missing required argument", in
+        # the schema's order. An override file's schema requires nothing (schemaForOverrides).
+        id_required = self.options.dialect.allows("terraform_releases") and not accepts(
+            self.options.terraform_version, "import.identity"
+        )
+        if not self.file.is_override:
+            self.required_arguments(block, ("id", "to") if id_required else ("to",))
         if (
             not self.file.is_override
             and body.attribute("id") is None
             and body.attribute("identity") is None
-            # Before 1.12 "id" is required by the block's schema: HCL's "Missing required
-            # argument" (stages/core_version.py, with the release's other rules).
-            and not (
-                self.options.dialect.allows("terraform_releases")
-                and not accepts(self.options.terraform_version, "import.identity")
-            )
+            and not id_required
         ):
             self.error(
                 "Missing required import argument",
@@ -850,6 +853,17 @@ class _Checker:
                 "instance to import.",
                 block.range,
             )
+
+    def block_moved(self, block: Block) -> None:
+        # movedBlockSchema (internal/configs/moved.go): both addresses are required; an override
+        # file's moved block is merge.py's error ("Cannot override 'moved' blocks").
+        if not self.file.is_override:
+            self.required_arguments(block, ("from", "to"))
+
+    def block_removed(self, block: Block) -> None:
+        # removedBlockSchema (internal/configs/removed.go): "from" is required.
+        if not self.file.is_override:
+            self.required_arguments(block, ("from",))
 
     def block_module(self, block: Block) -> None:
         body = block.body

@@ -72,6 +72,7 @@ _READER_INVALID_EXPRESSION = Extra(Code.INVALID_EXPRESSION, reader_syntax=True)
 # 3 files where Terraform reports it on HCL's partial expression, 5 where it reports nothing).
 _STATIC_EXPECTED = _READER_INVALID_EXPRESSION
 _QUOTED = Extra(Code.QUOTED_KEYWORD)
+_UNEXPECTED_BLOCK = Extra(Code.UNEXPECTED_ARGUMENT)  # no subject: never an argument reworded
 
 _STATIC_REF_DETAIL = (
     "A single static variable reference is required: only attribute access and indexing with "
@@ -570,6 +571,7 @@ class _Converter:
                     "Unsupported block type",
                     f'Blocks of type "{type_name}" are not expected here.{hint}',
                     type_range,
+                    extra=_UNEXPECTED_BLOCK,  # decode.in_file_order: reported with its block's decoding
                 )
             return None
         want = nested.labels

@@ -247,6 +247,17 @@ ORDERED: dict[str, dict[str, str]] = {
         "main.tf": 'output "a" {\n  vxlue = 1\n}\noutput "b" {\n  value = 2\n  other = 3\n}\n'
         'variable "v" {\n  validation {\n    conditio = true\n  }\n}\n'
     },
+    # movedBlockSchema, removedBlockSchema, importBlockSchema: "from"/"to" are required.
+    "moved, removed, import: required arguments": {
+        "main.tf": 'resource "terraform_data" "a" {}\nmoved {\n  from = terraform_data.x\n}\n'
+        'removed {\n  lifecycle {\n    destroy = false\n  }\n}\nimport {\n  id = "x"\n}\n'
+    },
+    # A block left open swallows the next one: its arguments are missing, the swallowed block
+    # is unsupported there.
+    "unclosed moved block": {
+        "main.tf": 'resource "terraform_data" "a" {}\nmoved {\nmoved {\n  from = terraform_data.a\n'
+        "  to = terraform_data.b\n}\n"
+    },
     "missing before unsupported (JSON)": {
         "main.tf.json": '{"output": {"a": {\n  "valu,": 1\n},\n "b": {"value": 2, "x": 3}}}\n'
     },
