@@ -306,7 +306,8 @@ def missing_item_range(block: Block) -> Range:
     return Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
 
 
-def _within(inner: Range, outer: Range | None) -> bool:
+def range_within(inner: Range, outer: Range | None) -> bool:
+    """Whether ``inner`` lies inside ``outer`` (same file, by bytes)."""
     return (
         outer is not None
         and inner.filename == outer.filename
@@ -820,9 +821,25 @@ class _Checker:
             )
 
     def block_import(self, block: Block) -> None:
+        """``decodeImportBlock`` (internal/configs/import.go), in its order: the body's content
+        (HCL's "Missing required argument": "to" in every release, "id" too before 1.12, in the
+        schema's order; an override file's schema requires nothing), the provider argument, then
+        from 1.12 the id/identity rule, which is not reached when "to" is set and the content had
+        errors (``decodeImportBlock`` returns there)."""
         body = block.body
+        terraform = self.options.dialect.allows("terraform_releases")
+        identity = not terraform or accepts(self.options.terraform_version, "import.identity")
+        before = len(self.diags.errors)
+        if not self.file.is_override:
+            self.required_arguments(block, ("to",) if identity else ("id", "to"))
         provider = body.attribute("provider")
         to = body.attribute("to")
+        content_failed = len(self.diags.errors) > before or any(
+            d.code is Code.UNEXPECTED_ARGUMENT and d.range is not None and range_within(d.range, body.range)
+            for d in self.parse_diags
+        )
+        if to is not None and content_failed and terraform:
+            return
         if provider is not None:
             if to is not None and isinstance(to.value, str) and to.value.startswith("module."):
                 self.error(
@@ -833,26 +850,24 @@ class _Checker:
                     provider.name_range,
                 )
             self.provider_reference(provider.value, provider.expr.range)
-        # Before 1.12 "id" is required by the block's schema, as "to" is in every release
-        # (internal/configs/import.go, importBlockSchema): HCL's "Missing required argument", in
-        # the schema's order. An override file's schema requires nothing (schemaForOverrides).
-        id_required = self.options.dialect.allows("terraform_releases") and not accepts(
-            self.options.terraform_version, "import.identity"
-        )
-        if not self.file.is_override:
-            self.required_arguments(block, ("id", "to") if id_required else ("to",))
-        if (
-            not self.file.is_override
-            and body.attribute("id") is None
-            and body.attribute("identity") is None
-            and not id_required
-        ):
-            self.error(
-                "Missing required import argument",
-                "One of 'id' or 'identity' must be specified in an import block to identify the resource "
-                "instance to import.",
-                block.range,
+        if self.file.is_override or not identity:
+            return
+        given = [name for name in ("id", "identity") if body.attribute(name) is not None]
+        if not terraform:
+            if not given:
+                self.error(
+                    "Missing required import argument",
+                    "One of 'id' or 'identity' must be specified in an import block to identify the "
+                    "resource instance to import.",
+                    block.range,
+                )
+        elif len(given) != 1:
+            detail = (
+                "At least one of 'id' or 'identity' must be specified."
+                if not given
+                else "Only one of 'id' or 'identity' can be specified."
             )
+            self.error("Invalid import block", detail, block.range)
 
     def block_moved(self, block: Block) -> None:
         # movedBlockSchema (internal/configs/moved.go): both addresses are required; an override
@@ -1236,7 +1251,7 @@ class _Checker:
                 candidates = [block] if block.type != "check" else list(block.body.blocks_of("data"))
                 for res in candidates:
                     for lc in res.body.blocks_of("lifecycle"):
-                        if _within(rng, lc.body.range):
+                        if range_within(rng, lc.body.range):
                             return res.type
         return None
 

@@ -49,6 +49,7 @@ from flatten.lang.types import (
     type_expression,
     with_defaults_of,
 )
+from flatten.stages.decode import range_within
 
 __all__ = ["kept_by_merge", "merge_module"]
 
@@ -1506,9 +1507,5 @@ def kept_by_merge(module: Module, diags: Iterable[Diagnostic]) -> list[Diagnosti
     return [
         d
         for d in wanted
-        if d.range is not None
-        and any(
-            r.start.byte <= d.range.start.byte and d.range.end.byte <= r.end.byte
-            for r in kept.get(d.range.filename, ())
-        )
+        if d.range is not None and any(range_within(d.range, r) for r in kept.get(d.range.filename, ()))
     ]

@@ -55,6 +55,7 @@ from flatten.lang.types import (
     parse_type,
     type_string,
 )
+from flatten.stages.decode import range_within
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
@@ -216,6 +217,9 @@ class _Checker:
         # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
         # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
         self.instance: tuple[bool, bool] | None = None
+        # Where a JSON template HCL cannot parse is (ModuleNode.evaluated): its value is not
+        # evaluated further, so its references are not checked.
+        self.unparsed = tuple(d.range for d in node.evaluated if d.range is not None)
 
     def error(self, summary: str, detail: str, rng: Range) -> None:
         self.diags.append(Diagnostic.error(summary, detail, rng, self.address))
@@ -472,6 +476,8 @@ class _Checker:
         key = bound if self.instance is None else bound | {f"\0instance{self.instance}"}
         values: list[tuple[list[str], Range, str | None]] = []
         for attr in attrs:
+            if self.unparsed and any(range_within(r, attr.expr.range) for r in self.unparsed):
+                continue
             value = attr.value
             texts = [text for text in _value_texts(value) if (text, key) not in clean]
             if texts:

@@ -166,6 +166,16 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
         _ALL,
         {"main.tf.json": '{"locals": {"a": "${local.b"}, "output": {"o": {"vxlue": 1}}}\n'},
     ),
+    # An import block's id: required by the schema before 1.12; from 1.12 one of id and
+    # identity, checked only when the block's content had no error (import.go returns early).
+    "import: id or identity": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {}\nimport {\n  to = terraform_data.a\n}\n'
+            'import {\n  to = terraform_data.b\n  i  = "x"\n}\n'
+            'import {\n  to = terraform_data.c\n  id  "x"\n}\n'
+        },
+    ),
     "required_providers: item ranges (JSON)": (
         _ALL,
         {
