@@ -50,9 +50,10 @@ class Code(StrEnum):
     QUOTED_KEYWORD = "quoted_keyword"  # a keyword written as a string ("all", "create_before_destroy")
     UNEXPECTED_ARGUMENT = "unexpected_argument"  # an argument or block the schema has no place for
     MISSING_ARGUMENT = "missing_argument"  # a required argument a body does not set
-    # An error Terraform finds only when its validate walk evaluates the expression: a JSON
-    # string's template (hcl/json/structure.go parses it in ``Value`` with a context). Not a
-    # loading error: the module graph keeps it for the walk (stages/graph.py ``_evaluated``).
+    # An error Terraform finds only when it evaluates the expression: a JSON string's template
+    # in the validate walk (hcl/json/structure.go parses it in ``Value`` with a context), a
+    # module's source at init from 1.15. Not a loading error: the module graph keeps it for the
+    # walk (stages/graph.py ``_evaluated``), or for a module that loaded cleanly (``_split_at_init``).
     EVALUATED = "evaluated"
     INVALID_EXPRESSION = "invalid_expression"  # an expression whose form the argument does not accept
     STALE_OUTPUT = "stale_output"  # --check: an output file differs (subject: "changed: main.tf.json")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
 from flatten.lang.model import (
     Attribute,
     Block,
@@ -343,6 +343,13 @@ def _decode_calls(
         version_attr = block.body.attribute("version")
         if static:
             decoded = _static_call(name, source_attr, version_attr, scope or Scope(module), diags)
+        elif accepts(options.terraform_version, "module_source_at_init"):
+            # From 1.15 init evaluates the source, and only for a module that loaded without
+            # errors (module_call.go keeps the expression; configload's LoadConfig installs no
+            # call of a root with errors): ``Code.EVALUATED``, reported by build_graph then.
+            found = Diagnostics()
+            decoded = _literal_call(source_attr, version_attr, found)
+            diags.extend(replace(d, extra=_AT_INIT) for d in found)
         else:
             decoded = _literal_call(source_attr, version_attr, diags)
         if decoded is None:
@@ -536,6 +543,18 @@ def _load(
     return module, diags, bases, memo_key
 
 
+_AT_INIT = Extra(Code.EVALUATED)
+
+
+def _split_at_init(diags: Diagnostics) -> tuple[Diagnostics, Diagnostics]:
+    """Split a module's call diagnostics into loading's and those of the sources init evaluates
+    (from 1.15, ``_decode_calls``), which come only when the module loaded without errors."""
+    at_init = Diagnostics(d for d in diags if d.code is Code.EVALUATED)
+    if not at_init:
+        return diags, at_init
+    return Diagnostics(d for d in diags if d.code is not Code.EVALUATED), at_init
+
+
 def _evaluated(module: Module, diags: Diagnostics) -> tuple[Diagnostics, tuple[Diagnostic, ...]]:
     """Split ``diags`` into loading's and the validate walk's (``ModuleNode.evaluated``: those of
     the expressions the override merge kept)."""
@@ -645,6 +664,7 @@ def build_graph(
     scopes: dict[str, Scope] = {"": Scope(module, inputs={k: (v.value, v.source) for k, v in inputs.items()})}
     root_version = check_core_version(module, options=options, address="", source=None)
     calls, call_diags = _decode_calls(module, options=options, scope=scopes[""])
+    call_diags, at_init = _split_at_init(call_diags)
     diags.extend(call_diags)
     if options.dialect.allows("static_evaluation"):
         module, backend_diags = static_backend(module, scopes[""])
@@ -667,6 +687,7 @@ def build_graph(
         # installer's errors before the root's), and OpenTofu's conformance contract loads
         # nothing more either.
         return ModuleGraph(graph, root_failed=True, early_values=_early_values(scopes[""])), diags
+    diags.extend(at_init)
     # Version first, as the module installer does for every module (internal/initwd/module_install.go,
     # ``InstallModules`` and ``moduleInstallWalker``: "If the core version requirements are not met,
     # we drop any other diagnostics, as they may reflect language changes from future Terraform
@@ -766,6 +787,9 @@ def build_graph(
             load_diags, evaluated = _evaluated(module, load_diags)
             scopes[address] = Scope(module, address, module.directory, scopes[parent.address], call.block)
             calls, call_diags = _decode_calls(module, options=options, scope=scopes[address])
+            call_diags, at_init = _split_at_init(call_diags)
+            if not load_diags.has_terraform_errors and not call_diags.has_terraform_errors:
+                call_diags.extend(at_init)
             version = check_core_version(module, options=options, address=address, source=call.source)
             if version.has_errors:
                 # Version first (initwd/module_install.go, the module walker): a module whose

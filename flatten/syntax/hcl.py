@@ -488,12 +488,14 @@ class _Converter:
         # A module's source before 1.15 (module_call.go reads it with gohcl.DecodeExpression):
         # kept when its value is refused, so that the call is known to have one (no "Missing
         # required argument"); the loader installs no such call (stages/graph.py).
-        source = (
+        module_source = (
             name == "source"
             and mode is Mode.LITERAL
             and schema.attributes.get("providers") is Mode.PROVIDER_MAP  # the module block's schema
-            and not accepts(self.options.terraform_version, "module_source_at_init")
         )
+        at_init = module_source and accepts(self.options.terraform_version, "module_source_at_init")
+        source = module_source and not at_init
+        kept = len(self.diags)
         if mode is Mode.LITERAL:
             converted = self.literal(value, name, decoded=source or name in _DECODED)
         else:
@@ -508,7 +510,12 @@ class _Converter:
             # gocty cannot put null in a string (gohcl/decode.go: "Unsuitable value type").
             self.error("Unsuitable value type", "Unsuitable value: null value is not allowed", value)
         if len(self.diags.errors) > errors:
-            if source:
+            if at_init:
+                # From 1.15 the source is an expression kept as it is (module_call.go:
+                # ``mc.SourceExpr = attr.Expr``) and evaluated at init, only when the module has
+                # no other error (stages/graph.py ``_decode_calls``): nothing to report here.
+                del self.diags[kept:]
+            if source or at_init:
                 return Attribute(name, Expr(None, self.range(value)), name_range)
             return None
         return Attribute(name, Expr(converted, self.range(value)), name_range)
