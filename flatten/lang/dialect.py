@@ -55,7 +55,6 @@ FEATURES: Mapping[str, Differs[bool]] = MappingProxyType(
         "reserved_ignore_nested_deprecations": Differs(True, False),  # a reserved variable name
         "deprecation_messages": Differs(False, True),  # `deprecated` must not be empty; overridable
         "ignored_default_attribute_warning": Differs(False, True),  # default attrs the type lacks
-        "validation_refers_to_own_variable": Differs(False, True),  # else: to anything at all
         "ephemeral_provisioners_rejected": Differs(False, True),  # connection/provisioner blocks
         "version_gate": Differs(False, True),  # compatible_with / .tofu required_version (spec §1)
         # A JSON string's template errors come from the validate walk, for what the override merge

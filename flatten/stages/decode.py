@@ -462,8 +462,10 @@ class _Checker:
                 "configuration, or else its result would not be checking anything.",
                 condition.expr.range,
             )
+        # The condition must refer to the variable itself, whatever else it refers to (terraform
+        # internal/configs, ``checkVariableValidationBlock``; 1.11 and 1.15 alike, OpenTofu too).
         own = any(len(r) >= 2 and r[0] == "var" and r[1] == var_name for r in refs)
-        if not own and (self.dialect.allows("validation_refers_to_own_variable") or not refs):
+        if not own:
             self.error(
                 "Invalid variable validation condition",
                 f'The condition for variable "{var_name}" must refer to var.{var_name} in order to test '

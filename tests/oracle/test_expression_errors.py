@@ -177,6 +177,15 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             'import {\n  to = terraform_data.c\n  id  "x"\n}\n'
         },
     ),
+    # A validation condition must refer to its own variable, whatever else it refers to
+    # (checkVariableValidationBlock).
+    "variable validation without its own variable": (
+        _ALL,
+        {
+            "main.tf": 'variable "b" {\n  default = 1\n}\nvariable "a" {\n  default = 1\n  validation {\n'
+            '    condition     = var.b > 0\n    error_message = "Must be."\n  }\n}\n'
+        },
+    ),
     "required_providers: item ranges (JSON)": (
         _ALL,
         {
