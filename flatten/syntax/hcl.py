@@ -572,7 +572,11 @@ class _Converter:
                 # edit distance under 3).
                 hint = f' Did you mean "{near}"?'
             if schema.other is not None and not schema.other_blocks and not schema.blocks:
-                self.error(f'Unexpected "{type_name}" block', "Blocks are not allowed here.", type_range)
+                # HCL's JustAttributes names the body's first block only (hclsyntax/structure.go:
+                # ``example := b.Blocks[0]``); the key "\0" is no argument's name.
+                if "\0" not in block_types:
+                    self.error(f'Unexpected "{type_name}" block', "Blocks are not allowed here.", type_range)
+                block_types["\0"] = type_range
             else:
                 self.error(
                     "Unsupported block type",

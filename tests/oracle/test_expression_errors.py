@@ -186,6 +186,11 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             '    condition     = var.b > 0\n    error_message = "Must be."\n  }\n}\n'
         },
     ),
+    # A body of attributes only (HCL's JustAttributes) names its first block only.
+    "blocks in locals": (
+        _ALL,
+        {"main.tf": 'locals {\n  a = 1\n  resource "x" "y" {}\n  output "o" {\n  }\n}\n'},
+    ),
     "required_providers: item ranges (JSON)": (
         _ALL,
         {
