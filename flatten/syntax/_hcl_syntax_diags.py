@@ -24,6 +24,7 @@ from flatten.syntax._hcl_errors import Placeholder, SyntaxDiag, config_errors, r
 __all__ = ["positions", "with_hcl_errors"]
 
 _SYNTAX = Extra(Code.SYNTAX)
+_DECODER = Extra(Code.INVALID_EXPRESSION)  # a decoder's error on HCL's partial expression
 
 
 def _reader_syntax(d: Diagnostic) -> bool:
@@ -69,6 +70,25 @@ def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnosti
         )
         for d in found
     ]
+
+
+def _as_written(d: Diagnostic, where: _Positions, kept: _Positions) -> bool:
+    """Whether ``d``, a reader's "A static ... expression is required" on the partial body, is
+    about a value the partial body kept as it was written: then it is the decoder's error on
+    HCL's partial expression (a quoted ``depends_on`` before a stray bracket, Terraform's
+    "Invalid expression"), not one on a value the partial body had to rewrite (``null``)."""
+    rng = d.range
+    if not _reader_syntax(d) or d.code is not Code.INVALID_EXPRESSION or rng is None:
+        return False
+    if rng.filename != where.filename or rng.start.line != rng.end.line:
+        return False
+    line = rng.start.line - 1
+    if line >= len(where.starts) or line >= len(kept.starts):
+        return False
+    a = where.starts[line] + rng.start.column - 1
+    b = kept.starts[line] + rng.start.column - 1
+    n = rng.end.column - rng.start.column
+    return n > 0 and where.text[a : a + n] == kept.text[b : b + n]
 
 
 def _moved(placeholders: list[Placeholder], where: _Positions) -> dict[tuple[int, int], Range]:
@@ -149,6 +169,10 @@ def with_hcl_errors(
     out = Diagnostics(as_diagnostics(found, where))
     if repaired is not None and not config_errors(repaired):
         partial, more = read(repaired, filename, options)
+        kept = _Positions(repaired, filename)
+        more = Diagnostics(
+            dataclasses.replace(d, extra=_DECODER) if _as_written(d, where, kept) else d for d in more
+        )
         if not any(_reader_syntax(d) for d in more if d.severity is Severity.ERROR):
             if placeholders:
                 moved = _moved(placeholders, where)

@@ -146,6 +146,25 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
         _ALL,
         {"main.tf": 'variable "a" {\n  default = [1]\n}\nlocals {\n  x = var.a[ y = 1 ]\n  y = var.a[0\n}\n'},
     ),
+    # hclsyntax Body.JustAttributes reports only the first block of a body read so (structure.go):
+    # a locals block left open holds the blocks after it.
+    "blocks in a locals block": (
+        _ALL,
+        {
+            "main.tf": 'locals {\n  a = 1\n\nresource "terraform_data" "r" {\n}\n'
+            'output "o" {\n  value = 1\n}\n'
+            'locals {\n  b = 1\n  x {\n  }\n  c = 2\n  y "l" {\n  }\n}\n'
+        },
+    ),
+    # HCL keeps the quoted string before the stray bracket: the decoder's "Invalid expression"
+    # (a static list is required) is reported on it.
+    "quoted depends_on before a stray bracket": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n  depends_on = "terraform_data.b"] # x\n}\n'
+            'resource "terraform_data" "b" {\n}\n'
+        },
+    ),
     "partial condition without a reference": (
         _ALL,
         {
