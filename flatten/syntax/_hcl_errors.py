@@ -553,12 +553,12 @@ class _Parser:
                 self.recover_after_body_item()
             if partial is not None:
                 self.edits.append(partial)
+            elif (quoted := self._partial_quoted(first, had)) is not None:
+                self.edits.append(quoted)
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "type":
                 # Terraform's type reader judges the partial type expression HCL keeps
                 # (``_partial_type``); " any" where it cannot be written (no further error).
                 self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " any"))
-            elif (quoted := self._partial_source(ident, first, had)) is not None:
-                self.edits.append((eq.end, self.item_end(), quoted))
             elif (refs := self._partial_condition(ident, first, had)) is not None:
                 self.edits.append((eq.end, self.item_end(), refs))
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "default":
@@ -585,14 +585,13 @@ class _Parser:
         else:
             self.read()
 
-    def _partial_source(self, ident: Tok, first: int, had: int) -> str | None:
-        """A module's ``source`` that is a quoted string broken by a newline: HCL keeps the
-        template read (parser_template.go), a known string Terraform's decoder then reads as an
-        address (no "Unsuitable value type", which an unknown value gives); written as its first
-        line, closed (the address's kind, local or remote, is in its first characters). None
-        for any other value."""
-        if self.blocks != ["module"] or self.text[ident.start : ident.end] != "source":
-            return None
+    def _partial_quoted(self, first: int, had: int) -> tuple[int, int, str] | None:
+        """A value that is a quoted string broken by a newline: HCL keeps the template read
+        before the newline (parser_template.go: "Unterminated template string" there), a known
+        string the decoder then judges: a module source read as an address (no "Unsuitable value
+        type", which an unknown value gives), a variable type ("Invalid quoted type constraints"
+        for ``"string``, "Invalid legacy variable type hint" for any other text), a default.
+        Written as that first line, closed, at the opening quote. None for any other value."""
         toks = self.toks
         while toks[first].type in (COMMENT, NEWLINE):
             first += 1
@@ -603,10 +602,11 @@ class _Parser:
             "Unterminated template string",
         }:
             return None
-        line = self.text[opener.end : self.text.find("\n", opener.end)]
+        nl = self.text.find("\n", opener.end)
+        line = self.text[opener.end : nl if nl >= 0 else len(self.text)].removesuffix("\r")
         if any(c in line for c in '"\\$%'):
             return None
-        return ' "' + line + '"'
+        return (opener.start, self.item_end(), '"' + line + '"')
 
     def _partial_condition(self, ident: Tok, first: int, had: int) -> str | None:
         """A precondition's or postcondition's ``condition`` with a syntax error: HCL keeps the

@@ -165,6 +165,12 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             'resource "terraform_data" "b" {\n}\n'
         },
     ),
+    # A quoted string broken by a newline keeps the text before it (parser_template.go): a type
+    # "str" is a legacy type hint, "string" a quoted type constraint.
+    "quoted types broken by a newline": (
+        _ALL,
+        {"a.tf": 'variable "a" {\n  type =" str\ning"\n}\n', "b.tf": 'variable "b" {\n  type = "string\n}\n'},
+    ),
     "partial condition without a reference": (
         _ALL,
         {
