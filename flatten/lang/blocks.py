@@ -87,11 +87,11 @@ BLOCKS: tuple[BlockType, ...] = (
         append="resource",
         merge="resource",
     ),
-    BlockType("moved", (), fields.moved_schema, merge="cannot", emit=Emit.LIST),
+    BlockType("moved", (), fields.moved_schema, check="moved", merge="cannot", emit=Emit.LIST),
     BlockType(
         "import", (), fields.import_schema, check="import", append="import", merge="cannot", emit=Emit.LIST
     ),
-    BlockType("removed", (), fields.removed_schema, merge="cannot", emit=Emit.LIST),
+    BlockType("removed", (), fields.removed_schema, check="removed", merge="cannot", emit=Emit.LIST),
     BlockType("check", ("name",), fields.check_schema, check="check", append="check", merge="cannot"),
     BlockType(
         "language", (), fields.language_schema, feature="language_block", check="language", merge="cannot"

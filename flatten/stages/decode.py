@@ -26,7 +26,7 @@ from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Pos, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
@@ -454,12 +454,18 @@ class _Checker:
             )
 
     def required_arguments(self, block: Block, names: Iterable[str]) -> None:
+        rng = block.body.range or block.range
+        if rng.filename.endswith(".json"):
+            # HCL's MissingItemRange: a JSON object's closing brace (json/structure.go), a native
+            # body's start
+            end = rng.end
+            rng = Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
         for name in names:
             if block.body.attribute(name) is None:
                 self.error(
                     "Missing required argument",
                     f'The argument "{name}" is required, but no definition was found.',
-                    block.body.range or block.range,
+                    rng,
                 )
 
     def condition_rule(self, block: Block, owner: tuple[str, ...] | None) -> None:
@@ -522,6 +528,17 @@ class _Checker:
                     "Output values can only have preconditions, not postconditions.",
                     nested.range,
                 )
+
+    def block_moved(self, block: Block) -> None:
+        # internal/configs/moved.go, movedBlockSchema: "from" and "to" are required (HCL's
+        # "Missing required argument" at the body); an override file's is refused (merge.py).
+        if not self.file.is_override:
+            self.required_arguments(block, ("from", "to"))
+
+    def block_removed(self, block: Block) -> None:
+        # internal/configs/removed.go, removedBlockSchema: "from" is required.
+        if not self.file.is_override:
+            self.required_arguments(block, ("from",))
 
     def block_locals(self, block: Block) -> None:
         for attr in block.body.attributes:

@@ -171,6 +171,17 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
         _ALL,
         {"a.tf": 'variable "a" {\n  type =" str\ning"\n}\n', "b.tf": 'variable "b" {\n  type = "string\n}\n'},
     ),
+    # moved's "from" and "to", removed's "from" are required by their schemas (moved.go,
+    # removed.go); a JSON body's missing item is at its closing brace (json/structure.go).
+    "moved and removed without their required arguments": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n}\nmoved {\n  from = terraform_data.b\n}\n'
+            "moved {\n  from = terraform_data.b\n  to  terraform_data.a\n}\nremoved {\n}\n",
+            "x.tf.json": '{"moved": [{"to": "terraform_data.a"}],\n'
+            ' "output": {"o": {\n  "description": "x"\n}}}\n',
+        },
+    ),
     "partial condition without a reference": (
         _ALL,
         {
