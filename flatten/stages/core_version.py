@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from types import MappingProxyType
 
-from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.model import Attribute, Block, Module, ParsedFile, Pos, Range
+from flatten.lang.diagnostics import Diagnostic, Diagnostics, missing_item_range
+from flatten.lang.model import Attribute, Block, Module, ParsedFile, Range
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts, release_text
 from flatten.lang.versions import parse_constraints
@@ -78,15 +78,10 @@ def _nested(block: Block, release: tuple[int, int]) -> Iterable[Diagnostic]:
 def _missing_id(block: Block) -> Diagnostic:
     """Before 1.12 ``id`` is a required argument of an import block: HCL's error at the body's
     ``MissingItemRange`` (a native body's opening brace, a JSON object's closing one)."""
-    rng = block.body.range or block.range
-    if rng.filename.endswith(".json"):
-        end = rng.end
-        at = Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
-    else:
-        start = rng.start
-        at = Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
     return Diagnostic.error(
-        "Missing required argument", 'The argument "id" is required, but no definition was found.', at
+        "Missing required argument",
+        'The argument "id" is required, but no definition was found.',
+        missing_item_range(block.body.range or block.range),
     )
 
 

@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
-from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Pos, Range, json_strings
+from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity, missing_item_range
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
@@ -456,10 +456,7 @@ class _Checker:
     def required_arguments(self, block: Block, names: Iterable[str]) -> None:
         rng = block.body.range or block.range
         if rng.filename.endswith(".json"):
-            # HCL's MissingItemRange: a JSON object's closing brace (json/structure.go), a native
-            # body's start
-            end = rng.end
-            rng = Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
+            rng = missing_item_range(rng)  # the object's closing brace (json/structure.go)
         for name in names:
             if block.body.attribute(name) is None:
                 self.error(
