@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from flatten.lang.model import Range
+from flatten.lang.model import Pos, Range
 from flatten.lang.printable import no_commands, printable
 from flatten.lang.redact import redact_url
 
@@ -25,6 +25,7 @@ __all__ = [
     "Extra",
     "Severity",
     "TextStyle",
+    "missing_item_range",
     "range_json",
     "render_json",
     "render_text",
@@ -160,6 +161,18 @@ class Diagnostics(list[Diagnostic]):
     @property
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self if d.severity is Severity.WARNING]
+
+
+def missing_item_range(body: Range) -> Range:
+    """HCL's ``MissingItemRange`` of a body whose source range is ``body``, where "Missing
+    required argument" points: a native body's first character (hclsyntax/structure.go, its
+    ``SrcRange.Start``; one character wide, as Terraform prints it), a JSON object's closing
+    brace (json/structure.go, ``CloseRange``)."""
+    if body.filename.endswith(".json"):
+        end = body.end
+        return Range(body.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
+    start = body.start
+    return Range(body.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
 
 
 def range_json(r: Range) -> dict[str, object]:

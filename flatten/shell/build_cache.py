@@ -463,13 +463,18 @@ def load_parts(data: memoryview) -> object:
 
 
 class _Tee:
-    """A file that also gives what is written to it to the tags being made over it."""
+    """A file that also gives what is written to it to the tags being made over it, and refuses
+    (``ValueError``: the entry is not written) a piece that holds a URL's userinfo (``storable``)."""
 
     def __init__(self, out: IO[bytes], taggers: list[hmac.HMAC]) -> None:
         self.out = out
         self.taggers = taggers
 
     def write(self, data: bytes | memoryview) -> int:
+        # The pickler writes whole opcodes (a frame of them, or one large string alone), so a
+        # string is never split between two pieces: scanning each is scanning the entry.
+        if holds_userinfo(data if isinstance(data, bytes) else bytes(data)):
+            raise ValueError("an entry holding a URL's userinfo is not stored")
         for t in self.taggers:
             t.update(data)
         return self.out.write(data)
@@ -482,7 +487,7 @@ def write_sealed(
     key: str,
     head: bytes,
     value: object,
-    runs: Sequence[tuple[object, ...]],
+    runs: Sequence[tuple[object, ...]] | None,
     *,
     lazy: bool,
 ) -> bool:
@@ -490,7 +495,7 @@ def write_sealed(
     place), pickled straight into the file and tagged as it is written: the entry's bytes are never
     held in memory, beside the model they encode (docs/reliability.md, "Memory"). A tag's length
     is -1 (the whole payload) or at most the header's. Returns False, writing nothing, on any
-    trouble (no key, a disk error)."""
+    trouble (no key, a disk error, a URL's userinfo in the entry)."""
     whole = [t for kind, length in tags if length < 0 for t in [cache_auth.tagger(kind, key)]]
     if any(t is None for t in whole) or any(length >= 0 and length > len(head) for _, length in tags):
         return False
@@ -505,7 +510,10 @@ def write_sealed(
             f.write(bytes(cache_auth.TAG_SIZE * len(tags)))
             out = _Tee(f, taggers)
             out.write(head)
-            dump_parts(out, value, runs, lazy=lazy)  # type: ignore[arg-type]
+            if runs is None:
+                dump_into(out, value, lazy=lazy)  # type: ignore[arg-type]
+            else:
+                dump_parts(out, value, runs, lazy=lazy)  # type: ignore[arg-type]
             f.seek(len(magic))
             done = iter(taggers)
             for kind, length in tags:
@@ -1043,6 +1051,13 @@ def _checks_path(digest: str) -> Path:
     return _directory().parent / "checks" / digest
 
 
+def _write_checks(path: Path, digest: str, value: ModuleChecks) -> bool:
+    """Write a module's part of the checks as it is pickled (``write_sealed``): the magic, the tag
+    of the pickle, the pickle. Pickled whole into bytes, the part was held twice: a 10 MB
+    module's is 2.4 MB of pickle (issue 38, item 13)."""
+    return write_sealed(path, _CHECK_MAGIC, (("checks", -1),), digest, b"", value, None, lazy=False)
+
+
 def _read_checks(path: Path, digest: str) -> ModuleChecks | None:
     """Return the part stored at ``path`` when its tag verifies (then it is our own pickle)."""
     from flatten.shell.cache_dir import open_entry
@@ -1075,7 +1090,10 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
 
     The parts the cache lacks are computed here and, on a machine of several CPUs, in forked
     helpers at once (``forks.shared``, prefetch's way of sharing work), each part pickled
-    where it is computed, which the cache needs anyway."""
+    where it is computed, which the cache needs anyway. A part computed here is written at once,
+    pickled straight into its entry (``_write_checks``): pickled into bytes it was held twice, and
+    pickled by the background writer it was while the build rendered its output, both peaks at
+    once (issue 38, item 13)."""
     if not enabled():
         return [compute() for _, compute in requests]
     out: list[ModuleChecks | None] = []
@@ -1095,10 +1113,12 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
             shared = [(compute(), None) for compute in computes]
         for (i, digest), (value, data) in zip(missing, shared, strict=True):
             assert isinstance(value, ModuleChecks)
-            if data is None:
-                data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             out[i] = value
-            _queue(_checks_path(digest), digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
+            if data is None:
+                _write_checks(_checks_path(digest), digest, value)
+            else:  # a helper's: the pickle it was sent as
+                tag = cache_auth.tag("checks", digest, data)
+                _queue(_checks_path(digest), digest, (_CHECK_MAGIC, tag, data))
     return [value for value in out if value is not None]
 
 

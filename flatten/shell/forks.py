@@ -164,7 +164,8 @@ def worker_init(parent: int) -> None:
 
 
 def give_freed_back() -> None:
-    """Fix glibc's mmap threshold (M_MMAP_THRESHOLD) at its default size, in a forked helper.
+    """Fix glibc's mmap threshold (M_MMAP_THRESHOLD) at its default size: in a forked helper, and
+    in the flatten program's process for a build (flatten/shell/process.py).
 
     Freeing a large buffer (a file's text, its UTF-8 for the cache key) otherwise raises the
     threshold to that size, and the parse's large temporaries then stay resident in the heap once

@@ -23,15 +23,20 @@ random edits of generated trees both ways and compares the output and the messag
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import pickle
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from flatten import gate
 from flatten.shell import cache_auth, replay
@@ -42,7 +47,7 @@ if TYPE_CHECKING:
     from flatten.lang.model import Module
     from flatten.lang.options import Dialect, Options
 
-__all__ = ["rebuild", "save_keys"]
+__all__ = ["end_early", "rebuild", "rebuild_early", "save_keys"]
 
 _HEAD = b"flatten-incr-1\n"
 _WROTE = "flatten: wrote "
@@ -153,7 +158,8 @@ def rebuild(
     only some modules' configuration files changed; print the build's messages and return True.
     Else, or on any trouble, return False (the full build runs). ``argv``: as for
     ``process.run_build`` (the command line that replays next time)."""
-    started = time.time_ns()
+    # A child ``rebuild_early`` forked read inputs from when it started.
+    started = min([time.time_ns(), *(e.started_ns for e in _EARLY if e.record == record_path)])
     try:
         planned = _plan(request, root, out, record_path)
         if planned is None:
@@ -168,6 +174,8 @@ def rebuild(
             write_tree(out, files, links=links, fault=fault_hook())
     except Exception:
         return False
+    finally:
+        end_early()  # a version nobody took (the full build runs), or a child that failed
     sys.stderr.write(record.stderr)
     sys.stderr.flush()
     # The next rebuild compares with this one (refused while an input is younger than 2 s).
@@ -363,8 +371,10 @@ def _module(
     # back its key and view digest; this process then takes it from there, its bodies decoded
     # as they are read, as a build takes a module prefetch computed. Parsed and merged here, the
     # whole module was held beside its output bytes: a rebuild after one edit peaked about a
-    # third above a cold build.
-    found = run_apart(partial(_new_version, directory, root, options), before_fork=finish)
+    # third above a cold build. Usually the child ``rebuild_early`` forked has it already.
+    early, found = _early_version(top, root, options)
+    if not early:
+        found = run_apart(partial(_new_version, directory, root, options), before_fork=finish)
     finish()  # where it ran here: its module-cache entry written before it is taken
     if found is None or found[1] != old_view:
         return None
@@ -397,3 +407,113 @@ def _module(
             return None
         owned[rel] = output_digest(content)
     return rel, content, display, memo_key.key
+
+
+# -- the new versions parsed before the command line is ---------------------------------------
+# The child that parses an edited module's new version is a rebuild's peak: forked from the
+# rebuilding process, it had typer, flatten.cli and the rebuild's own state (33 MiB) under the
+# parse's 67, above a cold build's peak (issue 38, item 13). For a command line whose previous
+# build is named by its alias (replay.aliased), the flatten program forks it before typer is even
+# imported (flatten/shell/process.py), as it forks a cold build's prefetch (prefetch.prefetch_early).
+
+
+@dataclass(frozen=True, slots=True)
+class _Early:
+    """A child parsing the new versions of the modules edited since ``record`` (``rebuild_early``)."""
+
+    record: Path
+    root: Path
+    options: Options
+    started_ns: int  # before the child read anything: a build record's inputs must be older
+    pid: int
+    received: BinaryIO  # what it found, pickled: {module directory: _new_version's result}
+
+
+_EARLY: list[_Early] = []
+# What the child found, taken once, by module directory (``_early_version``).
+_EARLY_FOUND: dict[str, tuple[str, str] | None] = {}
+
+
+def rebuild_early(record: Path, root: Path, out: Path, options: Options) -> None:
+    """Fork a child that parses the new version of each module edited since the build ``record``
+    (each in a child of its own, ``_new_version``), for the rebuild that comes once the command
+    line is parsed (``rebuild`` takes what it found). Never raises: the rebuild parses as usual."""
+    from flatten.shell import build_cache, forks
+    from flatten.shell.cache_dir import cache_root
+
+    if not hasattr(os, "fork") or threading.active_count() > 1 or not build_cache.enabled():
+        return
+    if cache_root() / "builds" != record.parent:
+        return  # another cache's record
+    started = time.time_ns()
+    # What the child runs, imported here (the build imports the same modules anyway).
+    import flatten.shell.memo
+    import flatten.stages.load  # noqa: F401
+
+    def send(sending: BinaryIO) -> None:
+        pickle.dump(_new_versions(record, root, options), sending, protocol=pickle.HIGHEST_PROTOCOL)
+
+    pid, received = forks.helper(os.getpid(), send)
+    _EARLY.append(_Early(record, root, options, started, pid, received))
+
+
+def _new_versions(record_path: Path, root: Path, options: Options) -> dict[str, tuple[str, str] | None]:
+    """Return ``_new_version`` of each module whose files changed since ``record_path``'s build (as
+    ``_plan`` finds them; each in a child of its own); none when a file kept its bytes."""
+    from flatten.shell.fanout import run_apart
+    from flatten.shell.memo import source_key
+    from flatten.stages.files import list_config_files
+    from flatten.stages.load import display_path
+    from flatten.stages.memo import ModuleSource
+
+    data = read_entry(record_path)
+    record = replay._load(record_path)
+    if data is None or record is None:
+        return {}
+    keys = _load_keys(record_path, data)
+    changed = _changed_modules(record, root, options.dialect)
+    if keys is None or not changed:
+        return {}
+    found: dict[str, tuple[str, str] | None] = {}
+    for top in changed:
+        directory = Path(top)
+        display = display_path(directory, root)
+        listing = list_config_files(directory, dialect=options.dialect)
+        if source_key(ModuleSource(directory, root, display, listing, options))[0] != keys.get(display):
+            found[top] = run_apart(partial(_new_version, directory, root, options))
+    return found
+
+
+def _early_version(top: str, root: Path, options: Options) -> tuple[bool, tuple[str, str] | None]:
+    """Return whether the child ``rebuild_early`` forked parsed ``top`` for ``root`` and
+    ``options``, and what it found (``_new_version``'s result)."""
+    while _EARLY:
+        early = _EARLY.pop()
+        if early.root == root and early.options == options:
+            with early.received, contextlib.suppress(Exception):
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                _EARLY_FOUND.update(pickle.load(early.received))
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(early.pid, 0)
+        else:
+            _end(early)
+    if top in _EARLY_FOUND:
+        return True, _EARLY_FOUND.pop(top)
+    return False, None
+
+
+def end_early() -> None:
+    """End the child ``rebuild_early`` forked, when nothing took its work, and forget what it found."""
+    while _EARLY:
+        _end(_EARLY.pop())
+    _EARLY_FOUND.clear()
+
+
+def _end(early: _Early) -> None:
+    # Killed: a cache entry is written as a temporary file renamed into place, so none is left
+    # half written; its own child dies with it (fanout: PR_SET_PDEATHSIG).
+    early.received.close()
+    with contextlib.suppress(OSError):
+        os.kill(early.pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(early.pid, 0)

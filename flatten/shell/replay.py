@@ -518,9 +518,19 @@ def replay_argv(argv: Sequence[str]) -> bool:
     """Replay the build the command line ``argv`` made last time, if its record still holds, before
     typer and flatten.cli are imported (they are most of a replayed build's time). Return False,
     and change nothing, whenever anything may differ: the command line then runs as usual."""
+    found = aliased(argv)
+    try:
+        return found is not None and replay(*found)
+    except Exception:
+        return False
+
+
+def aliased(argv: Sequence[str]) -> tuple[Path, Path, Path] | None:
+    """Return the record the command line ``argv`` named last time (``save_alias``), with the root
+    and --out it resolved to, while flatten's code and those paths are as they were; else None."""
     try:
         if argv[:1] != ["build"] or any(name.startswith("_FLATTEN_COMPLETE") for name in os.environ):
-            return False
+            return None
         path = _alias_path(argv)
         data = read_entry(path)
         if (
@@ -528,18 +538,18 @@ def replay_argv(argv: Sequence[str]) -> bool:
             or not data.startswith(_ALIAS_HEAD)
             or not cache_auth.verify("argv", path.name, data, len(_ALIAS_HEAD))
         ):
-            return False
+            return None
         record, paths, code = pickle.loads(memoryview(data)[len(_ALIAS_HEAD) + cache_auth.TAG_SIZE :])
         for file, fingerprint in code:
             if _fingerprint(os.stat(file)) != fingerprint:
-                return False
+                return None
         root_text, root, out_text, out = paths
         # The root and --out as typed must still resolve where they did (a symlink re-pointed).
         if os.path.realpath(root_text) != root or os.path.realpath(out_text) != out:
-            return False
-        return replay(Path(record), Path(root), Path(out))
+            return None
+        return Path(record), Path(root), Path(out)
     except Exception:
-        return False
+        return None
 
 
 def _save(path: Path, record: _Record) -> None:

@@ -27,8 +27,9 @@ from types import MappingProxyType
 
 from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
+from flatten.lang.diagnostics import missing_item_range as _missing_at
 from flatten.lang.fields import Requirement
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Pos, Range, json_strings
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
 from flatten.lang.options import Dialect, Options
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
@@ -293,17 +294,10 @@ _RESOURCE_NAMES = MappingProxyType(
 
 
 def missing_item_range(block: Block) -> Range:
-    """HCL's ``MissingItemRange`` of a block's body, where "Missing required argument" is
-    reported: a native body's opening brace (hclsyntax/structure.go, the body's start), a JSON
-    object's closing brace (json/structure.go, ``CloseRange``)."""
+    """HCL's ``MissingItemRange`` of a block's body (lang/diagnostics.py), the block's own range
+    for a body read without one."""
     rng = block.body.range
-    if rng is None:
-        return block.range
-    if rng.filename.endswith(".json"):
-        end = rng.end
-        return Range(rng.filename, Pos(end.line, end.column - 1, end.byte - 1), end)
-    start = rng.start
-    return Range(rng.filename, start, Pos(start.line, start.column + 1, start.byte + 1))
+    return _missing_at(rng) if rng is not None else block.range
 
 
 def range_within(inner: Range, outer: Range | None) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from flatten.lang.didyoumean import name_suggestion
+from flatten.syntax.references import partial_references
 
 __all__ = ["SyntaxDiag", "config_errors", "template_errors"]
 
@@ -34,6 +35,19 @@ class SyntaxDiag:
     start: int
     end: int
     context: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Placeholder:
+    """A brace the partial body writes for a block HCL kept without a body (a header broken by
+    a newline): its ``OpenBraceRange`` and its body's range are the block type's (parser.go,
+    ``finishParsingBodyBlock``), so what the decoder reports at the brace Terraform reports at
+    ``block_type`` (offsets into the text). The brace is ``into`` characters after ``at``, where
+    the edit writing it starts (on that edit's first line: its newlines go after it)."""
+
+    at: int
+    into: int
+    block_type: tuple[int, int]
 
 
 # Token types (hclsyntax/token.go); a one-character token is its character.
@@ -311,7 +325,6 @@ _UNCLOSED_BLOCK = (
     "incorrect brace nesting elsewhere in this file."
 )
 # Words that start no reference (hclsyntax: literals and the keywords of for expressions).
-_NOT_REFERENCES = frozenset(("true", "false", "null", "for", "in", "if"))
 _NEED_ITEM = "An argument or block definition is required here."
 
 
@@ -334,6 +347,13 @@ class _Parser:
         self.top_blocks: list[tuple[int, int, str]] = []
         self.depth = 0
         self.blocks: list[str] = []  # the types of the blocks around the parser, outermost first
+        # Where HCL's partial expression of the attribute being read stops keeping what was read
+        # (``drop``): a failed operand after an operator, a failed object item, a failed ``for``
+        # expression, a traversal cut at a dot are left out of the expression it returns.
+        self.dropped = len(text)
+        # The braces the partial body writes for a block HCL kept without a body: (where the
+        # edit starts, how far into its text the "{" is, the block type's range).
+        self.placeholders: list[tuple[int, int, int, int]] = []
 
     def item_end(self) -> int:
         """Where the item just read ends (before the newline that ended it)."""
@@ -383,6 +403,10 @@ class _Parser:
         start = a.start if isinstance(a, Tok) else a[0]
         end = b.end if isinstance(b, Tok) else b[1]
         return (start, max(start, end))
+
+    def drop(self, at: int) -> None:
+        """HCL's partial expression leaves out what was read from ``at`` on (``dropped``)."""
+        self.dropped = min(self.dropped, at)
 
     # --- recovery ---
     def recover(self, end: str) -> Tok:
@@ -520,6 +544,7 @@ class _Parser:
         eq = self.read()
         had = len(self.diags)
         first = self.pos
+        self.dropped = len(self.text)
         expr = self.expression()
         if len(self.diags) > had:
             partial = self._partial_heredoc(first, had)
@@ -528,12 +553,12 @@ class _Parser:
                 self.recover_after_body_item()
             if partial is not None:
                 self.edits.append(partial)
+            elif (quoted := self._partial_quoted(first, had)) is not None:
+                self.edits.append(quoted)
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "type":
                 # Terraform's type reader judges the partial type expression HCL keeps
                 # (``_partial_type``); " any" where it cannot be written (no further error).
                 self.edits.append(self._partial_type(first, had) or (eq.end, self.item_end(), " any"))
-            elif (quoted := self._partial_source(ident, first, had)) is not None:
-                self.edits.append((eq.end, self.item_end(), quoted))
             elif (refs := self._partial_condition(ident, first, had)) is not None:
                 self.edits.append((eq.end, self.item_end(), refs))
             elif self.blocks == ["variable"] and self.text[ident.start : ident.end] == "default":
@@ -560,14 +585,13 @@ class _Parser:
         else:
             self.read()
 
-    def _partial_source(self, ident: Tok, first: int, had: int) -> str | None:
-        """A module's ``source`` that is a quoted string broken by a newline: HCL keeps the
-        template read (parser_template.go), a known string Terraform's decoder then reads as an
-        address (no "Unsuitable value type", which an unknown value gives); written as its first
-        line, closed (the address's kind, local or remote, is in its first characters). None
-        for any other value."""
-        if self.blocks != ["module"] or self.text[ident.start : ident.end] != "source":
-            return None
+    def _partial_quoted(self, first: int, had: int) -> tuple[int, int, str] | None:
+        """A value that is a quoted string broken by a newline: HCL keeps the template read
+        before the newline (parser_template.go: "Unterminated template string" there), a known
+        string the decoder then judges: a module source read as an address (no "Unsuitable value
+        type", which an unknown value gives), a variable type ("Invalid quoted type constraints"
+        for ``"string``, "Invalid legacy variable type hint" for any other text), a default.
+        Written as that first line, closed, at the opening quote. None for any other value."""
         toks = self.toks
         while toks[first].type in (COMMENT, NEWLINE):
             first += 1
@@ -578,45 +602,32 @@ class _Parser:
             "Unterminated template string",
         }:
             return None
-        line = self.text[opener.end : self.text.find("\n", opener.end)]
+        nl = self.text.find("\n", opener.end)
+        line = self.text[opener.end : nl if nl >= 0 else len(self.text)].removesuffix("\r")
         if any(c in line for c in '"\\$%'):
             return None
-        return ' "' + line + '"'
+        return (opener.start, self.item_end(), '"' + line + '"')
 
     def _partial_condition(self, ident: Tok, first: int, had: int) -> str | None:
         """A precondition's or postcondition's ``condition`` with a syntax error: HCL keeps the
-        partial expression (the operands read before the error, parser.go), whose references
-        Terraform's decoder counts (internal/configs/checks.go, ``decodeCheckRuleBlock``: "Invalid
-        precondition expression" only when it refers to nothing). Written as a tuple of the
-        references read before the first error (only the decoder reads it: the file has errors,
-        so no walk follows); None when there is none (then the decoder's error stands)."""
+        partial expression (parser.go: what was read before the error, less what a failed
+        operand left out, ``dropped``), whose references Terraform's decoder counts
+        (internal/configs/checks.go, ``decodeCheckRuleBlock``: "Invalid precondition expression"
+        only when it refers to nothing). Written as a tuple of those references, read by the one
+        reference scanner (``references.partial_references``) in the text HCL kept (only the
+        decoder reads it: the file has errors, so no walk follows); None when there is none
+        (then the decoder's error stands)."""
         if not self.blocks or self.blocks[-1] not in ("precondition", "postcondition"):
             return None
         if self.text[ident.start : ident.end] != "condition":
             return None
-        err = min(d.start for d in self.diags[had:])
-        toks, text = self.toks, self.text
-        roots: list[str] = []
-        i = first
-        while i < len(toks) - 1 and toks[i].start < err:
-            tok = toks[i]
-            word = text[tok.start : tok.end]
-            if (
-                tok.type == IDENT
-                and toks[i - 1].type not in (".", DCOLON)
-                and toks[i + 1].type not in ("(", DCOLON)
-                and word not in _NOT_REFERENCES
-            ):
-                end, j = tok.end, i + 1
-                while j + 1 < len(toks) and toks[j].type == "." and toks[j + 1].type == IDENT:
-                    if toks[j + 1].start >= err:
-                        break
-                    end, j = toks[j + 1].end, j + 2
-                roots.append(text[tok.start : end])
-                i = j
-                continue
-            i += 1
-        return " [" + ", ".join(roots) + "]" if roots else None
+        toks = self.toks
+        while toks[first].type in (COMMENT, NEWLINE):
+            first += 1
+        start = toks[first].start
+        kept = self.text[start : max(start, min(self.dropped, *(d.start for d in self.diags[had:])))]
+        refs = partial_references(kept)
+        return " [" + ", ".join(kept[r.start : r.end] for r in refs) + "]" if refs else None
 
     def _partial_type(self, first: int, had: int) -> tuple[int, int, str] | None:
         """The partial value HCL keeps after a syntax error in a variable's ``type`` or
@@ -694,18 +705,24 @@ class _Parser:
             return None
         return (cut, end, close)
 
-    def _keep_labels(self, broken: int, obrace: Tok) -> None:
-        """HCL keeps a block whose quoted label has an error (a quote inserted in a header
-        makes the labels after it string text, "Invalid multi-line string"), with that label,
-        and Terraform's decoder then counts its labels ("Extraneous label for resource").
-        Written as: the labels before the broken one as they are, the broken one as an empty
-        label ``""`` at its place (its text is not a valid name either), the brace right after
-        it, the rest of the header blanked (labels after it are left out: the decoder reports
-        only the first extra label)."""
-        room = self.text.find("\n", broken, obrace.end)
-        room = (room if room >= 0 else obrace.end) - broken
-        self.edits[:] = [e for e in self.edits if not broken <= e[0] < obrace.end]
-        self.edits.append((broken, obrace.end, '""{' if room >= 3 else "{"))
+    def _keep_labels(self, ident: Tok, written: list[tuple[int, int, str]], end: int, brace: str) -> None:
+        """HCL keeps a block whose quoted label has an error, with each label as
+        ``parseQuotedStringLiteral`` returned it (the literal read before the error: ``"a`` and a
+        newline keeps ``a``), and Terraform's decoder then judges the labels ("Invalid variable
+        name", "Extraneous label for resource"). Written from the first broken label to ``end``
+        (the text after the header's brace, or after the header HCL gave up on): each label in
+        its kept form, the text between the labels without its newlines, then ``brace``. Every
+        kept label is no longer than its source, so the header fits where it was (the newlines
+        go after it, every line after it keeps its place)."""
+        start = written[0][0]
+        parts: list[str] = []
+        at = start
+        for first, last, label in written:
+            parts.append(self.text[at:first].replace("\r", "").replace("\n", ""))
+            parts.append(label)
+            at = last
+        self.edits[:] = [e for e in self.edits if not ident.start <= e[0] < end]
+        self.edits.append((start, end, "".join(parts) + brace))
 
     def _partial_heredoc(self, first: int, had: int) -> tuple[int, int, str] | None:
         """A heredoc left open to the end of the file, as the value HCL keeps for it: the
@@ -750,29 +767,31 @@ class _Parser:
 
     def _block(self, ident: Tok, labels: list[str]) -> None:
         had = len(self.diags)
-        broken = -1  # where the first label with an error starts
+        # the labels from the first one with an error on: (start, end, as HCL keeps it)
+        broken: list[tuple[int, int, str]] = []
         clean_end = ident.end  # where the last label before it ends
         while True:
             tok = self.peek()
             if tok.type == OBRACE:
                 obrace = self.read()
-                if broken >= 0:
-                    self._keep_labels(broken, obrace)
+                if broken:
+                    self._keep_labels(ident, broken, obrace.end, "{")
                 break
             if tok.type == OQUOTE:
-                start = tok.end
-                self.quoted_string_literal()
-                labels.append(self.text[start : max(start, self.prev.start)])
-                if broken < 0:
-                    if len(self.diags) > had or "\n" in self.text[tok.start : self.prev.end]:
-                        broken = tok.start
-                    else:
-                        clean_end = self.prev.end
+                kept = self.quoted_string_literal()
+                # its value, as HCL's ContextString quotes it (``%q``): the escapes it reads back
+                labels.append(kept[1:-1].replace("$${", "${").replace("%%{", "%{"))
+                if broken or len(self.diags) > had or "\n" in self.text[tok.start : self.prev.end]:
+                    broken.append((tok.start, self.prev.end, kept))
+                else:
+                    clean_end = self.prev.end
                 continue
             if tok.type == IDENT:
                 self.read()
                 labels.append(self.text[tok.start : tok.end])
-                if broken < 0:
+                if broken:
+                    broken.append((tok.start, tok.end, labels[-1]))
+                else:
                     clean_end = tok.end
                 continue
             if tok.type == "=":
@@ -802,12 +821,16 @@ class _Parser:
             # HCL keeps the block, with the labels read and an empty body (parser.go,
             # ``finishParsingBodyBlock``): Terraform's decoder then reports on it ("Missing
             # required argument", "Extraneous label for resource").
+            # Its placeholder braces stand at the block type (``OpenBraceRange: ident.Range``), and
+            # so does its empty body (``SrcRange: ident.Range``): what the decoder reports at
+            # either ("Missing name for resource", "Missing required argument") is at the type.
             end = self.item_end()
-            self.edits[:] = [e for e in self.edits if not ident.start <= e[0] < end]
-            if broken >= 0:
-                self.edits.append((broken, end, '""{}'))
+            if broken:
+                self._keep_labels(ident, broken, end, "{}")
             else:
+                self.edits[:] = [e for e in self.edits if not ident.start <= e[0] < end]
                 self.edits.append((clean_end, end, " {}"))
+            self.placeholders.append((self.edits[-1][0], len(self.edits[-1][2]) - 2, ident.start, ident.end))
             return
         body_start = len(self.diags)
         if self.peek().type in (NEWLINE, EOF, CBRACE):
@@ -857,7 +880,7 @@ class _Parser:
                             nxt,
                         )
                 self.recover(CBRACE)
-            if self.diags[body_start:]:
+            if body_diags or self.diags[body_start:]:
                 if self.prev.type == EOF:
                     self.unclosed += 1
                     self.edits.append((attr_end, len(self.text), ""))
@@ -893,6 +916,7 @@ class _Parser:
         had = len(self.diags)
         self.expression()
         if self.recovery and len(self.diags) > had:
+            self.drop(q.start)  # ``return condExpr, diags``
             return cond
         colon = self.peek()
         if colon.type != ":":
@@ -902,10 +926,13 @@ class _Parser:
                 colon,
                 self.between(start, colon),
             )
+            self.drop(q.start)
             return cond
         self.read()
         had = len(self.diags)
         false = self.expression()
+        if self.recovery and len(self.diags) > had:
+            self.drop(q.start)
         return (start.start, false[1])
 
     def binary(self, level: int) -> tuple[int, int]:
@@ -919,10 +946,11 @@ class _Parser:
             op_level = _OP_LEVEL.get(self.peek().type)
             if op_level is None or op_level < level:
                 return lhs
-            self.read()
+            op = self.read()
             had = len(self.diags)
             rhs = self.binary(op_level + 1)
             if self.recovery and len(self.diags) > had:
+                self.drop(op.start)  # ``return lhs, diags``
                 return lhs
             lhs = (lhs[0], rhs[1])
 
@@ -980,6 +1008,8 @@ class _Parser:
                     rng = (rng[0], last)
                 else:
                     self.err("Invalid attribute name", "An attribute name is required after a dot.", attr)
+                    # the traversal read so far becomes an ``ExprSyntaxError`` (no references)
+                    self.drop(rng[0])
                     rng = (rng[0], dot.end)
                     self.recovery = True
             elif nxt.type == "[":
@@ -988,12 +1018,14 @@ class _Parser:
                     self.read()
                     close = self.read()
                     if close.type != "]" and not self.recovery:
+                        # HCL's subject is ``&close.Range``, and ``close`` is then set to what
+                        # ``recover`` found: the diagnostic points at the "]" (or the end of file)
+                        close = self.recover("]")
                         self.err(
                             "Missing close bracket on splat index",
                             'The star for a full splat operator must be immediately followed by a closing bracket ("]").',
                             close,
                         )
-                        close = self.recover("]")
                     rng = self.traversals((rng[0], close.end))
                 else:
                     self.newlines.append(False)
@@ -1004,12 +1036,12 @@ class _Parser:
                     else:
                         close = self.read()
                         if close.type != "]" and not self.recovery:
+                            close = self.recover("]")  # the subject, as above (``&close.Range``)
                             self.err(
                                 "Missing close bracket on index",
                                 'The index operator must end with a closing bracket ("]").',
                                 close,
                             )
-                            close = self.recover("]")
                     self.newlines.pop()
                     rng = (rng[0], close.end)
             else:
@@ -1219,12 +1251,15 @@ class _Parser:
                     close = self.read()
                     break
                 had = len(self.diags)
+                item = nxt.start
                 self.expression()
                 if self.recovery and len(self.diags) > had:
+                    self.drop(item)  # an item is kept only with its value
                     close = self.recover(CBRACE)
                     break
                 nxt = self.peek()
                 if nxt.type not in ("=", ":"):
+                    self.drop(item)
                     if not self.recovery:
                         if nxt.type in (NEWLINE, ","):
                             self.err(
@@ -1262,6 +1297,7 @@ class _Parser:
                 had = len(self.diags)
                 self.expression()
                 if self.recovery and len(self.diags) > had:
+                    self.drop(item)
                     close = self.recover(CBRACE)
                     break
                 nxt = self.peek()
@@ -1299,6 +1335,7 @@ class _Parser:
             make_obj = open_tok.type == OBRACE
 
             def bad(detail: str) -> tuple[int, int]:
+                self.drop(open_tok.start)  # a literal placeholder in its place
                 if not self.recovery:
                     nxt = self.peek()
                     self.err("Invalid 'for' expression", detail, nxt, self.between(open_tok, nxt))
@@ -1319,6 +1356,7 @@ class _Parser:
             had = len(self.diags)
             self.expression()
             if self.recovery and len(self.diags) > had:
+                self.drop(open_tok.start)
                 close = self.recover(close_type)
                 return (open_tok.start, close.end)
             if self.peek().type != ":":
@@ -1332,6 +1370,7 @@ class _Parser:
                 key = value
                 value = self.expression()
             if self.recovery and len(self.diags) > had:
+                self.drop(open_tok.start)
                 close = self.recover(close_type)
                 return (open_tok.start, close.end)
             ellipsis = None
@@ -1342,6 +1381,7 @@ class _Parser:
                 had = len(self.diags)
                 self.expression()
                 if self.recovery and len(self.diags) > had:
+                    self.drop(open_tok.start)
                     close = self.recover(close_type)
                     return (open_tok.start, close.end)
             if self.peek().type == close_type:
@@ -1383,14 +1423,19 @@ class _Parser:
         finally:
             self.newlines.pop()
 
-    def quoted_string_literal(self) -> None:
+    def quoted_string_literal(self) -> str:
+        """Read a quoted label; the label as HCL keeps it, written as a quoted label (parser.go,
+        ``parseQuotedStringLiteral``: the literal parts read before an error, a template sequence
+        as the marker ``${ ... }``, here escaped so that the written label reads as that text)."""
         oquote = self.read()
+        kept: list[str] = []
         while True:
             tok = self.read()
             if tok.type == CQUOTE:
-                return
+                break
             if tok.type == QUOTED_LIT:
                 self.string_literal(tok, quoted=True)
+                kept.append(self.text[tok.start : tok.end])
                 continue
             if tok.type in (CONTROL, INTERP):
                 which = "%" if tok.type == CONTROL else "$"
@@ -1401,9 +1446,8 @@ class _Parser:
                     tok,
                     self.between(oquote, tok),
                 )
-                closed = self.recover(SEQ_END)
-                # the label keeps a marker in place of the sequence ("${ ... }"): an escaped "${"
-                self.edits.append((tok.start, closed.end if closed.type == SEQ_END else tok.end, "$${"))
+                self.recover(SEQ_END)
+                kept.append(which * 2 + "{ ... }")
                 continue
             if tok.type == EOF:
                 self.err(
@@ -1412,7 +1456,7 @@ class _Parser:
                     tok,
                     self.between(oquote, tok),
                 )
-                return
+                break
             self.err(
                 "Invalid string literal",
                 "This item is not valid in a string literal.",
@@ -1420,7 +1464,8 @@ class _Parser:
                 self.between(oquote, tok),
             )
             self.recover(CQUOTE)
-            return
+            break
+        return '"' + "".join(kept) + '"'
 
     _ESCAPE = re.compile(r"\\(?:u[0-9A-Fa-f]{0,4}|U[0-9A-Fa-f]{0,8}|.|$)", re.S)
 
@@ -1691,19 +1736,24 @@ def config_errors(text: str) -> list[SyntaxDiag]:
     return read_config(text)[0]
 
 
-def read_config(text: str) -> tuple[list[SyntaxDiag], str | None]:
+def read_config(text: str) -> tuple[list[SyntaxDiag], str | None, list[Placeholder]]:
     """``config_errors``, and the text of the partial body HCL keeps (what Terraform's decoder
     reads after these errors): ``text`` with the items HCL's recovery dropped blanked out, a
     value it could not read made ``null``, and the blocks left open closed at the end. Every
-    position of what is kept stays where it was. None when no such text can be written."""
+    position of what is kept stays where it was. None when no such text can be written. Last,
+    the placeholder braces written in it (``Placeholder``)."""
     toks = _scan(text)
     out = _token_diags(toks, text)
     parser = _Parser(text, toks)
     try:
         parser.body(EOF)
     except RecursionError:
-        return out + parser.diags, None
-    return out + parser.diags, _repaired(text, parser.edits, parser.unclosed)
+        return out + parser.diags, None, []
+    edits = {e[0] for e in parser.edits}
+    placeholders = [
+        Placeholder(at, into, (start, end)) for at, into, start, end in parser.placeholders if at in edits
+    ]
+    return out + parser.diags, _repaired(text, parser.edits, parser.unclosed), placeholders
 
 
 def _repaired(text: str, edits: list[tuple[int, int, str]], unclosed: int) -> str | None:

@@ -12,17 +12,19 @@ failed (a construct python-hcl2 cannot read), the readers' diagnostics stand.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import re
 from collections.abc import Callable
 
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
-from flatten.lang.model import Body, Pos, Range
+from flatten.lang.model import Attribute, Block, Body, Pos, Range
 from flatten.lang.options import Options
-from flatten.syntax._hcl_errors import SyntaxDiag, config_errors, read_config
+from flatten.syntax._hcl_errors import Placeholder, SyntaxDiag, config_errors, read_config
 
 __all__ = ["positions", "with_hcl_errors"]
 
 _SYNTAX = Extra(Code.SYNTAX)
+_DECODER = Extra(Code.INVALID_EXPRESSION)  # a decoder's error on HCL's partial expression
 
 
 def _reader_syntax(d: Diagnostic) -> bool:
@@ -70,6 +72,70 @@ def as_diagnostics(found: list[SyntaxDiag], where: _Positions) -> list[Diagnosti
     ]
 
 
+def _as_written(d: Diagnostic, where: _Positions, kept: _Positions) -> bool:
+    """Whether ``d``, a reader's "A static ... expression is required" on the partial body, is
+    about a value the partial body kept as it was written: then it is the decoder's error on
+    HCL's partial expression (a quoted ``depends_on`` before a stray bracket, Terraform's
+    "Invalid expression"), not one on a value the partial body had to rewrite (``null``)."""
+    rng = d.range
+    if not _reader_syntax(d) or d.code is not Code.INVALID_EXPRESSION or rng is None:
+        return False
+    if rng.filename != where.filename or rng.start.line != rng.end.line:
+        return False
+    line = rng.start.line - 1
+    if line >= len(where.starts) or line >= len(kept.starts):
+        return False
+    a = where.starts[line] + rng.start.column - 1
+    b = kept.starts[line] + rng.start.column - 1
+    n = rng.end.column - rng.start.column
+    return n > 0 and where.text[a : a + n] == kept.text[b : b + n]
+
+
+def _moved(placeholders: list[Placeholder], where: _Positions) -> dict[tuple[int, int], Range]:
+    """Where each placeholder brace stands in the partial body (line, column), and the range of
+    its block type (the partial body keeps every line, and the brace is on its edit's first)."""
+    out = {}
+    for p in placeholders:
+        at = where.pos(p.at)
+        out[(at.line, at.column + p.into)] = where.range(*p.block_type)
+    return out
+
+
+def _at_block_types(
+    diags: Diagnostics, moved: dict[tuple[int, int], Range], filename: str
+) -> list[Diagnostic]:
+    """The partial body's diagnostics with those at a placeholder brace at the block type, where
+    Terraform reports them (``Placeholder``: "Missing name for resource")."""
+    out = []
+    for d in diags:
+        rng = d.range
+        if rng is not None and rng.filename == filename:
+            to = moved.get((rng.start.line, rng.start.column))
+            if to is not None:
+                d = dataclasses.replace(d, range=to, context=None)
+        out.append(d)
+    return out
+
+
+def _bodies_at_block_types(body: Body, moved: dict[tuple[int, int], Range]) -> Body:
+    """``body`` with the body of each block HCL kept without one at its block type: its range is
+    the block type's (``Body{SrcRange: ident.Range}``), where the decoder reports what the body
+    lacks ("Missing required argument")."""
+    items: list[Attribute | Block] = []
+    changed = False
+    for item in body.items:
+        if isinstance(item, Block):
+            inner = item.body
+            rng = inner.range
+            to = moved.get((rng.start.line, rng.start.column)) if rng is not None else None
+            new = Body(inner.items, to) if to is not None else _bodies_at_block_types(inner, moved)
+            if new is not inner:
+                item = Block(item.type, item.labels, new, item.range, item.label_ranges, item.origins)
+                changed = True
+        items.append(item)
+    return Body(tuple(items), body.range) if changed else body
+
+
 def with_hcl_errors(
     text: str,
     filename: str,
@@ -81,7 +147,7 @@ def with_hcl_errors(
     partial body HCL's recovery keeps (what Terraform's decoder then reads) in place of theirs
     when it can be had (``_hcl_errors.read_config``), read with ``read`` (the readers)."""
     body, diags = result
-    found, repaired = read_config(text)
+    found, repaired, placeholders = read_config(text)
     if not found:
         # HCL reads the file: what the readers rejected is a construct they cannot read. The
         # build stops (no output could be written without it), as flatten's own refusal.
@@ -103,7 +169,15 @@ def with_hcl_errors(
     out = Diagnostics(as_diagnostics(found, where))
     if repaired is not None and not config_errors(repaired):
         partial, more = read(repaired, filename, options)
+        kept = _Positions(repaired, filename)
+        more = Diagnostics(
+            dataclasses.replace(d, extra=_DECODER) if _as_written(d, where, kept) else d for d in more
+        )
         if not any(_reader_syntax(d) for d in more if d.severity is Severity.ERROR):
+            if placeholders:
+                moved = _moved(placeholders, where)
+                out.extend(_at_block_types(more, moved, filename))
+                return _bodies_at_block_types(partial, moved), out
             out.extend(more)
             return partial, out
     for d in diags:

@@ -14,6 +14,7 @@ so positions and values stay those of the original. Problems are diagnostics, ne
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -428,6 +429,10 @@ class _Converter:
         block_types: dict[str, Range] = {}
         prev: Tree[Token] | None = None
         prev_end = 0
+        # A body read with JustAttributes (locals, a module's inputs...): hclsyntax's
+        # Body.JustAttributes reports only its first block ("Unexpected ... block", structure.go).
+        just_attributes = schema.other is not None and not schema.other_blocks and not schema.blocks
+        seen_block = False
         for child in node.children:
             if not isinstance(child, Tree) or child.data == "new_line_or_comment":
                 continue
@@ -451,6 +456,15 @@ class _Converter:
                 attr = self.attribute(child, schema, attrs, block_types)
                 if attr is not None:
                     items.append(attr)
+            elif child.data == "block" and just_attributes:
+                if not seen_block:
+                    type_node = child.children[0]
+                    self.error(
+                        f'Unexpected "{self.name(type_node)}" block',
+                        "Blocks are not allowed here.",
+                        self.range(type_node),
+                    )
+                seen_block = True
             elif child.data == "block":
                 block = self.block(child, schema, attrs, block_types)
                 if block is not None:
@@ -571,19 +585,12 @@ class _Converter:
                 # hclsyntax/structure.go: the nearest block type of the schema (nameSuggestion,
                 # edit distance under 3).
                 hint = f' Did you mean "{near}"?'
-            if schema.other is not None and not schema.other_blocks and not schema.blocks:
-                # HCL's JustAttributes names the body's first block only (hclsyntax/structure.go:
-                # ``example := b.Blocks[0]``); the key "\0" is no argument's name.
-                if "\0" not in block_types:
-                    self.error(f'Unexpected "{type_name}" block', "Blocks are not allowed here.", type_range)
-                block_types["\0"] = type_range
-            else:
-                self.error(
-                    "Unsupported block type",
-                    f'Blocks of type "{type_name}" are not expected here.{hint}',
-                    type_range,
-                    extra=_UNEXPECTED_BLOCK,  # decode.in_file_order: reported with its block's decoding
-                )
+            self.error(
+                "Unsupported block type",
+                f'Blocks of type "{type_name}" are not expected here.{hint}',
+                type_range,
+                extra=_UNEXPECTED_BLOCK,  # decode.in_file_order: reported with its block's decoding
+            )
             return None
         want = nested.labels
         if len(labels) > len(want):
@@ -998,7 +1005,13 @@ class _Converter:
         if isinstance(inner, Tree) and inner.data == "tuple":
             return list(_children(inner))
         detail = f"A static list expression is required{what}."
-        self.error("Invalid expression", detail, node, extra=_STATIC_EXPECTED)
+        at: _Node | Range = node
+        if isinstance(inner, Tree) and inner.data == "string":
+            # hcl.ExprList reports at the expression's StartRange (a quoted template's first part)
+            start, end = self.span(inner)
+            with contextlib.suppress(TemplateError):
+                at = self._start_range(quoted_parts(self.text, start, end), {}, start, end)
+        self.error("Invalid expression", detail, at, extra=_STATIC_EXPECTED)
         return None
 
     def traversal_list(self, node: _Node, name: str) -> JsonValue:

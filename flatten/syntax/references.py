@@ -16,6 +16,7 @@ traversal-mode and source-list strings are bare expressions).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -37,6 +38,7 @@ __all__ = [
     "json_to_hcl",
     "json_traversal",
     "literal_to_expression",
+    "partial_references",
     "rewrite_expression",
     "rewrite_template",
     "scan_module",
@@ -77,6 +79,9 @@ class _Scanner:
         self.calls: list[Call] = []
         self.functions = functions  # also collect provider-defined function names (see identifier)
         self.scopes: list[frozenset[str]] = [frozenset(bound)]
+        # reading a cut expression (``partial_references``): an open heredoc keeps the
+        # references of its lines
+        self.partial = False
 
     def bound(self, name: str) -> bool:
         return any(name in s for s in self.scopes)
@@ -308,6 +313,8 @@ class _Scanner:
             self.text, m.end(), limit
         )
         if end is None:
+            if self.partial:
+                self.template(m.end(), limit, quoted=False)
             raise ExpressionError("unterminated heredoc", m.start())
         self.template(m.end(), end.start(), quoted=False)
         # The closing marker line's newline belongs to the surrounding expression.
@@ -581,6 +588,17 @@ def expression_references(
         scanner.expression(0, len(text), "")
     except (IndexError, RecursionError) as exc:
         raise ExpressionError(f"unreadable expression ({exc})", 0) from None
+    return sorted(scanner.refs, key=lambda r: r.start)
+
+
+def partial_references(text: str) -> list[Reference]:
+    """The references of ``text``, the start of an expression cut where HCL's partial expression
+    ends (after a syntax error): those read before the text stops being readable. An open heredoc
+    keeps the references of its lines read so far (parser_template.go keeps the parts read)."""
+    scanner = _Scanner(text)
+    scanner.partial = True
+    with contextlib.suppress(ExpressionError, IndexError, RecursionError):
+        scanner.expression(0, len(text), "")
     return sorted(scanner.refs, key=lambda r: r.start)
 
 

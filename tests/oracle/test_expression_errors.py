@@ -108,6 +108,81 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             '      condition     = path.module !=[ ""\n      error_message = "x"\n    }\n  }\n}\n'
         },
     ),
+    # The references HCL's partial expression keeps, read by the one reference scanner: a
+    # traversal cut at a dot is an ExprSyntaxError (none), an operand that failed after an
+    # operator is left out, a `for` expression read whole ("Extra characters") is kept.
+    "partial condition: what HCL's partial expression keeps": (
+        _ALL,
+        {
+            "main.tf": 'variable "a" {\n  default = 1\n}\n'
+            'resource "terraform_data" "a" {\n  lifecycle {\n    precondition {\n'
+            '      condition     = var.a.\n      error_message = "x"\n    }\n  }\n}\n'
+            'resource "terraform_data" "b" {\n  lifecycle {\n    precondition {\n'
+            '      condition     = 1 == upper(var.a\n      error_message = "x"\n    }\n  }\n}\n'
+            'resource "terraform_data" "c" {\n  lifecycle {\n    precondition {\n'
+            '      condition     = [for x in [1]: x == var.a\n      error_message = "x"\n    }\n  }\n}\n'
+            'resource "terraform_data" "d" {\n  lifecycle {\n    postcondition {\n'
+            '      condition     = [for x in [1]: x\n      error_message = "x"\n    }\n  }\n}\n'
+            'resource "terraform_data" "e" {\n  lifecycle {\n    postcondition {\n'
+            '      condition     = {a = var.a, b = }\n      error_message = "x"\n    }\n  }\n}\n'
+        },
+    ),
+    # A quoted label broken by a newline keeps the text read before it (parser.go,
+    # parseQuotedStringLiteral): "a" is a valid name, "" is not, and a block without labels
+    # gets one; a header ended by a newline keeps its labels and an empty body whose braces
+    # stand at the block type ("Missing name for resource", "Missing required argument" there).
+    "block headers broken by a newline": (
+        _ALL,
+        {
+            "main.tf": 'variable "a\n" {\n}\nvariable "\nb" {\n}\n'
+            'resource "terraform_data" "a\nb" {\n}\nresource "terraform_data\n" "c" {\n}\n'
+            'locals "\n" {\n}\nterraform "x\n" {\n}\n'
+            'resource "terraform_data"\n"d" {\n}\noutput "o"\n{\n  value = 1\n}\n'
+            'output "p" {"\n  value = 1\n}\n'
+        },
+    ),
+    # An index left open: HCL's subject is ``&close.Range`` after ``close`` was set to what
+    # ``recover`` found (the "]" or the end of the file).
+    "index without its closing bracket": (
+        _ALL,
+        {"main.tf": 'variable "a" {\n  default = [1]\n}\nlocals {\n  x = var.a[ y = 1 ]\n  y = var.a[0\n}\n'},
+    ),
+    # hclsyntax Body.JustAttributes reports only the first block of a body read so (structure.go):
+    # a locals block left open holds the blocks after it.
+    "blocks in a locals block": (
+        _ALL,
+        {
+            "main.tf": 'locals {\n  a = 1\n\nresource "terraform_data" "r" {\n}\n'
+            'output "o" {\n  value = 1\n}\n'
+            'locals {\n  b = 1\n  x {\n  }\n  c = 2\n  y "l" {\n  }\n}\n'
+        },
+    ),
+    # HCL keeps the quoted string before the stray bracket: the decoder's "Invalid expression"
+    # (a static list is required) is reported on it.
+    "quoted depends_on before a stray bracket": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n  depends_on = "terraform_data.b"] # x\n}\n'
+            'resource "terraform_data" "b" {\n}\n'
+        },
+    ),
+    # A quoted string broken by a newline keeps the text before it (parser_template.go): a type
+    # "str" is a legacy type hint, "string" a quoted type constraint.
+    "quoted types broken by a newline": (
+        _ALL,
+        {"a.tf": 'variable "a" {\n  type =" str\ning"\n}\n', "b.tf": 'variable "b" {\n  type = "string\n}\n'},
+    ),
+    # moved's "from" and "to", removed's "from" are required by their schemas (moved.go,
+    # removed.go); a JSON body's missing item is at its closing brace (json/structure.go).
+    "moved and removed without their required arguments": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n}\nmoved {\n  from = terraform_data.b\n}\n'
+            "moved {\n  from = terraform_data.b\n  to  terraform_data.a\n}\nremoved {\n}\n",
+            "x.tf.json": '{"moved": [{"to": "terraform_data.a"}],\n'
+            ' "output": {"o": {\n  "description": "x"\n}}}\n',
+        },
+    ),
     "partial condition without a reference": (
         _ALL,
         {

@@ -756,3 +756,96 @@ def test_the_fast_reader_does_not_copy_a_source_text() -> None:
     assert read == plain
     # Adding the sentinel to a text copied all of it while the caller's text stayed alive.
     assert plain_peak - peak > 0.8 * len(text)
+
+
+# -- issue 38, item 13, third round: the checks' entries streamed; the build's own mmap threshold --
+
+
+def _graph_part(count: int) -> object:
+    from flatten.stages.dependencies import GraphPart
+    from flatten.stages.memo import ModuleChecks
+
+    names = tuple(f"aws_instance.web_{i}" for i in range(count))
+    edges = tuple(range(count))
+    graph = GraphPart(names, bytes(count), edges, edges[::-1], (), (), (), edges)
+    return ModuleChecks((), graph)
+
+
+def test_a_part_of_the_checks_is_written_to_its_entry_as_it_is_pickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flatten.stages.memo import CheckKey
+
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    if cache_auth.key() is None:
+        pytest.skip("no cache key on this machine")
+    part = _graph_part(200_000)
+    size = len(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    # What pickling it costs with nothing kept of the pickle: the pickler's memo (1.9 bytes per
+    # byte of pickle for these names).
+    _, _, pickling = _traced(lambda: build_cache.dump_into(_Sink(), part))
+    key = CheckKey("m", "", "", "", False, (), "terraform", (1, 11), True)
+    found, _, peak = _traced(lambda: build_cache.checked([(key, lambda: part)]))
+    assert found == [part]
+    digest = build_cache.check_digest(key)
+    # Written by the time ``checked`` returns, and read back as the part it was.
+    assert build_cache._read_checks(build_cache._checks_path(digest), digest) == part
+    # Pickled into bytes for the background writer, the part was held whole beside the memo
+    # (0.8 bytes per byte of pickle more: the pickle, and the buffer it grew in); written as it is
+    # pickled, only the file's buffer (1 MiB, 0.15) is added.
+    assert (peak - pickling) / size < 0.35
+
+
+class _Sink:
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def test_a_part_of_the_checks_with_a_url_userinfo_is_not_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flatten.lang.diagnostics import Diagnostic, Severity
+    from flatten.stages.memo import ModuleChecks
+
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    if cache_auth.key() is None:
+        pytest.skip("no cache key on this machine")
+    url = "https://bob:pw@example.com/x.zip"
+    secret = ModuleChecks((Diagnostic(Severity.ERROR, "Bad source", url),), None)
+    path = build_cache._checks_path("d")
+    assert not build_cache._write_checks(path, "d", secret)
+    assert build_cache._read_checks(path, "d") is None
+    assert build_cache._write_checks(path, "d", ModuleChecks((), None))
+    assert build_cache._read_checks(path, "d") == ModuleChecks((), None)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc(), reason="glibc's malloc only")
+def test_the_build_process_gives_freed_buffers_back(tmp_path: Path) -> None:
+    # A cold build's peak was its own process's (the checks' walk, the output's bytes) with the
+    # threshold raised by the prefetched entry it had freed: 10 MiB of 10 MB of HCL. The check
+    # runs where a build's first step (replay) starts, in a process of its own (the threshold is
+    # the process's).
+    import subprocess
+    import textwrap
+
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_memory import _freed_buffers_kept
+        from flatten.shell import process, replay
+
+        def first_step(argv):
+            print(_freed_buffers_kept())
+            sys.exit(0)
+
+        replay.replay_argv = first_step
+        sys.argv = ["flatten", "build", {str(tmp_path)!r}, "--out", {str(tmp_path / "out")!r}]
+        process.main()
+        """
+    )
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert 0 <= int(done.stdout) < 10 << 20  # 40 MB stay resident with the threshold raised

@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -383,3 +384,55 @@ def test_the_edited_modules_new_version_is_written_as_it_is_encoded(
     entry = build_cache.take(found[0], display)
     assert entry is not None  # written: the rebuild takes it from the module cache
     assert entry.module == load_module(directory, root=root, options=Options())[0].module
+
+
+# What the flatten program runs for the test below: each call of ``rebuild_early`` says whether
+# typer was imported by then, and each ``run_apart`` of the build's own process what it ran.
+_LOGGED_MAIN = """
+import os, sys
+from flatten.shell import fanout, incremental
+
+log = open(sys.argv[1], "a")
+real_early, real_apart, me = incremental.rebuild_early, fanout.run_apart, os.getpid()
+
+def early(*args, **kwargs):
+    log.write(f"early typer={'typer' in sys.modules}\\n"); log.flush()
+    return real_early(*args, **kwargs)
+
+def apart(job, **kwargs):
+    if os.getpid() == me:
+        log.write(f"apart {job.func.__name__}\\n"); log.flush()
+    return real_apart(job, **kwargs)
+
+incremental.rebuild_early, fanout.run_apart = early, apart
+sys.argv = ["flatten", *sys.argv[2:]]
+from flatten.__main__ import main
+main()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the new version is parsed in a forked child")
+def test_the_edited_modules_new_version_is_parsed_before_the_command_line_is(tmp_path: Path) -> None:
+    # Issue 38, item 13: the child parsing an edited module's new version was forked by the
+    # rebuilding process, with typer, flatten.cli and the rebuild's state imported (33 MiB under
+    # the parse's 67: above a cold build's peak). The flatten program forks it before typer is
+    # imported, for a command line whose previous build its alias names; the rebuild takes what
+    # it found instead of parsing again.
+    import subprocess
+
+    root = tmp_path / "src"
+    modules = _tree(root, random.Random(6))
+    age_tree(root)
+    out, log = tmp_path / "out", tmp_path / "log"
+    command = [sys.executable, "-c", _LOGGED_MAIN, str(log), "build", str(root), "--out", str(out)]
+    env = {**os.environ, "FLATTEN_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    assert log.read_text() == ""  # cold: no alias, no rebuild
+    edited = modules[-1]
+    edited.write_text(dict(EDITS)["resource value"](edited.read_text(), random.Random(2)))
+    age_tree(root)
+    again = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+    # Forked before typer; this process read only the previous version (its view) in a child.
+    assert log.read_text().splitlines() == ["early typer=False", "apart _old_view"]
+    assert again.stderr == first.stderr
+    assert _output(out) == build(root, options=Options())[0].files
