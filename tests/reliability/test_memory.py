@@ -63,6 +63,15 @@ def _reachable(root: object) -> list[object]:
     return list(seen.values())
 
 
+def _cache_in(monkeypatch: pytest.MonkeyPatch, directory: Path) -> None:
+    """Point the build cache at ``directory``, with none of this process's cache state; skip
+    where the machine has no cache key (the cache stores nothing then)."""
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(directory))
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    if cache_auth.key() is None:
+        pytest.skip("no cache key on this machine")
+
+
 def test_a_range_holds_one_int_and_no_positions() -> None:
     r = Range.at("main.tf", 120_000, 17, 9_000_000, 120_003, 2, 9_000_150)
     assert not hasattr(r, "__dict__")
@@ -264,10 +273,7 @@ def test_output_bytes_read_from_the_emit_cache_are_not_copied(
 ) -> None:
     from flatten.shell import cache_dir
 
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build_cache, "_STATE", {})
-    if cache_auth.key() is None:
-        pytest.skip("no cache key on this machine")
+    _cache_in(monkeypatch, tmp_path)
     payload = b"x" * 4_000_000
     # Where a build keeps a module's output bytes, written as the cache writes every entry (in
     # the stamped directory it makes): an entry anywhere else is never read (flatten/gate.py).
@@ -336,10 +342,7 @@ def test_an_entry_decodes_in_parts_that_keep_its_shared_blocks_shared() -> None:
 def test_a_module_entry_is_written_to_its_file_as_it_is_encoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build_cache, "_STATE", {})
-    if cache_auth.key() is None:
-        pytest.skip("no cache key on this machine")
+    _cache_in(monkeypatch, tmp_path)
     size, entry = _entry(20_000)
     calls, _, peak = _traced(lambda: build_cache.write_entry("k", entry))
     assert calls == ()
@@ -416,10 +419,7 @@ def test_prefetch_holds_no_file_bytes_while_it_computes_modules(
 ) -> None:
     from flatten.shell import prefetch
 
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(build_cache, "_STATE", {})
-    if cache_auth.key() is None:
-        pytest.skip("no cache key on this machine")
+    _cache_in(monkeypatch, tmp_path / "cache")
     root = tmp_path / "root"
     root.mkdir()
     text = _variables(30_000)
@@ -776,10 +776,7 @@ def test_a_part_of_the_checks_is_written_to_its_entry_as_it_is_pickled(
 ) -> None:
     from flatten.stages.memo import CheckKey
 
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build_cache, "_STATE", {})
-    if cache_auth.key() is None:
-        pytest.skip("no cache key on this machine")
+    _cache_in(monkeypatch, tmp_path)
     part = _graph_part(200_000)
     size = len(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
     # What pickling it costs with nothing kept of the pickle: the pickler's memo (1.9 bytes per
@@ -808,10 +805,7 @@ def test_a_part_of_the_checks_with_a_url_userinfo_is_not_stored(
     from flatten.lang.diagnostics import Diagnostic, Severity
     from flatten.stages.memo import ModuleChecks
 
-    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(build_cache, "_STATE", {})
-    if cache_auth.key() is None:
-        pytest.skip("no cache key on this machine")
+    _cache_in(monkeypatch, tmp_path)
     url = "https://bob:pw@example.com/x.zip"
     secret = ModuleChecks((Diagnostic(Severity.ERROR, "Bad source", url),), None)
     path = build_cache._checks_path("d")
