@@ -386,8 +386,9 @@ class CycleGraph:
         b = self.builder
         ids = b.add(part)
         if uses:
+            names = part.names()
             for local in part.resources:
-                use = uses.get(part.names[local])
+                use = uses.get(names[local])
                 if use is not None:
                     b.link(ids[local], b.number(use.config), "", (), None)
 

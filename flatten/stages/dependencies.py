@@ -77,14 +77,47 @@ class GraphPart:
     numbers or hashes: a part is kept across processes (the memo, flatten/stages/memo.py).
     """
 
-    names: tuple[str, ...]
+    # A cold build holds every module's part at once: the node numbers are flat arrays, not
+    # tuples of ints, and the names one string (what they all start with, then the rest of each
+    # where ``ends`` says), not a string object each. 80 modules' parts were 27 MiB, most of them
+    # int objects and names' headers (memtest's many-modules shape; docs/reliability.md,
+    # "Memory"). An array pickles with its byte order.
+    prefix: str
+    rest: str
+    ends: array[int]
     declared: bytes
-    edge_from: tuple[int, ...]
-    edge_to: tuple[int, ...]
-    members: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
-    outputs: tuple[tuple[tuple[str, ...], tuple[int, ...]], ...]
+    edge_from: array[int]
+    edge_to: array[int]
+    members: tuple[tuple[tuple[str, ...], array[int]], ...]
+    outputs: tuple[tuple[tuple[str, ...], array[int]], ...]
     refs: tuple[tuple[int, tuple[str, ...], str, str], ...]  # (node, scope, key, fallback)
-    resources: tuple[int, ...]
+    resources: array[int]
+
+    @staticmethod
+    def packed(names: Sequence[str]) -> tuple[str, str, array[int]]:
+        """``names`` as ``prefix``, ``rest`` and ``ends``."""
+        # What every name starts with is what the least and the greatest start with.
+        first, last = (min(names), max(names)) if names else ("", "")
+        cut = 0
+        while cut < len(first) and first[cut] == last[cut]:
+            cut += 1
+        prefix = first[:cut]
+        ends = array("i")
+        at = 0
+        for name in names:
+            at += len(name) - cut
+            ends.append(at)
+        return prefix, "".join(name[cut:] for name in names), ends
+
+    def names(self) -> list[str]:
+        """Each node's name, by its local number."""
+        prefix, rest = self.prefix, self.rest
+        out: list[str] = []
+        at = 0
+        for end in self.ends:
+            out.append(prefix + rest[at:end])
+            at = end
+        return out
 
 
 def prefixed(path: tuple[str, ...], name: str) -> str:
@@ -297,20 +330,20 @@ class Dependencies:
         """What this graph holds (made with ``named``, for one module), as a ``GraphPart``."""
         assert self.by_name and not self.explain
         return GraphPart(
-            tuple(self.names),
+            *GraphPart.packed(self.names),
             bytes(self.declared),
-            tuple(self.edge_from),
-            tuple(self.edge_to),
-            tuple((module, tuple(nodes)) for module, nodes in self.members.items()),
-            tuple((module, tuple(nodes)) for module, nodes in self.outputs.items()),
+            array("i", self.edge_from),
+            array("i", self.edge_to),
+            tuple((module, array("i", nodes)) for module, nodes in self.members.items()),
+            tuple((module, array("i", nodes)) for module, nodes in self.outputs.items()),
             tuple((r.node, r.scope, r.key, r.fallback) for r in self.refs),
-            tuple(self.resources),
+            array("i", self.resources),
         )
 
     def add(self, part: GraphPart) -> list[int]:
         """Add one module's part (checking only): the same nodes, edges and references as adding
         its blocks here would have made. Returns each of the part's nodes' numbers here."""
-        ids = [self._id(name) for name in part.names]
+        ids = [self._id(name) for name in part.names()]
         declared = self.declared
         for local, flag in enumerate(part.declared):
             if flag:

@@ -26,7 +26,7 @@ from flatten.stages.decode import check_file, check_versions, in_file_order, inc
 from flatten.stages.files import ConfigFile, DirectoryListing, list_config_files
 from flatten.stages.memo import NO_MEMO, LoadedModule, Memo, MemoKey, ModuleSource, ParseSource, Raws
 from flatten.stages.merge import merge_module
-from flatten.syntax.references import scan_module
+from flatten.syntax.references import scan_module, share_record
 from flatten.syntax.sourcetext import source_text
 
 __all__ = ["display_path", "load_dir", "load_file", "load_module", "read_config"]
@@ -198,7 +198,12 @@ def load_module(
     def compute(raws: Raws | None) -> LoadedModule:
         return merged(*_load_listing(entries, raws, root=root, options=options, memo=memo))
 
-    return memo.module(ModuleSource(directory, root, rel, listing, options), compute)
+    loaded, key = memo.module(ModuleSource(directory, root, rel, listing, options), compute)
+    if known_scans is not None:
+        # A module the memo gave (from a prefetch helper or the cache) holds its own copies
+        # of the scans; share them (the module object stays the one ``key`` names).
+        share_record(loaded.module.scans, known_scans)
+    return loaded, key
 
 
 def _load_listing(

@@ -42,6 +42,7 @@ __all__ = [
     "rewrite_expression",
     "rewrite_template",
     "scan_module",
+    "share_record",
     "simplify_template",
     "single_interpolation",
     "template_calls",
@@ -577,6 +578,26 @@ def scan_module(module: Module, known: dict[str, Scanned] | None = None) -> dict
     for block in module.blocks:
         body(block.body)
     return record
+
+
+def share_record(record: dict[str, Scanned], known: dict[str, Scanned]) -> None:
+    """Make ``record`` (a module's scan record another process made: a prefetch helper, the
+    module cache) hold the scans ``known`` holds for the same texts, in place, and give
+    ``known`` the others (``scan_module``'s ``known``, at most ``KNOWN_KEPT``).
+
+    A record comes back from another process unpickled, each scan a copy of its own: a tree's
+    modules repeat their expressions, and 80 modules of memtest's many-modules shape held 41
+    MiB of equal copies all build long (docs/reliability.md, "Memory"). The scans are equal and
+    immutable, so the record reads the same.
+    """
+    for text, found in record.items():
+        seen = known.get(text, _MISSING)
+        if seen is _MISSING:
+            if len(known) >= KNOWN_KEPT:
+                known.clear()
+            known[text] = found
+        elif seen is not found:
+            record[text] = seen  # a value replaced, no key added: iterating stays valid
 
 
 def expression_references(

@@ -15,6 +15,7 @@ import os
 import pickle
 import sys
 import tracemalloc
+from array import array
 from pathlib import Path
 
 import pytest
@@ -761,14 +762,38 @@ def test_the_fast_reader_does_not_copy_a_source_text() -> None:
 # -- issue 38, item 13, third round: the checks' entries streamed; the build's own mmap threshold --
 
 
-def _graph_part(count: int) -> object:
+def _graph_part(count: int, names: list[str] | None = None) -> object:
     from flatten.stages.dependencies import GraphPart
     from flatten.stages.memo import ModuleChecks
 
-    names = tuple(f"aws_instance.web_{i}" for i in range(count))
-    edges = tuple(range(count))
-    graph = GraphPart(names, bytes(count), edges, edges[::-1], (), (), (), edges)
+    if names is None:
+        names = [f"aws_instance.web_{i}" for i in range(count)]
+    edges = array("i", range(count))
+    graph = GraphPart(*GraphPart.packed(names), bytes(count), edges, edges[::-1], (), (), (), edges)
     return ModuleChecks((), graph)
+
+
+def test_a_part_of_the_checks_holds_no_object_per_node() -> None:
+    # A cold build holds every module's part of the checks at once: node numbers in arrays and
+    # the names in one string, about 20 bytes a node here where a tuple of ints and a string
+    # object per name were 160 (80 modules' parts: 27 MiB -> 7 MiB, scripts/memtest
+    # --only modules; docs/reliability.md, "Memory").
+    from flatten.stages.dependencies import GraphPart
+
+    count = 20_000
+    names = [f"module.app.module.web.aws_instance.web_{i} (expand)" for i in range(count)]
+    part = _graph_part(count, names)
+    data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
+    found, kept, _ = _traced(lambda: pickle.loads(data))
+    assert found == part
+    assert kept / count < 40
+    graph = found.graph  # type: ignore[attr-defined]
+    assert isinstance(graph, GraphPart)
+    assert graph.names() == names
+    # Names with nothing in common, and none at all, come back as they went in.
+    for plain in (["var.a", "local.b (expand)", "", "module.x"], []):
+        empty = array("i")
+        assert GraphPart(*GraphPart.packed(plain), b"", empty, empty, (), (), (), empty).names() == plain
 
 
 def test_a_part_of_the_checks_is_written_to_its_entry_as_it_is_pickled(

@@ -208,6 +208,46 @@ def test_modules_loaded_by_one_process_share_their_scans(
     assert bounded.module.scans == alone.module.scans
 
 
+class _Copying:
+    """A memo that gives each module as another process would: a pickled copy (a prefetch
+    helper's, the module cache's), every scan of its record a copy of its own."""
+
+    def __getattr__(self, name: str) -> object:
+        from flatten.stages.memo import NO_MEMO
+
+        return getattr(NO_MEMO, name)
+
+    def module(self, source: object, compute: object) -> object:
+        import pickle
+
+        assert callable(compute)
+        return pickle.loads(pickle.dumps(compute(None))), None
+
+
+def test_modules_another_process_loaded_share_their_scans_here(tmp_path: object) -> None:
+    # Each module the memo gives holds its own copy of every scan; loading shares them
+    # (references.share_record): 80 modules repeating their expressions held 41 MiB of equal
+    # copies all build long (scripts/memtest --only modules, docs/reliability.md "Memory").
+    from pathlib import Path
+
+    from flatten.lang.options import Options
+    from flatten.stages.load import load_module
+
+    root = Path(str(_tree(tmp_path)))
+    (root / "twin").mkdir()
+    (root / "twin" / "main.tf").write_text(_MODULE)
+    known: dict[str, object] = {}
+    memo = _Copying()
+    first, _ = load_module(root / "child", root=root, options=Options(), memo=memo, known_scans=known)  # type: ignore[arg-type]
+    second, _ = load_module(root / "twin", root=root, options=Options(), memo=memo, known_scans=known)  # type: ignore[arg-type]
+    alone, _ = load_module(root / "twin", root=root, options=Options())
+    assert second.module.scans == alone.module.scans  # the record reads the same
+    shared = [text for text in second.module.scans if text in first.module.scans]
+    assert shared, "the two modules have texts in common"
+    for text in shared:
+        assert second.module.scans[text] is first.module.scans[text], text
+
+
 def test_the_checks_never_scan_text_the_loader_scanned(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
