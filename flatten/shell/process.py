@@ -22,6 +22,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from flatten.cli import BuildRequest
     from flatten.shell.progress import BuildProgress
 
@@ -47,13 +49,15 @@ def main() -> None:
         from flatten.shell.progress import BuildProgress
 
         # The same command line as a recorded build, nothing changed: replayed before typer and
-        # the command line are even imported (most of a replay's time otherwise).
-        if replay.replay_argv(argv):
+        # the command line are even imported (most of a replay's time otherwise). Its alias is
+        # read once: an edited build's early rebuild starts from it too.
+        found = replay.aliased(argv)
+        if replay.replay_alias(found):
             sys.exit(0)
         # The progress line's clock starts here; the prefetching child inherits it.
         progress = BuildProgress.on_terminal()
         _prefetch_early(argv, progress)
-        _rebuild_early(argv)
+        _rebuild_early(argv, found)
     from flatten.cli import main as cli_main
 
     cli_main(runner=partial(run_build, argv=argv, progress=progress))
@@ -122,18 +126,14 @@ def _prefetch_early(argv: Sequence[str], progress: BuildProgress | None = None) 
         return
 
 
-def _rebuild_early(argv: Sequence[str]) -> None:
+def _rebuild_early(argv: Sequence[str], found: tuple[Path, Path, Path] | None) -> None:
     """Fork the parse of the modules edited since the previous build of a plain command line
-    (``plain_build``) now, before typer and flatten.cli are imported (``incremental.rebuild_early``:
-    that child is a rebuild's peak, and they are 13 MiB of it). Never raises."""
-    if plain_build(argv) is None:
+    (``plain_build``; ``found``: its alias, ``replay.aliased``) now, before typer and flatten.cli
+    are imported (``incremental.rebuild_early``: that child is a rebuild's peak, and they are 13
+    MiB of it). Never raises."""
+    if found is None or plain_build(argv) is None:
         return
     try:
-        from flatten.shell.replay import aliased
-
-        found = aliased(argv)
-        if found is None:
-            return
         from flatten.lang.options import Options
         from flatten.shell.incremental import rebuild_early
 

@@ -11,7 +11,7 @@ as written. The record's key covers the
 build request (flatten.cli.BuildRequest: the command line as typer parsed it and the environment
 variables a build reads), whether stderr is a terminal, and the source of flatten and its
 libraries; the process also files it under the command line as typed (``save_alias``), so that
-the same command line replays before it is parsed (``replay_argv``). A record is refused when
+the same command line replays before it is parsed (``aliased``, ``replay_alias``). A record is refused when
 any input's mtime is not safely older than the build's start (it may have changed while the
 build read it).
 A stage that starts reading files outside module directories (or hidden ones) must add them to
@@ -38,7 +38,16 @@ from flatten.shell.cache_dir import cache_root, file_digest, parser_version, rea
 if TYPE_CHECKING:
     from flatten.cli import BuildRequest
 
-__all__ = ["record_path", "replay", "replay_argv", "replay_into", "replayable", "save_alias", "save_record"]
+__all__ = [
+    "aliased",
+    "record_path",
+    "replay",
+    "replay_alias",
+    "replay_into",
+    "replayable",
+    "save_alias",
+    "save_record",
+]
 
 _RECORD_MAGIC = "flatten-build-7"  # 7: outputs leave out what Terraform wrote
 _RECORD_HEAD = b"flatten-build-7\n"
@@ -499,7 +508,7 @@ def _code_files() -> list[str]:
 
 def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: Path, out: Path) -> None:
     """Let the command line ``argv`` (parsed into ``request``, whose root and --out resolve to
-    ``root`` and ``out``) replay ``record`` before it is even parsed (``replay_argv``), while
+    ``root`` and ``out``) replay ``record`` before it is even parsed (``aliased``, ``replay_alias``), while
     every file of flatten's code and its libraries keeps its fingerprint."""
     try:
         code = []
@@ -514,11 +523,11 @@ def save_alias(argv: Sequence[str], record: Path, request: BuildRequest, root: P
         return
 
 
-def replay_argv(argv: Sequence[str]) -> bool:
-    """Replay the build the command line ``argv`` made last time, if its record still holds, before
-    typer and flatten.cli are imported (they are most of a replayed build's time). Return False,
-    and change nothing, whenever anything may differ: the command line then runs as usual."""
-    found = aliased(argv)
+def replay_alias(found: tuple[Path, Path, Path] | None) -> bool:
+    """Replay the build a command line made last time (``found``: what ``aliased`` gave for it), if
+    its record still holds, before typer and flatten.cli are imported (they are most of a replayed
+    build's time). Return False, and change nothing, whenever anything may differ: the command
+    line then runs as usual."""
     try:
         return found is not None and replay(*found)
     except Exception:

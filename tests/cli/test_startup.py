@@ -120,7 +120,7 @@ def test_local_build_imports_no_network_or_archive_code(tree, tmp_path: Path) ->
 
 def test_an_identical_rebuild_replays_before_the_command_line_is_parsed(tree, tmp_path: Path) -> None:
     """The same command line, nothing changed: the recorded build replays without importing typer,
-    flatten.cli or the pipeline (shell/replay.py ``replay_argv``). Another spelling of the same
+    flatten.cli or the pipeline (shell/replay.py ``aliased``, ``replay_alias``). Another spelling of the same
     build is parsed first, and replays from the record after that; a change builds."""
     root = tree({"main.tf": MAIN, "a/main.tf": CHILD})
     for path in (root / "a" / "main.tf", root / "a", root / "main.tf", root):

@@ -860,7 +860,7 @@ def test_the_build_process_gives_freed_buffers_back(tmp_path: Path) -> None:
             print(_freed_buffers_kept())
             sys.exit(0)
 
-        replay.replay_argv = first_step
+        replay.aliased = first_step
         sys.argv = ["flatten", "build", {str(tmp_path)!r}, "--out", {str(tmp_path / "out")!r}]
         process.main()
         """
