@@ -48,6 +48,36 @@ def test_the_canary_survives_every_command(template: Path, tmp_path: Path, case:
     canary.run_case(template, tmp_path / "box", case, forked=True)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the edited module is parsed in a forked child")
+def test_the_edited_case_rebuilds_from_the_previous_build(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The EDITED command's cases reach what they are for: the flatten program finds the alias of
+    # the build before the edit and forks the edited module's parse before typer is imported
+    # (incremental.rebuild_early), the previous version read in a child (fanout.run_apart).
+    from flatten.shell import fanout, incremental
+
+    log = tmp_path / "log"
+    real_early, real_apart = incremental.rebuild_early, fanout.run_apart
+
+    def early(*args: object, **kwargs: object) -> object:
+        with open(log, "a") as f:
+            f.write(f"early typer={'typer' in sys.modules}\n")
+        return real_early(*args, **kwargs)  # type: ignore[arg-type]
+
+    def apart(job: object, **kwargs: object) -> object:
+        with open(log, "a") as f:
+            f.write("apart\n")
+        return real_apart(job, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(incremental, "rebuild_early", early)
+    monkeypatch.setattr(fanout, "run_apart", apart)
+    case = canary.Case("cache/v1/tmp", "symlink", canary.EDITED)  # packages only: none here
+    assert canary.run_case(template, tmp_path / "box", case, forked=True) == 0
+    lines = log.read_text().splitlines()
+    assert "early typer=True" in lines and "apart" in lines, lines
+
+
 def test_a_module_directory_linked_out_of_the_root_is_read_where_terraform_reads_it(tmp_path: Path) -> None:
     """The policy for the canary's MODULE_DIRS (docs/reliability.md, "Symlinked module
     directories"): ``./m`` a symlink to a directory outside ROOT is the module, as for Terraform

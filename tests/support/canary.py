@@ -93,6 +93,11 @@ TARGETS = CACHE_TARGETS + OUT_TARGETS + ROOT_TARGETS
 # symlink inside the module leading out of it) nowhere.
 MODULE_DIRS = ("root/m", "root/tests/helper")
 KINDS = ("symlink", "fifo", "devzero", "huge")
+# A rebuild that cannot replay: the same command line built before the target was replaced (its
+# alias recorded), then a module edited. The flatten program forks the edited module's parse
+# before typer is imported (flatten/shell/process.py ``_rebuild_early``), the previous version
+# read in a child too (flatten/shell/incremental.py): those reads go through the gate as well.
+EDITED = "build after an edit"
 COMMANDS = (
     "build",
     "build --check",
@@ -108,6 +113,7 @@ COMMANDS = (
     "action.sh",
     "affected --base-out",
     "affected --since",
+    EDITED,
 )
 
 
@@ -126,16 +132,17 @@ def random_case(rnd: random.Random) -> Case:
     return Case(rnd.choice(TARGETS), rnd.choice(KINDS), rnd.choice(COMMANDS))
 
 
-def _main(url: str, git_url: str | None) -> str:
+def _main(url: str | None, git_url: str | None, remote: bool = True) -> str:
     cloned = (
         f'module "cloned" {{\n  source = "git::{git_url}/child.git?ref=v1"\n  name   = var.name\n}}\n'
-        if git_url
+        if git_url and remote
         else ""
     )
+    served = f'module "remote" {{\n  source = "{url}/app.tgz"\n  name   = var.name\n}}\n' if remote else ""
     return (
         'variable "name" {\n  type    = string\n  default = "d"\n}\n'
         'module "m" {\n  source = "./m"\n}\n'
-        f'module "remote" {{\n  source = "{url}/app.tgz"\n  name   = var.name\n}}\n'
+        f"{served}"
         f"{cloned}"
         'resource "terraform_data" "a" {\n  input = var.name\n}\n'
     )
@@ -307,7 +314,11 @@ def _command(box: Path, command: str) -> tuple[list[str], dict[str, str]]:
     if command == "affected --base-out":  # OUT read as the old side (flatten/shell/affected.py)
         return [*_flatten(), "affected", "root", "--base-out", out, "--format", "json"], env
     args = [*_flatten(), "build", root, "--out", out]
-    if command == "build --check":
+    if command == EDITED:
+        # The previous build's record kept: at 1K the prune removes it as soon as it is written
+        # (the prune through a replaced path is every other command's case).
+        env["FLATTEN_CACHE_MAX_SIZE"] = "1G"
+    elif command == "build --check":
         args.append("--check")
     elif command == "build --exclude":
         args += ["--exclude", "*.txt"]
@@ -431,6 +442,41 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _run(
+    args: list[str], env: dict[str, str], box: Path, forked: bool, deadline: float
+) -> subprocess.CompletedProcess[str]:
+    if forked and args[: len(_flatten())] == _flatten():
+        return _forked(args[len(_flatten()) :], env, box, deadline)
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=deadline, cwd=box)
+
+
+def _build_before_the_edit(box: Path, forked: bool, deadline: float) -> None:
+    """Build the copied template with ``EDITED``'s command line, its files older than the build
+    (a build records its inputs, and the command line's alias, only then: flatten/shell/replay.py),
+    so that the case's command finds this build's alias and rebuilds from it."""
+    from support.cli import age_tree
+
+    # Local modules only: a build that reads a remote package keeps no record to rebuild from
+    # (flatten/shell/replay.py ``_module_directories``).
+    (box / "root" / "main.tf").write_text(_main(None, None, remote=False), encoding="utf-8")
+    age_tree(box / "root")  # the template's own files only: nothing is replaced yet
+    args, env = _command(box, EDITED)
+    proc = _run(args, env, box, forked, deadline)
+    assert proc.returncode == 0, f"the build before the edit failed:\n{proc.stderr[-2000:]}"
+
+
+def _edit(box: Path) -> None:
+    """Edit the local module (or, where the case replaced it, the root's main.tf) as a user
+    would: a comment appended to a regular file, never through a link the case made."""
+    for rel in ("root/m/main.tf", "root/main.tf"):
+        path = box / rel
+        linked = any(p.is_symlink() for p in (path, path.parent))
+        if not linked and path.is_file() and path.stat().st_size < 1 << 20:  # not the huge file
+            with open(path, "a", encoding="utf-8") as f:
+                f.write("# edited\n")
+            return
+
+
 def run_case(
     template: Path, box: Path, case: Case, *, forked: bool = False, deadline: float = DEADLINE
 ) -> int:
@@ -443,13 +489,14 @@ def run_case(
     shutil.copytree(template, box, symlinks=True)
     canary_dir = canary(box)
     before = snapshot(canary_dir)
+    if case.command == EDITED:
+        _build_before_the_edit(box, forked, deadline)
     _replace(box, case.target, case.kind, canary_dir)
+    if case.command == EDITED:
+        _edit(box)
     args, env = _command(box, case.command)
     try:
-        if forked and args[: len(_flatten())] == _flatten():
-            proc = _forked(args[len(_flatten()) :], env, box, deadline)
-        else:
-            proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=deadline, cwd=box)
+        proc = _run(args, env, box, forked, deadline)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"{case.name}: did not end within {deadline} s") from None
     text = proc.stdout + proc.stderr
