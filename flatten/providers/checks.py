@@ -37,6 +37,7 @@ from flatten.lang.terraform_releases import accepts
 from flatten.stages.backend import check_backend_type
 from flatten.stages.builtin_schema import check_terraform_data
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
+from flatten.stages.expressions import block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import check_module_inputs
 from flatten.stages.memo import NO_MEMO, CheckKey, Memo, ModuleChecks
@@ -170,9 +171,11 @@ def _module_checks(node: ModuleNode, cycles: CycleGraph, walk: ReferenceChecks) 
     nodes, checker = cycles.open(node), walk.open(node)
     scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
     for block in node.module.blocks:
+        # Both read the block's expressions from one list of them (stages/expressions.py).
+        listed = block_expressions(block)
         if nodes is not None:
-            nodes.block(block, scans)
-        checker.block(block, scans)
+            nodes.block(block, scans, listed)
+        checker.block(block, scans, listed)
     if nodes is not None:
         nodes.close()
     walk.close(checker)
@@ -189,9 +192,10 @@ def _module_part(
     checker = walk.open(node)
     scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
     for block in node.module.blocks:
+        listed = block_expressions(block)
         if nodes is not None:
-            nodes.block(block, scans)
-        checker.block(block, scans)
+            nodes.block(block, scans, listed)
+        checker.block(block, scans, listed)
     if nodes is None:
         return ModuleChecks(tuple(checker.diags), None)
     nodes.close()

@@ -42,6 +42,7 @@ from flatten.lang.dialect import Dialect
 from flatten.lang.model import Block, Body, module_address
 from flatten.lang.terraform_releases import NEWEST
 from flatten.stages.dependencies import Dependencies, GraphPart, cycle_errors, prefixed
+from flatten.stages.expressions import BlockExpressions, Expression, block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.references import Scans
@@ -65,6 +66,9 @@ class ProviderUse:
     key: str
 
 
+_RESOURCE_SKIP = frozenset({"provider"})  # a resource's argument that is no expression to read
+
+
 def _label(block: Block, k: int) -> str:
     return block.labels[k] if len(block.labels) > k else ""
 
@@ -75,16 +79,18 @@ def _block(
     call_block: Block | None,
     uses: Mapping[str, ProviderUse],
     block: Block,
+    listed: BlockExpressions,
     imports: list[Body],
     call_scans: Scans,
 ) -> None:
-    """Add the nodes of one top-level block of a module and the references they make;
-    ``call_block`` is the ``module`` block calling the module (None for the root), whose
-    expressions ``call_scans`` (the caller's scan record) holds; the root's ``import`` blocks go
-    to ``imports``, for when every module is in."""
+    """Add the nodes of one top-level block of a module (``listed``: its expressions, as the
+    validate walk reads them too) and the references they make; ``call_block`` is the ``module``
+    block calling the module (None for the root), whose expressions ``call_scans`` (the caller's
+    scan record) holds; the root's ``import`` blocks go to ``imports``, for when every module is
+    in."""
     path = node.path
     parent = path[:-1]
-    body = block.body.peek()
+    body = listed.body
     kind = block.type
     if kind == "variable" and block.labels:
         name = block.labels[0]
@@ -98,40 +104,43 @@ def _block(
                     b.scans = own
         else:
             var = b.node(f"var.{name}", path)
-        rules = list(body.blocks_of("validation"))
-        if rules and b.validation_nodes:
+        if b.validation_nodes and any(True for _ in body.blocks_of("validation")):
             check = b.node(prefixed(path, f"var.{name} (validation)"), path)
             b.edge(check, var, "{0} checks the value of {1}", check, var)
-            for rule in rules:
-                for attr in rule.body.attributes:
-                    b.attr(check, path, attr, frozenset())
+            for e in listed.expressions:  # each rule's own arguments
+                if len(e.within) == 1 and e.within[0].type == "validation":
+                    b.listed(check, path, e, frozenset())
     elif kind == "locals":
-        for attr in body.attributes:
-            local = b.node(prefixed(path, f"local.{attr.name} (expand)"), path)
-            b.attr(local, path, attr, frozenset())
+        for e in listed.expressions:
+            if not e.within:
+                local = b.node(prefixed(path, f"local.{e.attr.name} (expand)"), path)
+                b.listed(local, path, e, frozenset())
     elif kind == "output" and block.labels:
         name = block.labels[0]
         out = b.node(prefixed(path, f"output.{name} (expand)"), path)
         if path:
             b.output(path, out)
-        for attr in body.attributes:
-            if attr.name == "value":
-                b.attr(out, path, attr, frozenset())
+        for e in listed.expressions:
+            attr = e.attr
+            if e.within:
+                if len(e.within) == 1 and e.within[0].type == "precondition":
+                    b.listed(out, path, e, frozenset())
+            elif attr.name == "value":
+                b.listed(out, path, e, frozenset())
             elif attr.name == "depends_on":
                 b.sources(out, path, attr.value, attr.expr.range if b.explain else None)
-        for pre in body.blocks_of("precondition"):
-            for attr in pre.body.attributes:
-                b.attr(out, path, attr, frozenset())
     elif kind in ("resource", "data", "ephemeral") and len(block.labels) >= 2:
-        _resource(b, path, kind, block, body, uses)
+        _resource(b, path, kind, block, listed.expressions, 0, listed.bound, uses)
     elif kind == "check" and block.labels:
         check = b.node(prefixed(path, f"check.{block.labels[0]} (expand)"), path)
         for nested in body.blocks:
+            inside = [e for e in listed.expressions if e.within and e.within[0] is nested]
             if nested.type == "data" and len(nested.labels) >= 2:
-                _resource(b, path, "data", nested, nested.body, uses)
+                _resource(b, path, "data", nested, inside, 1, dynamic_iterators(nested.body), uses)
             elif nested.type == "assert":
-                for attr in nested.body.attributes:
-                    b.attr(check, path, attr, frozenset())
+                for e in inside:
+                    if len(e.within) == 1:
+                        b.listed(check, path, e, frozenset())
     elif kind == "import" and not path:
         # ImportReferences: always resolved in the root, made by the imported resource, which
         # may be declared further down or in a module not yet added (ModuleNodes.close).
@@ -143,14 +152,18 @@ def _resource(
     path: tuple[str, ...],
     kind: str,
     block: Block,
-    body: Body,
+    listed: Iterable[Expression],
+    depth: int,
+    bound: frozenset[str],
     uses: Mapping[str, ProviderUse],
 ) -> None:
+    """A resource's node and its references: ``listed`` its body's expressions, at ``depth``
+    (1: a ``data`` block of a ``check`` block), ``bound`` the names its ``dynamic`` blocks bind."""
     local = f"{_label(block, 0)}.{_label(block, 1)}"
     key = local if kind == "resource" else f"{kind}.{local}"
     name = b.node(prefixed(path, key), path)
     b.resources.append(b.number(name))
-    b.body(name, path, body, dynamic_iterators(body), frozenset({"provider"}))
+    b.expressions(name, path, listed, depth, _RESOURCE_SKIP, bound)
     use = uses.get(name)
     if use is not None:
         b.edge(name, use.config, "{0} uses the provider configuration {1}", name, use.config)
@@ -246,12 +259,14 @@ def _providers(b: Dependencies, graph: ModuleGraph, configs: Iterable[ProviderUs
             continue
         b.scans = Scans(record=graph.node(module_address(use.module)).module.scans)
         skip = {"alias", "version"}
-        body = block.body.peek()
-        for attr in body.attributes:
-            if attr.name not in skip:
-                b.value(use.config, use.module, attr.value, attr.expr.range, frozenset())
-        for nested in body.blocks:
-            b.body(use.config, use.module, nested.body, frozenset(), frozenset())
+        listed = block_expressions(block)
+        for e in listed.expressions:
+            if not e.within and e.attr.name not in skip:
+                b.value(use.config, use.module, e.attr.value, e.attr.expr.range, frozenset())
+        # Each nested block a plain body.
+        b.expressions(
+            use.config, use.module, [e for e in listed.expressions if e.within], 1, frozenset(), frozenset()
+        )
 
 
 def _provider_block(graph: ModuleGraph, use: ProviderUse) -> Block | None:
@@ -289,11 +304,11 @@ class ModuleNodes:
         self.imports = imports
         self.call_scans = call_scans  # the caller's scan record (the call block's expressions)
 
-    def block(self, block: Block, scans: Scans) -> None:
-        """Add one block's nodes; ``scans``: the module's scan record, shared with the validate
-        walk."""
+    def block(self, block: Block, scans: Scans, listed: BlockExpressions) -> None:
+        """Add one block's nodes; ``scans``: the module's scan record and ``listed`` the block's
+        expressions, both shared with the validate walk."""
         self.b.scans = scans
-        _block(self.b, self.node, self.call_block, self.uses, block, self.imports, self.call_scans)
+        _block(self.b, self.node, self.call_block, self.uses, block, listed, self.imports, self.call_scans)
 
     def close(self) -> None:
         b = self.b
@@ -398,7 +413,7 @@ class CycleGraph:
         if nodes is not None:
             scans = Scans(record=node.module.scans)
             for block in node.module.blocks:
-                nodes.block(block, scans)
+                nodes.block(block, scans, block_expressions(block))
             nodes.close()
 
     def _complete(self) -> Dependencies:

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
-from flatten.lang.model import Attribute, Body, JsonValue, Module, Range, json_strings, module_address
+from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
+from flatten.stages.expressions import Expression
 from flatten.syntax.references import ExpressionError, Reference, Scans
 
 if TYPE_CHECKING:
@@ -313,6 +314,13 @@ class Dependencies:
         """The references of an attribute's expression (its range is read only when explaining)."""
         self.value(node, scope, attr.value, attr.expr.range if self.explain else None, bound)
 
+    def listed(self, node: str, scope: tuple[str, ...], e: Expression, bound: frozenset[str]) -> None:
+        """``attr`` for an attribute of a block's list (stages/expressions.py): its templates as listed."""
+        if self.explain:
+            self.value(node, scope, e.attr.value, e.attr.expr.range, bound)
+        else:
+            self.templates(node, scope, e.texts, bound)
+
     def edge(self, source: str, target: str, why: str, *names: str, rng: Range | None = None) -> None:
         """``source`` depends on ``target``; ``why`` is the reason's wording (``str.format`` of
         ``names``), put together only when explaining."""
@@ -366,22 +374,29 @@ class Dependencies:
         self, node: str, scope: tuple[str, ...], value: JsonValue, rng: Range | None, bound: frozenset[str]
     ) -> None:
         """The references of an expression value (strings are templates; keys too)."""
-        for text in json_strings(value):
-            if "${" not in text and "%{" not in text:
-                continue  # literal text
-            if not self.explain:
-                linked = self._linked.get((text, bound, scope))
-                if linked is None:
-                    linked = self._resolve_text(text, bound, scope)
-                targets, called = linked
-                if targets or called:
-                    self._link(node, targets, called, scope)
-                continue
+        texts = [text for text in json_strings(value) if "${" in text or "%{" in text]
+        if not self.explain:
+            self.templates(node, scope, texts, bound)
+            return
+        for text in texts:
             try:
                 found = self.scans.references(text, bound)
             except ExpressionError:
                 continue
             self._add(node, scope, text, found, rng)
+
+    def templates(
+        self, node: str, scope: tuple[str, ...], texts: Iterable[str], bound: frozenset[str]
+    ) -> None:
+        """While checking: the references of a value's templates (``texts``, in any order: a
+        graph checked for a cycle keeps no reasons, so the order of its edges tells nothing)."""
+        for text in texts:
+            linked = self._linked.get((text, bound, scope))
+            if linked is None:
+                linked = self._resolve_text(text, bound, scope)
+            targets, called = linked
+            if targets or called:
+                self._link(node, targets, called, scope)
 
     def _resolve_text(
         self, text: str, bound: frozenset[str], scope: tuple[str, ...]
@@ -473,39 +488,50 @@ class Dependencies:
             for name in self.named(scope, key[0]):
                 self.link(source, self._id(name), "{0} refers to {1}{2}", (node, said, where), rng)
 
-    def body(
-        self, node: str, scope: tuple[str, ...], body: Body, bound: frozenset[str], skip: frozenset[str]
+    def expressions(
+        self,
+        node: str,
+        scope: tuple[str, ...],
+        listed: Iterable[Expression],
+        depth: int,
+        skip: frozenset[str],
+        bound: frozenset[str],
     ) -> None:
-        """Every expression of a resource-like body and its nested blocks, native or JSON."""
-        for attr in body.attributes:
-            if attr.name in skip:
+        """Every expression of a resource-like body and its nested blocks, native or JSON, from
+        the block's list (stages/expressions.py): ``listed`` holds the body's expressions, those
+        of its own attributes at ``depth`` (how many blocks hold the body in the list) less
+        ``skip``. Which nested blocks count and how each reads its arguments is
+        ``NodeAbstractResource``'s (``_holder``)."""
+        last: tuple[Block, ...] | None = None
+        how = _GENERIC
+        for e in listed:
+            attr = e.attr
+            within = e.within
+            if within is not last:  # a nested block's attributes come one after another
+                last = within
+                how = _TOP if len(within) == depth else _holder(within, depth)
+            if how == _SKIPPED:
                 continue
+            name = attr.name
             rng = attr.expr.range if self.explain else None
-            if attr.name == "depends_on":
+            if how == _TOP:
+                if name in skip:
+                    continue
+            elif how == _LIFECYCLE:
+                self.lifecycle(node, scope, {name: attr.value}, rng, bound, e.texts)
+                continue
+            elif how in _SKIPS and name in _SKIPS[how]:
+                continue
+            if name == "depends_on":
                 self.sources(node, scope, attr.value, rng)
-            elif attr.name == "lifecycle" and isinstance(attr.value, dict):
+            elif name == "lifecycle" and isinstance(attr.value, dict):
                 self.lifecycle(node, scope, attr.value, rng, bound)
-            elif attr.name == "provisioner":
+            elif name == "provisioner":
                 self.value(node, scope, _without_destroy_provisioners(attr.value), rng, bound)
-            else:
+            elif self.explain:
                 self.value(node, scope, attr.value, rng, bound)
-        for block in body.blocks:
-            if block.type == "lifecycle":
-                for attr in block.body.attributes:
-                    rng = attr.expr.range if self.explain else None
-                    self.lifecycle(node, scope, {attr.name: attr.value}, rng, bound)
-                for nested in block.body.blocks:
-                    if nested.type != "action_trigger":
-                        self.body(node, scope, nested.body, bound, frozenset())
-            elif block.type == "provisioner":
-                when = block.body.attribute("when")
-                if when is not None and _destroys(when.value):
-                    continue  # destroy-time provisioners refer to nothing (NodeAbstractResource)
-                self.body(node, scope, block.body, bound, frozenset({"when", "on_failure"}))
-            elif block.type == "dynamic":
-                self.body(node, scope, block.body, bound, frozenset({"iterator"}))
             else:
-                self.body(node, scope, block.body, bound, frozenset())
+                self.templates(node, scope, e.texts, bound)
 
     def lifecycle(
         self,
@@ -514,13 +540,19 @@ class Dependencies:
         items: dict[str, JsonValue],
         rng: Range | None,
         bound: frozenset[str],
+        texts: tuple[str, ...] | None = None,
     ) -> None:
         """A ``lifecycle`` block's arguments: ``replace_triggered_by`` items are bare expressions;
-        ``ignore_changes`` and the literals refer to nothing."""
+        ``ignore_changes`` and the literals refer to nothing. ``texts``: the one item's templates,
+        when listed (stages/expressions.py)."""
         for key, item in items.items():
             if key == "replace_triggered_by":
                 self.sources(node, scope, item, rng)
-            elif key not in _LIFECYCLE_SKIP:
+            elif key in _LIFECYCLE_SKIP:
+                continue
+            elif texts is not None and not self.explain:
+                self.templates(node, scope, texts, bound)
+            else:
                 self.value(node, scope, item, rng, bound)
 
     def resolve(self) -> None:
@@ -605,6 +637,39 @@ class Dependencies:
             if only is None or (s in only and t in only):
                 g.add_edge(self.names[s], self.names[t], why=self.whys[s, t])
         return g
+
+
+# How ``Dependencies.expressions`` reads an attribute, by where it is (``_holder``).
+_TOP, _GENERIC, _LIFECYCLE, _PROVISIONER, _DYNAMIC, _SKIPPED = range(6)
+_SKIPS = {_PROVISIONER: frozenset({"when", "on_failure"}), _DYNAMIC: frozenset({"iterator"})}
+
+
+def _holder(within: tuple[Block, ...], depth: int) -> int:
+    """How the graph reads the attributes of the innermost of ``within`` (the nested blocks
+    holding them, below the first ``depth``), as ``NodeAbstractResource``'s references walk a
+    body: a block of a body is read by its type (a destroy-time provisioner not at all, a
+    ``provisioner``'s ``when``/``on_failure`` and a ``dynamic``'s ``iterator`` are no
+    expressions, a ``lifecycle`` block's arguments are its own: ``lifecycle``); a block nested
+    in a ``lifecycle`` block is a plain body, except ``action_trigger``, which is not read."""
+    typed = True  # reached as a block of a body (else: as a lifecycle block's nested block)
+    how = _GENERIC
+    for k in range(depth, len(within)):
+        block = within[k]
+        kind = block.type
+        if not typed:
+            if kind == "action_trigger":
+                return _SKIPPED
+            how, typed = _GENERIC, True
+        elif kind == "provisioner":
+            when = block.body.attribute("when")
+            if when is not None and _destroys(when.value):
+                return _SKIPPED  # destroy-time provisioners refer to nothing
+            how = _PROVISIONER
+        elif kind == "lifecycle":
+            how, typed = _LIFECYCLE, False
+        else:
+            how = _DYNAMIC if kind == "dynamic" else _GENERIC
+    return how
 
 
 def _without_destroy_provisioners(value: JsonValue) -> JsonValue:

@@ -30,7 +30,7 @@ blocks (addresses, not expressions to evaluate) are not read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -38,7 +38,7 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
 from flatten.lang.didyoumean import levenshtein, name_suggestion
 from flatten.lang.functions import REMOVED, FunctionTable, function_table
-from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range, json_strings
+from flatten.lang.model import Attribute, Block, JsonValue, Module, Range, json_strings
 from flatten.lang.terraform_releases import NEWEST
 from flatten.lang.types import (
     AnyType,
@@ -56,6 +56,7 @@ from flatten.lang.types import (
     type_string,
 )
 from flatten.stages.decode import range_within
+from flatten.stages.expressions import BlockExpressions, Expression, block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
@@ -174,12 +175,6 @@ def _type_arguments(
 def _call_range(call: Call, rng: Range, located: str | None, end: int) -> Range:
     """The range of ``call`` from its name to ``end`` (the whole value when unsure)."""
     return locator(located, rng)(call.start, end) if located is not None else rng
-
-
-def _value_texts(value: JsonValue) -> list[str]:
-    """The strings of ``value`` that can hold a reference or a call (``Scans.calls``' test), in
-    the order the checks have always read them (an object's items last to first)."""
-    return [t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t]
 
 
 def _where(module: str) -> str:
@@ -462,8 +457,9 @@ class _Checker:
             self.step_span(ref, rng, located, k),
         )
 
-    def unit(self, attrs: list[Attribute], bound: frozenset[str] = frozenset()) -> None:
-        """One evaluation (an expression, or a block body evaluated at once) of ``attrs``' values.
+    def unit(self, listed: Iterable[Expression], bound: frozenset[str] = frozenset()) -> None:
+        """One evaluation (an expression, or a block body evaluated at once) of the values of
+        ``listed`` (attributes of the block's list, with their templates: stages/expressions.py).
 
         A text this module's checks found clean before (``_clean``) is not read again: its
         references pass static validation and evaluate without error whatever else the
@@ -475,11 +471,14 @@ class _Checker:
         # clean for that data only.
         key = bound if self.instance is None else bound | {f"\0instance{self.instance}"}
         values: list[tuple[list[str], Range, str | None]] = []
-        for attr in attrs:
+        for e in listed:
+            if not e.texts:
+                continue  # nothing in it can refer to anything
+            attr = e.attr
             if self.unparsed and any(range_within(r, attr.expr.range) for r in self.unparsed):
                 continue
             value = attr.value
-            texts = [text for text in _value_texts(value) if (text, key) not in clean]
+            texts = [text for text in e.texts if (text, key) not in clean]
             if texts:
                 values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
@@ -561,72 +560,82 @@ class _Checker:
             self.block(block)
         return self.diags
 
-    def block(self, block: Block, scans: Scans | None = None) -> None:
-        """Check one top-level block; ``scans``: its templates as another check scanned them."""
+    def block(self, block: Block, scans: Scans | None = None, listed: BlockExpressions | None = None) -> None:
+        """Check one top-level block; ``scans``: its templates as another check scanned them,
+        ``listed``: its expressions as another check listed them (stages/expressions.py)."""
         if scans is not None:
             self.scans = scans
-        if block.type not in _SKIPPED_BLOCKS:
-            # Each top-level body is read once here: a body from the module cache is decoded for
-            # this block only, not left decoded for the rest of the build (model.Body.peek).
-            body = block.body.peek()
-            if block.type in ("resource", "data", "ephemeral", "provider"):
-                self.instance = (body.attribute("count") is not None, body.attribute("for_each") is not None)
-            else:
-                # a module call's arguments are evaluated in the child (not checked here)
-                self.instance = None if block.type == "module" else (False, False)
-            if block.type == "locals" or block.type == "output":
-                for attr in body.attributes:
-                    if attr.name not in ("depends_on", "description", "sensitive", "ephemeral", "type"):
-                        self.unit([attr])
-                self.nested(body, frozenset())
-            elif block.type == "variable":
-                for nested in body.blocks_of("validation"):
-                    self.body_unit(nested.body, frozenset())
-            elif block.type == "module":
-                self.module_call(body)
-            elif block.type in ("resource", "data", "ephemeral", "provider"):
-                self.resource_like(body)
-            elif block.type == "check":
-                for nested in body.blocks:
-                    if nested.type == "data":
-                        self.resource_like(nested.body)
-                    else:
-                        self.body_unit(nested.body, frozenset())
+        if block.type in _SKIPPED_BLOCKS:
+            return
+        if listed is None:
+            listed = block_expressions(block)
+        own = _own(listed.expressions, 0)
+        if block.type in ("resource", "data", "ephemeral", "provider"):
+            self.instance = ("count" in own, "for_each" in own)
+        else:
+            # a module call's arguments are evaluated in the child (not checked here)
+            self.instance = None if block.type == "module" else (False, False)
+        if block.type == "locals" or block.type == "output":
+            for e in listed.expressions:
+                if not e.within and e.attr.name not in (
+                    "depends_on",
+                    "description",
+                    "sensitive",
+                    "ephemeral",
+                    "type",
+                ):
+                    self.unit([e])
+            for _, inside in listed.nested():
+                self.body_unit(inside)
+        elif block.type == "variable":
+            for nested, inside in listed.nested():
+                if nested.type == "validation":
+                    self.body_unit(inside)
+        elif block.type == "module":
+            self.module_call(listed.expressions, own)
+        elif block.type in ("resource", "data", "ephemeral", "provider"):
+            self.resource_like(listed.expressions, 0, listed.bound, own)
+        elif block.type == "check":
+            for nested, inside in listed.nested():
+                if nested.type == "data":
+                    self.resource_like(inside, 1, dynamic_iterators(nested.body), _own(inside, 1))
+                else:
+                    self.body_unit(inside)
 
-    def nested(self, body: Body, bound: frozenset[str]) -> None:
-        for nested in body.blocks:
-            self.body_unit(nested.body, bound)
+    def body_unit(self, inside: list[Expression]) -> None:
+        """One nested block's body evaluated at once (``inside``: its attributes, at any depth)."""
+        self.unit([e for e in inside if _evaluated(e, 1, frozenset())])
 
-    def body_unit(self, body: Body, bound: frozenset[str]) -> None:
-        attrs: list[Attribute] = []
-        for attr, names in _attributes(body, bound):
-            attrs.append(attr)
-            bound = bound | names
-        self.unit(attrs, bound)
-
-    def resource_like(self, body: Body) -> None:
+    def resource_like(
+        self,
+        listed: list[Expression] | tuple[Expression, ...],
+        depth: int,
+        bound: frozenset[str],
+        own: dict[str, Expression],
+    ) -> None:
+        """A resource-like body (``listed``: its attributes at any depth, its own at ``depth``;
+        ``own``: its own by name)."""
         for name in ("count", "for_each"):
-            attr = body.attribute(name)
-            if attr is not None:
-                self.unit([attr])
-        depends = body.attribute("depends_on")
+            found = own.get(name)
+            if found is not None:
+                self.unit([found])
+        depends = own.get("depends_on")
         if depends is not None and self.objects:
-            self.depends_on(depends)
-        bound = dynamic_iterators(body)
-        self.unit([attr for attr, _names in _attributes(body, bound, skip=_RESOURCE_META)], bound)
+            self.depends_on(depends.attr)
+        self.unit([e for e in listed if _evaluated(e, depth, _RESOURCE_META)], bound)
 
-    def module_call(self, body: Body) -> None:
+    def module_call(self, listed: tuple[Expression, ...], own: dict[str, Expression]) -> None:
         for name in ("count", "for_each"):
-            attr = body.attribute(name)
-            if attr is not None:
-                self.unit([attr])
-        depends = body.attribute("depends_on")
+            found = own.get(name)
+            if found is not None:
+                self.unit([found])
+        depends = own.get("depends_on")
         if depends is not None:
-            self.depends_on(depends)
-        for attr in body.attributes:
-            if attr.name in ("source", "version", "providers", "count", "for_each", "depends_on", "enabled"):
+            self.depends_on(depends.attr)
+        for e in listed:
+            if e.within or e.attr.name in _CALL_META:
                 continue
-            self.unit([attr])
+            self.unit([e])
 
     def depends_on(self, attr: Attribute) -> None:
         """``validateDependsOn``: each item whole, then evaluated, until the first error."""
@@ -672,29 +681,31 @@ def _subject_steps(ref: Reference) -> int | None:
     return n
 
 
-def _attributes(
-    body: Body, bound: frozenset[str], skip: frozenset[str] = frozenset()
-) -> Iterator[tuple[Attribute, frozenset[str]]]:
-    """Every expression attribute of ``body`` and its nested blocks (``lifecycle.ignore_changes``
-    and ``iterator`` are not expressions)."""
-    for attr in body.attributes:
-        if attr.name not in skip:
-            yield attr, frozenset()
-    for block in body.blocks:
-        if block.type == "lifecycle":
-            for attr in block.body.attributes:
-                if attr.name == "replace_triggered_by" or attr.name in ("ignore_changes", "enabled"):
-                    continue
-                yield attr, frozenset()
-            for nested in block.body.blocks:
-                yield from _attributes(nested.body, bound)
-            continue
-        for attr in block.body.attributes:
-            if block.type == "dynamic" and attr.name == "iterator":
-                continue
-            yield attr, frozenset()
-        for nested in block.body.blocks:
-            yield from _attributes(nested.body, bound)
+def _own(listed: Iterable[Expression], depth: int) -> dict[str, Expression]:
+    """The body's own attributes (those at ``depth`` in ``listed``) by name, the last of a name."""
+    return {e.attr.name: e for e in listed if len(e.within) == depth}
+
+
+# A nested block's arguments that are no expressions to evaluate, by the block's type.
+_NOT_EVALUATED = {
+    "lifecycle": frozenset({"replace_triggered_by", "ignore_changes", "enabled"}),
+    "dynamic": frozenset({"iterator"}),
+}
+
+
+def _evaluated(e: Expression, depth: int, skip: frozenset[str]) -> bool:
+    """Whether the walk evaluates the listed attribute ``e`` of a body at ``depth`` (its own
+    arguments less ``skip``). Of the blocks in the body, the walk reads each block's arguments by
+    the block's type (``lifecycle.ignore_changes`` and a ``dynamic``'s ``iterator`` are no
+    expressions), and every argument of the blocks nested in those; then by type again, a level
+    down, and so on (the walk's rule since the checks began: kept, so that they report the same)."""
+    below = len(e.within) - depth
+    if below == 0:
+        return e.attr.name not in skip
+    if below % 2 == 0:
+        return True
+    ignored = _NOT_EVALUATED.get(e.within[-1].type)
+    return ignored is None or e.attr.name not in ignored
 
 
 # -- module call arguments with constant values -------------------------------------------------

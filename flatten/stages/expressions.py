@@ -1,0 +1,90 @@
+"""Every expression of one top-level block, listed once for the checks that read them all.
+
+The cycle graph (stages/cycles.py, stages/dependencies.py) and the validate walk
+(stages/references_check.py) both read every expression of a module's blocks, each by its own
+rules (which arguments are expressions, which nested blocks count, what a ``lifecycle`` block
+holds: the rules stay with each check). Each used to walk a block's body and list each value's
+templates itself, so every attribute's value was walked twice (docs/performance.md, "Sixth
+round"). Now ``block_expressions`` walks a block once and lists each attribute with its
+templates and the nested blocks holding it; both checks read that list, and each applies its own
+rules to where an attribute is (``Expression.within``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from flatten.lang.model import Attribute, Block, Body, json_strings
+from flatten.syntax.dynamic import dynamic_iterators
+
+__all__ = ["BlockExpressions", "Expression", "block_expressions"]
+
+
+class Expression(NamedTuple):
+    """One attribute of a block's body (or of a block nested in it, at any depth)."""
+
+    attr: Attribute
+    # Its value's templates: the strings (object keys included) that may hold a reference or a
+    # function call (``${`` or ``%{``), an object's items from the last to the first (the order
+    # the validate walk has always reported in; ``json_strings``' ``items_last_first``).
+    texts: tuple[str, ...]
+    # The nested blocks holding it, outermost first (empty: an attribute of the body itself). One
+    # tuple per nested block, shared by its attributes.
+    within: tuple[Block, ...]
+
+
+class BlockExpressions(NamedTuple):
+    """A top-level block's body as the checks read it once: ``body`` (for a block from the module
+    cache, decoded for this block only: ``Body.peek``), its attributes at every depth in the
+    document's order (each body's attributes before its blocks, depth first), and the names its
+    ``dynamic`` blocks bind (``dynamic_iterators``)."""
+
+    body: Body
+    expressions: tuple[Expression, ...]
+    bound: frozenset[str]
+
+    def nested(self) -> Iterator[tuple[Block, list[Expression]]]:
+        """Each block of the body that holds an attribute (at any depth), with those attributes."""
+        group: list[Expression] = []
+        for e in self.expressions:
+            if not e.within:
+                continue
+            if group and group[0].within[0] is not e.within[0]:
+                yield group[0].within[0], group
+                group = []
+            group.append(e)
+        if group:
+            yield group[0].within[0], group
+
+    def own(self, name: str) -> Expression | None:
+        """The body's own last attribute called ``name`` (``Body.attribute``'s answer)."""
+        found = None
+        for e in self.expressions:
+            if not e.within and e.attr.name == name:
+                found = e
+        return found
+
+
+def block_expressions(block: Block) -> BlockExpressions:
+    """List ``block``'s expressions (``BlockExpressions``), walking its body once."""
+    body = block.body.peek()
+    listed: list[Expression] = []
+    _walk(body, (), listed)
+    return BlockExpressions(body, tuple(listed), dynamic_iterators(body))
+
+
+def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> None:
+    nested: list[Block] = []
+    for item in body.items:
+        if isinstance(item, Block):
+            nested.append(item)
+            continue
+        value = item.value
+        if isinstance(value, str):  # most values: one string, literal or one template
+            texts: tuple[str, ...] = (value,) if "${" in value or "%{" in value else ()
+        else:
+            texts = tuple([t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t])
+        listed.append(Expression(item, texts, within))
+    for block in nested:
+        _walk(block.body, (*within, block), listed)
