@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from flatten.lang.model import Attribute, Block, Body, json_strings
+from flatten.lang.model import Attribute, Block, Body, JsonValue, json_strings
 from flatten.syntax.dynamic import dynamic_iterators
 
 __all__ = ["BlockExpressions", "Expression", "block_expressions"]
+
+_NONE: frozenset[str] = frozenset()
 
 
 class Expression(NamedTuple):
@@ -70,21 +72,45 @@ def block_expressions(block: Block) -> BlockExpressions:
     """List ``block``'s expressions (``BlockExpressions``), walking its body once."""
     body = block.body.peek()
     listed: list[Expression] = []
-    _walk(body, (), listed)
-    return BlockExpressions(body, tuple(listed), dynamic_iterators(body))
+    dynamic = _walk(body, (), listed)
+    # Only a ``dynamic`` block or property binds a name: most bodies have none to look for.
+    return BlockExpressions(body, tuple(listed), dynamic_iterators(body) if dynamic else _NONE)
 
 
-def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> None:
+def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> bool:
+    """List ``body``'s attributes, then its blocks'; whether any of them is ``dynamic``."""
     nested: list[Block] = []
+    dynamic = False
     for item in body.items:
         if isinstance(item, Block):
             nested.append(item)
             continue
+        name = item.name
         value = item.value
         if isinstance(value, str):  # most values: one string, literal or one template
             texts: tuple[str, ...] = (value,) if "${" in value or "%{" in value else ()
         else:
-            texts = tuple([t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t])
+            dynamic = dynamic or name == "dynamic"
+            texts = _templates(value)
         listed.append(Expression(item, texts, within))
     for block in nested:
-        _walk(block.body, (*within, block), listed)
+        dynamic = _walk(block.body, (*within, block), listed) or dynamic or block.type == "dynamic"
+    return dynamic
+
+
+def _templates(value: JsonValue) -> tuple[str, ...]:
+    """The strings of ``value`` that may hold a reference or a call, in ``json_strings``' order
+    with ``items_last_first``; an object of strings (a map of tags, the commonest object value)
+    read without the general walk."""
+    if isinstance(value, dict):
+        found: list[str] = []
+        for key, item in reversed(value.items()):
+            if not isinstance(item, str):
+                break  # a nested value: the general walk
+            if "${" in key or "%{" in key:
+                found.append(key)
+            if "${" in item or "%{" in item:
+                found.append(item)
+        else:
+            return tuple(found)
+    return tuple([t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t])

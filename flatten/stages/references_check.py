@@ -208,7 +208,7 @@ class _Checker:
         # found nothing to report in: the same text evaluated again reports nothing either, since
         # what it is checked against (the module's declarations, its calls, the function table)
         # is the module's; a module's blocks repeat their expressions, so most are asked again.
-        self._clean: set[tuple[str, frozenset[str]]] = set()
+        self._clean: set[tuple[str, frozenset[str], tuple[bool, bool] | None]] = set()
         # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
         # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
         self.instance: tuple[bool, bool] | None = None
@@ -346,30 +346,32 @@ class _Checker:
         if self.instance is None:
             return
         counted, each = self.instance
+        if counted if ref.root == "count" else each:
+            return  # the block has the instance key data (most references to count or each)
         name = ref.name(1)
-        at = self.span(ref, rng, located, 1)
-        if ref.root == "count" and name == "index" and not counted:
+        # Where the reference is in the source is worked out only for an error.
+        if ref.root == "count" and name == "index":
             self.error(
                 'Reference to "count" in non-counted context',
                 'The "count" object can only be used in "module", "resource", and "data" blocks, and '
                 'only when the "count" argument is set.',
-                at,
+                self.span(ref, rng, located, 1),
             )
-        elif ref.root == "each" and name == "value" and not each:
+        elif ref.root == "each" and name == "value":
             self.error(
                 "each.value cannot be used in this context",
                 'A reference to "each.value" has been used in a context in which it is unavailable, '
                 'such as when the configuration no longer contains the value in its "for_each" '
                 "expression. Remove this reference to each.value in your configuration to work "
                 "around this error.",
-                at,
+                self.span(ref, rng, located, 1),
             )
-        elif ref.root == "each" and name == "key" and not each:
+        elif ref.root == "each" and name == "key":
             self.error(
                 'Reference to "each" in context without for_each',
                 'The "each" object can be used only in "module" or "resource" blocks, and only when '
                 'the "for_each" argument is set.',
-                at,
+                self.span(ref, rng, located, 1),
             )
 
     def evaluated(self, ref: Reference, rng: Range, located: str | None) -> None:
@@ -469,7 +471,7 @@ class _Checker:
         clean = self._clean
         # A text's count/each references are judged by the block's instance data: remembered
         # clean for that data only.
-        key = bound if self.instance is None else bound | {f"\0instance{self.instance}"}
+        instance = self.instance
         values: list[tuple[list[str], Range, str | None]] = []
         for e in listed:
             if not e.texts:
@@ -478,7 +480,7 @@ class _Checker:
             if self.unparsed and any(range_within(r, attr.expr.range) for r in self.unparsed):
                 continue
             value = attr.value
-            texts = [text for text in e.texts if (text, key) not in clean]
+            texts = [text for text in e.texts if (text, bound, instance) not in clean]
             if texts:
                 values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
@@ -502,7 +504,7 @@ class _Checker:
         if remember and len(self.diags) == before:
             if len(clean) >= _CLEAN_KEPT:
                 clean.clear()  # a bound on what a module of one large file keeps
-            clean.update((text, key) for texts, _, _ in values for text in texts)
+            clean.update((text, bound, instance) for texts, _, _ in values for text in texts)
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's
