@@ -20,6 +20,7 @@ import itertools
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
@@ -641,7 +642,9 @@ class Dependencies:
 
 # How ``Dependencies.expressions`` reads an attribute, by where it is (``_holder``).
 _TOP, _GENERIC, _LIFECYCLE, _PROVISIONER, _DYNAMIC, _SKIPPED = range(6)
-_SKIPS = {_PROVISIONER: frozenset({"when", "on_failure"}), _DYNAMIC: frozenset({"iterator"})}
+_SKIPS = MappingProxyType(
+    {_PROVISIONER: frozenset({"when", "on_failure"}), _DYNAMIC: frozenset({"iterator"})}
+)
 
 
 def _holder(within: tuple[Block, ...], depth: int) -> int:

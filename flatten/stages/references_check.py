@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.dialect import Dialect
@@ -689,10 +690,12 @@ def _own(listed: Iterable[Expression], depth: int) -> dict[str, Expression]:
 
 
 # A nested block's arguments that are no expressions to evaluate, by the block's type.
-_NOT_EVALUATED = {
-    "lifecycle": frozenset({"replace_triggered_by", "ignore_changes", "enabled"}),
-    "dynamic": frozenset({"iterator"}),
-}
+_NOT_EVALUATED = MappingProxyType(
+    {
+        "lifecycle": frozenset({"replace_triggered_by", "ignore_changes", "enabled"}),
+        "dynamic": frozenset({"iterator"}),
+    }
+)
 
 
 def _evaluated(e: Expression, depth: int, skip: frozenset[str]) -> bool:
