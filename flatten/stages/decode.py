@@ -29,8 +29,9 @@ from flatten.lang.blocks import BLOCKS
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra, Severity
 from flatten.lang.diagnostics import missing_item_range as _missing_at
 from flatten.lang.fields import Requirement
-from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Range, json_strings
+from flatten.lang.model import Attribute, Block, Body, JsonValue, ParsedFile, Pos, Range, json_strings
 from flatten.lang.options import Dialect, Options
+from flatten.lang.resource_addresses import AddressProblem, Endpoint, parse_endpoint
 from flatten.lang.terraform_releases import accepts
 from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
@@ -298,6 +299,18 @@ def missing_item_range(block: Block) -> Range:
     for a body read without one."""
     rng = block.body.range
     return _missing_at(rng) if rng is not None else block.range
+
+
+def _within(rng: Range, text: str, part: AddressProblem) -> Range:
+    """The range of ``text[part.start:part.end]`` where ``rng`` holds ``text`` as written (on one
+    line, no spaces); the whole range otherwise."""
+    if rng.start.line != rng.end.line or rng.end.column - rng.start.column != len(text):
+        return rng
+    return Range(
+        rng.filename,
+        Pos(rng.start.line, rng.start.column + part.start, rng.start.byte + part.start),
+        Pos(rng.start.line, rng.start.column + part.end, rng.start.byte + part.end),
+    )
 
 
 def range_within(inner: Range, outer: Range | None) -> bool:
@@ -830,12 +843,23 @@ class _Checker:
             self.required_arguments(block, ("to",) if identity else ("id", "to"))
         provider = body.attribute("provider")
         to = body.attribute("to")
-        content_failed = len(self.diags.errors) > before or any(
-            d.code is Code.UNEXPECTED_ARGUMENT and d.range is not None and range_within(d.range, body.range)
-            for d in self.parse_diags
-        )
-        if to is not None and content_failed and terraform:
+        if to is not None and self.content_failed(block, before) and terraform:
             return
+        if to is not None and terraform:
+            # parseConfigResourceFromExpression: "to" must name a managed resource (instance); a
+            # failed address leaves the mode unset, so it is "Invalid import address" too, at the
+            # whole argument.
+            target = self.address(to)
+            if target is not None and (target.kind == "module" or target.problem is not None or target.data):
+                whole = Range(to.name_range.filename, to.name_range.start, to.expr.range.end)
+                if target.kind == "module":
+                    self.error(
+                        "Invalid address",
+                        "A resource instance address is required here. The module path must be followed "
+                        "by a resource instance specification.",
+                        to.expr.range,
+                    )
+                self.error("Invalid import address", "Only managed resources can be imported.", whole)
         if provider is not None:
             if to is not None and isinstance(to.value, str) and to.value.startswith("module."):
                 self.error(
@@ -866,10 +890,57 @@ class _Checker:
             self.error("Invalid import block", detail, block.range)
 
     def block_moved(self, block: Block) -> None:
-        # movedBlockSchema (internal/configs/moved.go): both addresses are required; an override
-        # file's moved block is merge.py's error ("Cannot override 'moved' blocks").
-        if not self.file.is_override:
-            self.required_arguments(block, ("from", "to"))
+        """``decodeMovedBlock`` (internal/configs/moved.go): both addresses are required, each is
+        read as a move endpoint (lang/resource_addresses.py), and when nothing failed both must
+        name resources or both modules (``MightUnifyWith``). An override file's moved block is
+        merge.py's error ("Cannot override 'moved' blocks")."""
+        if self.file.is_override:
+            return
+        before = len(self.diags.errors)
+        self.required_arguments(block, ("from", "to"))
+        ends = [self.address(block.body.attribute(name)) for name in ("from", "to")]
+        if self.content_failed(block, before) or ends[0] is None or ends[1] is None:
+            return
+        if ends[0].kind != ends[1].kind:
+            self.error(
+                'Invalid "moved" addresses',
+                'The "from" and "to" addresses must either both refer to resources or both refer to modules.',
+                block.range,
+            )
+
+    def content_failed(self, block: Block, before: int) -> bool:
+        """Whether decoding ``block`` had an error so far: the decoder's since ``before`` (the
+        error count when it started) or an argument the parser found no place for in its body."""
+        body = block.body.range
+        return len(self.diags.errors) > before or any(
+            d.code is Code.UNEXPECTED_ARGUMENT and d.range is not None and range_within(d.range, body)
+            for d in self.parse_diags
+        )
+
+    def address(self, attr: Attribute | None) -> Endpoint | None:
+        """The address ``attr`` names (``hcl.AbsTraversalForExpr``, then addrs' parser), with its
+        "Invalid address" reported; None when it is no single static traversal or its shape is
+        not modelled (lang/resource_addresses.py)."""
+        if attr is None or not isinstance(attr.value, str):
+            return None
+        # The parser keeps a reference argument as the traversal's text (as ``depends_on``'s
+        # items); a quoted one is its own warning (not read here), a template no traversal.
+        text, rng = attr.value, attr.expr.range
+        if "${" in text or any(
+            d.summary == "Quoted references are deprecated" and d.range == rng for d in self.parse_diags
+        ):
+            return None
+        try:
+            refs = expression_references(text)
+        except ExpressionError:
+            return None
+        if len(refs) != 1 or refs[0].start != 0 or refs[0].end != len(text):
+            return None
+        endpoint = parse_endpoint(refs[0])
+        if endpoint is not None and endpoint.problem is not None:
+            at = _within(rng, text, endpoint.problem)
+            self.error("Invalid address", endpoint.problem.detail, at)
+        return endpoint
 
     def block_removed(self, block: Block) -> None:
         # removedBlockSchema (internal/configs/removed.go): "from" is required.

@@ -266,6 +266,22 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
         _ALL,
         {"main.tf": 'locals {\n  a = 1\n  resource "x" "y" {}\n  output "o" {\n  }\n}\n'},
     ),
+    # A moved block's addresses and an import block's "to" are read as addresses
+    # (internal/addrs/parse_target.go, move_endpoint.go; configs/moved.go, import.go), also the
+    # partial traversal HCL keeps after a syntax error (``terraform_da`` in partial.tf).
+    "moved and import addresses": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "b" {}\n'
+            "moved {\n  from = terraform_data\n  to   = module.x.terraform_data.b[1]\n}\n"
+            "moved {\n  from = data.terraform_data.a\n  to   = module.x\n}\n"
+            "moved {\n  from = terraform_data.a.b\n  to   = terraform_data.b.c.d\n}\n"
+            'import {\n  to = data.terraform_data.q\n  id = "x"\n}\n'
+            'import {\n  to = module.m\n  id = "x"\n}\n'
+            'import {\n  to = terraform_data.b.x\n  id = "x"\n}\n',
+            "partial.tf": "moved {\n  from = terraform_data.c\n  to   = terraform_da}ta.d\n}\n",
+        },
+    ),
     "required_providers: item ranges (JSON)": (
         _ALL,
         {
