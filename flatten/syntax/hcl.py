@@ -79,6 +79,7 @@ _STATIC_REF_DETAIL = (
     "A single static variable reference is required: only attribute access and indexing with "
     "constant keys. No calculations, function calls, template expressions, etc are allowed here."
 )
+_NOT_AN_OBJECT = "required_providers entries must be strings or objects."
 _QUOTED_REF_DETAIL = (
     "In this context, references are expected literally rather than in quotes. Terraform 0.11 and "
     "earlier required quotes, but quoted references are now deprecated and will be removed in a "
@@ -835,6 +836,21 @@ class _Converter:
         self.not_constant(node, name, decoded=decoded)
         return None
 
+    def constant_primitive(self, inner: _Node) -> bool:
+        """Whether ``inner`` (unwrapped) evaluates with no context to a string, number, bool or null."""
+        if not isinstance(inner, Tree):
+            return False
+        if self.number(inner) is not None:
+            return True
+        if inner.data == "literal_value":
+            return True  # true, false or null (a null is the decoder's)
+        if inner.data in ("string", "heredoc_template", "heredoc_template_trim"):
+            parts = self.string_parts(inner)
+            return parts is not None and (
+                all(isinstance(p, Literal) for p in parts) or constant_template(parts) is not None
+            )
+        return False
+
     def not_constant(self, node: _Node, name: str, *, decoded: bool = False) -> None:
         """Report an expression that needs an evaluation context where Terraform gives none.
 
@@ -1137,7 +1153,20 @@ class _Converter:
     def required_provider(self, node: _Node, name: str) -> JsonValue:
         inner = _unwrap(node)
         if not (isinstance(inner, Tree) and inner.data == "object"):
-            return self.literal(node, name)
+            if self.constant_primitive(inner):
+                return self.literal(node, name)
+            # Anything else is no version string: Terraform evaluates it with no context only to
+            # tell (``attr.Expr.Value(nil)``), drops that evaluation's errors ("Variables not
+            # allowed"), and reports the entry as no object (internal/configs/
+            # provider_requirements.go, after ``hcl.ExprMap``). A null is left to the decoder:
+            # the partial body writes it in place of what a syntax error cut (Terraform's
+            # partial expression), and an entry whose local name is not normalised gets that
+            # error in Terraform instead (not modelled).
+            errors = len(self.diags.errors)
+            self.check(node, True)
+            if len(self.diags.errors) == errors:
+                self.error(REQUIRED_PROVIDERS_OBJECT, _NOT_AN_OBJECT, node)
+            return None
         keys = self.object_keys(inner, literal=True)
         if keys is None:
             self.not_constant(node, name)

@@ -266,6 +266,19 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
         _ALL,
         {"main.tf": 'locals {\n  a = 1\n  resource "x" "y" {}\n  output "o" {\n  }\n}\n'},
     ),
+    # An entry that is neither a constant string nor an object is "Invalid required_providers
+    # object" at its expression; its evaluation with no context only tells which it is, and its
+    # "Variables not allowed" is dropped (provider_requirements.go). The partial expression HCL
+    # keeps before a missing newline (``o - test``) is such an entry.
+    "required_providers: entries that are no object": (
+        _ALL,
+        {
+            "main.tf": "terraform {\n  required_providers {\n    a = var.x\n    b = [\"x\"]\n"
+            '    c = upper("x")\n  }\n}\n',
+            "partial.tf": "terraform {\n  required_providers {\n    fo=o-test = {\n"
+            '      source = "foo/test"\n    }\n  }\n}\n',
+        },
+    ),
     # A moved block's addresses and an import block's "to" are read as addresses
     # (internal/addrs/parse_target.go, move_endpoint.go; configs/moved.go, import.go), also the
     # partial traversal HCL keeps after a syntax error (``terraform_da`` in partial.tf).
