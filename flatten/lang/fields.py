@@ -205,7 +205,9 @@ def terraform_schema(dialect: Dialect) -> BlockSchema:
         "required_providers": BlockSchema(other=Mode.REQUIRED_PROVIDER),
         "backend": generic_schema(backend_mode, 1),
         "cloud": generic_schema(backend_mode, 0),
-        "provider_meta": generic_schema(Mode.LITERAL, 1),
+        # Read with JustAttributes, each value evaluated with no context (terraform
+        # internal/configs/provider_meta.go, ``decodeProviderMetaBlock``): no nested block.
+        "provider_meta": BlockSchema(labels=("label0",), other=Mode.LITERAL),
     }
     if dialect.allows("encryption"):
         blocks["encryption"] = generic_schema(Mode.EXPR, 0)

@@ -279,6 +279,16 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             '      source = "foo/test"\n    }\n  }\n}\n',
         },
     ),
+    # provider_meta is read with JustAttributes (configs/provider_meta.go): its first nested
+    # block is "Unexpected ... block", also one a broken header left (``hello  "x"``).
+    "provider_meta: nested blocks": (
+        _ALL,
+        {
+            "main.tf": 'terraform {\n  provider_meta "my-provider" {\n    hello "x" {}\n    a = 1\n'
+            "    b {}\n  }\n}\n",
+            "partial.tf": 'terraform {\n  provider_meta "other" {\n    hello  "test-module"\n  }\n}\n',
+        },
+    ),
     # A moved block's addresses and an import block's "to" are read as addresses
     # (internal/addrs/parse_target.go, move_endpoint.go; configs/moved.go, import.go), also the
     # partial traversal HCL keeps after a syntax error (``terraform_da`` in partial.tf).
