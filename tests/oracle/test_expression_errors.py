@@ -273,7 +273,7 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
     "required_providers: entries that are no object": (
         _ALL,
         {
-            "main.tf": "terraform {\n  required_providers {\n    a = var.x\n    b = [\"x\"]\n"
+            "main.tf": 'terraform {\n  required_providers {\n    a = var.x\n    b = ["x"]\n'
             '    c = upper("x")\n  }\n}\n',
             "partial.tf": "terraform {\n  required_providers {\n    fo=o-test = {\n"
             '      source = "foo/test"\n    }\n  }\n}\n',
