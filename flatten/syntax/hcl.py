@@ -55,6 +55,7 @@ from flatten.syntax._hcl_templates import (
 from flatten.syntax._hcl_templates import Sequence as TemplateSequence
 from flatten.syntax.evaluate import constant_template
 from flatten.syntax.references import ExpressionError, json_traversal, template_calls
+from flatten.syntax.traversal_string import traversal_problem
 
 __all__ = ["Piece", "PieceSource", "convert_expression", "parse_attributes", "parse_native", "parse_piece"]
 
@@ -376,6 +377,17 @@ _DECODED = frozenset(
 
 def _number_key(value: int | Decimal) -> str:
     return str(value) if isinstance(value, int) else format(value.normalize(), "f")
+
+
+def _pos_in(start: Pos, content: str, offset: int) -> Pos:
+    """Where ``content[offset]`` is when ``content`` is read from one column after ``start`` (as
+    ``shimTraversalInString`` positions its parse: escapes not counted, newlines are)."""
+    before = content[:offset]
+    byte = start.byte + 1 + len(before.encode("utf-8", "surrogatepass"))
+    newline = before.rfind("\n")
+    if newline < 0:
+        return Pos(start.line, start.column + 1 + offset, byte)
+    return Pos(start.line + before.count("\n"), offset - newline, byte)
 
 
 class _Converter:
@@ -974,6 +986,16 @@ class _Converter:
             return None
         return "".join(p.value for p in parts if isinstance(p, Literal))
 
+    def heredoc_content(self, node: _Node) -> str | None:
+        """The text of a heredoc with no template sequences, else None."""
+        inner = _unwrap(node)
+        if not (isinstance(inner, Tree) and inner.data in ("heredoc_template", "heredoc_template_trim")):
+            return None
+        parts = self.string_parts(inner)
+        if parts is None or any(not isinstance(p, Literal) for p in parts):
+            return None
+        return "".join(p.value for p in parts if isinstance(p, Literal))
+
     def is_traversal(self, node: _Node, *, step: bool = False) -> bool:
         inner = _unwrap(node)
         if isinstance(inner, Token):
@@ -1002,9 +1024,25 @@ class _Converter:
         if self.is_traversal(node):
             return json_traversal(self.source(node).strip())
         content = self.quoted_content(node)
+        if content is None and name == "provider":
+            # A heredoc is a template too: the same shim reads its text (newlines are skipped).
+            content = self.heredoc_content(node)
         if content is not None:
+            problem = traversal_problem(content) if name == "provider" else None
+            if problem is not None:
+                # Terraform parses a quoted provider reference as a traversal from one column
+                # after the quote (configs/compat_shim.go ``shimTraversalInString``) and stops at
+                # HCL's error (hclsyntax/parser_traversal.go).
+                rng = self.range(node)
+                at = Range(
+                    rng.filename,
+                    _pos_in(rng.start, content, problem.start),
+                    _pos_in(rng.start, content, problem.end),
+                )
+                self.error(problem.summary, problem.detail, at)
+                return None
             self.diags.warning("Quoted references are deprecated", _QUOTED_REF_DETAIL, self.range(node))
-            return json_traversal(content)
+            return json_traversal(content.strip())
         if name == "provider":
             self.error(
                 "Invalid provider configuration reference",

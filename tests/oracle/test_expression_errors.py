@@ -289,6 +289,18 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             "partial.tf": 'terraform {\n  provider_meta "other" {\n    hello  "test-module"\n  }\n}\n',
         },
     ),
+    # A quoted (or heredoc) provider reference is parsed as a traversal from one column after
+    # the quote (configs/compat_shim.go, hclsyntax/parser_traversal.go): its first error, at the
+    # character; a heredoc that reads is a reference (a warning, as a quoted one).
+    "provider: quoted and heredoc references": (
+        _ALL,
+        {
+            "main.tf": 'resource "terraform_data" "a" {\n  provider = "terra]form.x"\n}\n'
+            'resource "terraform_data" "b" {\n  provider = <<EOT\nterraform\nEOT\n}\n'
+            'resource "terraform_data" "c" {\n  provider = <<EOT\nterraform\nx\nEOT\n}\n'
+            'resource "terraform_data" "d" {\n  provider = "terraform.[0]"\n}\n'
+        },
+    ),
     # A moved block's addresses and an import block's "to" are read as addresses
     # (internal/addrs/parse_target.go, move_endpoint.go; configs/moved.go, import.go), also the
     # partial traversal HCL keeps after a syntax error (``terraform_da`` in partial.tf).
