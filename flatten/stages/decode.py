@@ -37,6 +37,7 @@ from flatten.lang.types import Type
 from flatten.lang.versions import parse_constraints
 from flatten.syntax.evaluate import as_bool
 from flatten.syntax.references import ExpressionError, Reference, expression_references, template_references
+from flatten.syntax.traversal_string import traversal_problem
 
 __all__ = [
     "ProviderAddressError",
@@ -669,8 +670,8 @@ class _Checker:
 
     def provider_reference(self, text: JsonValue, rng: Range) -> None:
         """A ``provider`` argument or ``providers`` map entry: its local name must be normalised."""
-        if not isinstance(text, str) or not text:
-            return
+        if not isinstance(text, str) or not text or traversal_problem(text) is not None:
+            return  # no traversal: the reader reported it (syntax/jsonsyntax.py, hcl.py)
         name = re.split(r"[.\[]", text, maxsplit=1)[0].strip()
         if name:
             self.provider_local_name(name, rng)
@@ -735,8 +736,8 @@ class _Checker:
                     self.error(exc.summary, str(exc), at)
         elif key == "configuration_aliases" and isinstance(item, list):
             for alias in item:
-                if not isinstance(alias, str):
-                    continue
+                if not isinstance(alias, str) or traversal_problem(alias) is not None:
+                    continue  # no traversal: the reader reported it
                 parts = alias.split(".")
                 if len(parts) != 2 or not all(valid_identifier(p) for p in parts):
                     self.error(

@@ -37,6 +37,7 @@ from flatten.lang.fields import (
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Pos, Range
 from flatten.lang.options import Options
 from flatten.syntax.references import has_legacy_index
+from flatten.syntax.traversal_string import traversal_problem
 
 __all__ = ["parse_json"]
 
@@ -646,12 +647,14 @@ class _Decoder:
             detail = "Expected the start of an expression, but found an invalid expression token."
             self.error("Invalid expression", detail, at, at + 1, extra=_INVALID_EXPRESSION)
         elif mode is Mode.TRAVERSAL:
-            self.traversal(node, "provider" if key == "provider" else "")
+            # import's "to" is parsed as an expression (configs/import.go ``unwrapJSONRefExpr``:
+            # an index may be dynamic), not as a traversal.
+            self.traversal(node, "provider" if key == "provider" else "", parsed=type_ != "import")
         elif mode is Mode.TRAVERSAL_LIST:
-            self.traversal_list(node)
+            self.traversal_list(node, parsed=key != "actions")
         elif mode is Mode.PROVIDER_MAP and node.kind == _OBJ:
             for _key, ks, ke, child in node.pairs:
-                if "${" in _key:
+                if "${" in _key or traversal_problem(_key) is not None:
                     self.error(
                         "Invalid provider configuration reference", _provider_detail("providers"), ks, ke
                     )
@@ -677,10 +680,16 @@ class _Decoder:
                 else:
                     self.traversal(item, "")
 
-    def traversal(self, node: _Node, provider_arg: str) -> None:
-        # Terraform reads these strings with hclsyntax.ParseTraversalAbs: a template, and also a
-        # legacy index step (`aws_instance.a.0`, valid only in native syntax), is rejected.
-        if node.kind != _STR or ("${" not in str(node.value) and not has_legacy_index(str(node.value))):
+    def traversal(self, node: _Node, provider_arg: str, *, parsed: bool = True) -> None:
+        # Terraform reads these strings with hclsyntax.ParseTraversalAbs (hcl/json/structure.go,
+        # ``AsTraversal``, which gives no traversal when it fails: syntax/traversal_string.py): a
+        # template, a legacy index step (`aws_instance.a.0`, valid only in native syntax) or any
+        # other text that is no traversal is rejected.
+        if node.kind != _STR:
+            return
+        text = str(node.value)
+        unreadable = parsed and traversal_problem(text) is not None
+        if "${" not in text and not has_legacy_index(text) and not unreadable:
             return
         if provider_arg:
             self.error(
@@ -692,10 +701,10 @@ class _Decoder:
         else:
             self.error("Invalid expression", _NOT_SINGLE, node.start, node.end, extra=_INVALID_EXPRESSION)
 
-    def traversal_list(self, node: _Node) -> None:
+    def traversal_list(self, node: _Node, *, parsed: bool = True) -> None:
         if node.kind == _ARR:
             for item in node.items:
-                self.traversal(item, "")
+                self.traversal(item, "", parsed=parsed)
         elif not (node.kind == _SCALAR and node.value is None):
             detail = "A static list expression is required."
             self.error("Invalid expression", detail, node.start, node.end, extra=_INVALID_EXPRESSION)

@@ -301,6 +301,19 @@ ROOTS: dict[str, tuple[tuple[tuple[int, int], tuple[int, int]], dict[str, str]]]
             'resource "terraform_data" "d" {\n  provider = "terraform.[0]"\n}\n'
         },
     ),
+    # A JSON string read as a traversal is parsed by HCL's ParseTraversalAbs (json/structure.go
+    # ``AsTraversal``): text that is none is the caller's error ("Invalid expression", "Invalid
+    # provider configuration reference"), not a provider name's.
+    "JSON strings that are no traversal": (
+        _ALL,
+        {
+            "main.tf.json": '{"terraform": {"required_providers": {"terraform": {\n'
+            '  "source": "terraform.io/builtin/terraform",\n'
+            '  "configuration_aliases": [\n    "te,rraform.p0"\n  ]}}},\n'
+            ' "module": {"m": {"source": "./m",\n  "providers": {\n    "terra]form.p1": "terraform"}}}}\n',
+            "m/main.tf": "",
+        },
+    ),
     # A moved block's addresses and an import block's "to" are read as addresses
     # (internal/addrs/parse_target.go, move_endpoint.go; configs/moved.go, import.go), also the
     # partial traversal HCL keeps after a syntax error (``terraform_da`` in partial.tf).
