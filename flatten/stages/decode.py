@@ -670,7 +670,9 @@ class _Checker:
 
     def provider_reference(self, text: JsonValue, rng: Range) -> None:
         """A ``provider`` argument or ``providers`` map entry: its local name must be normalised."""
-        if not isinstance(text, str) or not text or traversal_problem(text) is not None:
+        if not isinstance(text, str) or not text:
+            return
+        if self.dialect.allows("terraform_releases") and traversal_problem(text) is not None:
             return  # no traversal: the reader reported it (syntax/jsonsyntax.py, hcl.py)
         name = re.split(r"[.\[]", text, maxsplit=1)[0].strip()
         if name:

@@ -441,6 +441,9 @@ class _Decoder:
         # Where the validate walk reports a template's errors (the dialect table), they are kept
         # for it (stages/graph.py, ``ModuleNode.evaluated``).
         self.evaluated = _EVALUATED if options.dialect.allows("evaluated_json_templates") else None
+        # Terraform reads a provider reference as a static traversal; OpenTofu's may hold an
+        # instance key expression (provider for_each).
+        self.static_providers = options.dialect.allows("terraform_releases")
         self.diags = Diagnostics()
 
     def rng(self, node: _Node) -> Range:
@@ -648,17 +651,19 @@ class _Decoder:
             self.error("Invalid expression", detail, at, at + 1, extra=_INVALID_EXPRESSION)
         elif mode is Mode.TRAVERSAL:
             # import's "to" is parsed as an expression (configs/import.go ``unwrapJSONRefExpr``:
-            # an index may be dynamic), not as a traversal.
-            self.traversal(node, "provider" if key == "provider" else "", parsed=type_ != "import")
+            # an index may be dynamic), not as a traversal; so is OpenTofu's provider reference
+            # (an instance key of a provider with for_each).
+            parsed = type_ != "import" and (key != "provider" or self.static_providers)
+            self.traversal(node, "provider" if key == "provider" else "", parsed=parsed)
         elif mode is Mode.TRAVERSAL_LIST:
             self.traversal_list(node, parsed=key != "actions")
         elif mode is Mode.PROVIDER_MAP and node.kind == _OBJ:
             for _key, ks, ke, child in node.pairs:
-                if "${" in _key or traversal_problem(_key) is not None:
+                if "${" in _key or (self.static_providers and traversal_problem(_key) is not None):
                     self.error(
                         "Invalid provider configuration reference", _provider_detail("providers"), ks, ke
                     )
-                self.traversal(child, "providers")
+                self.traversal(child, "providers", parsed=self.static_providers)
         elif mode is Mode.REQUIRED_PROVIDER and node.kind == _OBJ:
             for name, ks, ke, child in node.pairs:
                 if name == "configuration_aliases":
