@@ -536,6 +536,9 @@ def scan_module(module: Module, known: dict[str, Scanned] | None = None) -> dict
     none: its record would be several times its text, kept all build long (memtest's 10 MB
     file: 94 MiB peak without, 159 with), so its checks scan each block's text as they read it,
     a few dozen scans kept (``Scans``' limit; docs/reliability.md, "Memory").
+
+    So a record is either empty or whole: every template of the module is in one that is not
+    empty (stages/pathreads.py reads its texts instead of the module's bodies).
     """
     record: dict[str, Scanned] = {}
     if len(module.blocks) > RECORD_BLOCKS:  # read at call time (tests lower it)

@@ -298,6 +298,36 @@ def test_the_checks_never_scan_text_the_loader_scanned(
     assert scanned["checks"] == []
 
 
+def test_path_reads_come_from_the_record_without_walking_the_bodies_again(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A record that is not empty holds every template (scan_module), so the layout's path reads
+    # (stages/pathreads.py) read its texts and find what a walk of the bodies finds (issue 41).
+    from dataclasses import replace
+    from pathlib import Path
+
+    from flatten.lang.options import Checks, Options
+    from flatten.stages import pathreads
+    from flatten.stages.load import load_module
+
+    root = Path(str(_tree(tmp_path)))
+    loaded, _ = load_module(root / "child", root=root, options=Options())
+    walked = pathreads.path_reads(replace(loaded.module, scans={}))
+    assert walked == (("module", "data.txt"), ("module", "run.sh "))  # up to the next interpolation
+
+    def no_walk(body: object) -> object:
+        raise AssertionError("a module with a record had its bodies walked again")
+
+    monkeypatch.setattr(pathreads, "_body_strings", no_walk)
+    assert loaded.module.scans
+    assert pathreads.path_reads(loaded.module) == walked
+    # --checks init keeps no record: the bodies are walked.
+    bare, _ = load_module(root / "child", root=root, options=Options(checks=Checks.INIT))
+    assert bare.module.scans == {}
+    with pytest.raises(AssertionError, match="walked again"):
+        pathreads.path_reads(bare.module)
+
+
 def test_a_module_too_large_for_a_record_is_checked_all_the_same(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
