@@ -355,6 +355,38 @@ def test_fast_constructors_build_the_same_objects() -> None:
     assert pickle.loads(build_cache.dumps(block)) == block
 
 
+def test_a_scan_record_pickles_through_the_fast_constructors(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A module's scan record travels with it (module cache, prefetch's helpers): its References
+    # and Calls are rebuilt by make_reference/make_call, equal to constructed ones, and never
+    # through the dataclasses' Python-level __setstate__ (issue 41: 0.1 s of a cold build).
+    import dataclasses
+    import pickle
+
+    from flatten.lang.model import Call, Reference, make_call, make_reference
+    from flatten.syntax.references import template_calls
+
+    ref = Reference("var", (("attr", "x"), ("index", 0)), 2, 10, (5, 7, 10))
+    call = Call("merge", 2, 20, 7)
+    assert make_reference("var", (("attr", "x"), ("index", 0)), 2, 10, (5, 7, 10)) == ref
+    assert make_call("merge", 2, 20, 7) == call
+    with pytest.raises(AttributeError):
+        ref.root = "local"  # type: ignore[misc]
+    text = "${merge(var.tags, { a = local.b[0] })}"
+    record = {text: template_calls(text)}
+
+    def refused(self: object, state: object) -> None:
+        raise AssertionError("unpickled through __setstate__")
+
+    for cls in (Reference, Call):
+        monkeypatch.setattr(cls, "__setstate__", refused, raising=False)
+    module = Module(".", (), (), scans=record)
+    back = pickle.loads(build_cache.dumps(module))
+    got, want = back.scans[text], record[text]
+    assert got is not None and want is not None and got == want
+    assert [dataclasses.astuple(r) for r in got[0]] == [dataclasses.astuple(r) for r in want[0]]
+    assert [r.root for r in got[0]] == ["var", "local"] and [c.name for c in got[1]] == ["merge"]
+
+
 def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Path) -> None:
     import copy
     import dataclasses
