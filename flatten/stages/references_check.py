@@ -30,7 +30,7 @@ blocks (addresses, not expressions to evaluate) are not read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from types import MappingProxyType
@@ -209,7 +209,12 @@ class _Checker:
         # found nothing to report in: the same text evaluated again reports nothing either, since
         # what it is checked against (the module's declarations, its calls, the function table)
         # is the module's; a module's blocks repeat their expressions, so most are asked again.
-        self._clean: set[tuple[str, frozenset[str], tuple[bool, bool] | None]] = set()
+        # Remembered by the text's shape (``_shape``: its references' roots and steps, its calls'
+        # names), not the text: what the checks find is a function of that shape (positions only
+        # place an error), so a resource whose texts differ from another's only by literal text
+        # (``"${var.name}-web-3"``, ``-web-4``) is checked once per module (issue 41).
+        self._clean: set[tuple[Hashable, frozenset[str], tuple[bool, bool] | None]] = set()
+        self._shapes: dict[str, Hashable] = {}
         # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
         # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
         self.instance: tuple[bool, bool] | None = None
@@ -481,7 +486,7 @@ class _Checker:
             if self.unparsed and any(range_within(r, attr.expr.range) for r in self.unparsed):
                 continue
             value = attr.value
-            texts = [text for text in e.texts if (text, bound, instance) not in clean]
+            texts = [text for text in e.texts if (self._shape(text), bound, instance) not in clean]
             if texts:
                 values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
@@ -505,7 +510,23 @@ class _Checker:
         if remember and len(self.diags) == before:
             if len(clean) >= _CLEAN_KEPT:
                 clean.clear()  # a bound on what a module of one large file keeps
-            clean.update((text, bound, instance) for texts, _, _ in values for text in texts)
+            clean.update((self._shape(text), bound, instance) for texts, _, _ in values for text in texts)
+
+    def _shape(self, text: str) -> Hashable:
+        """What the checks of ``text`` depend on: its references' roots and steps and its calls'
+        names in order (the text itself when it is unreadable)."""
+        shape = self._shapes.get(text)
+        if shape is None:
+            try:
+                refs, calls = self.scans.calls(text)
+            except ExpressionError:
+                shape = text
+            else:
+                shape = (tuple([(r.root, r.steps) for r in refs]), tuple([c.name for c in calls]))
+            if len(self._shapes) >= _CLEAN_KEPT:
+                self._shapes.clear()
+            self._shapes[text] = shape
+        return shape
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's

@@ -495,6 +495,42 @@ def test_a_text_checked_once_is_checked_again_where_its_names_differ(tmp_path: P
     ]
 
 
+def test_texts_of_one_shape_are_checked_once_per_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Texts that differ only by literal text ("${var.name}-1", "${var.name}-2") read the same
+    # names: the checks remember the shape (references_check.py ``_Checker._shape``), so twenty
+    # resources of one shape are checked as one (issue 41), and a text that reads another name is
+    # still checked and still an error where it is one.
+    from flatten.stages import references_check
+
+    resource = 'resource "terraform_data" "r{0}" {{\n  input = "${{var.name}}-{0}-${{upper(local.x)}}"\n}}\n'
+    files = {
+        "main.tf": 'variable "name" {\n  default = "a"\n}\nlocals {\n  x = "b"\n}\n'
+        + "".join(resource.format(i) for i in range(20))
+        + 'resource "terraform_data" "bad" {\n  input = "${var.name}-${local.y}"\n}\n'
+    }
+    root = write_tree(tmp_path, files)
+    asked: list[str] = []
+    real = references_check._Checker.static
+
+    def counting(self: object, ref: object, rng: object, located: object) -> bool:
+        asked.append(f"{ref.root}.{ref.name(1)}")  # type: ignore[attr-defined]
+        return real(self, ref, rng, located)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(references_check._Checker, "static", counting)
+    assert _errors(root) == [
+        (
+            "Reference to undeclared local value",
+            'A local value with the name "y" has not been declared. Did you mean "x"?',
+            68,
+            26,
+        )
+    ]
+    # var.name and local.x once for the twenty, then the bad resource's two.
+    assert sorted(asked) == ["local.x", "local.y", "var.name", "var.name"]
+
+
 @pytest.mark.parametrize(
     ("override", "want"),
     [
