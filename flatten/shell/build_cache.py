@@ -29,6 +29,7 @@ verify is a miss. Each entry's bytes are thus hashed once per build, where they 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -813,12 +814,17 @@ class _Writer:
 
 
 _WRITER: list[_Writer] = []
+# The forked writers of the checks' parts (``_write_forked``), which ``finish`` waits for.
+_FORKED: list[int] = []
 
 
 def finish() -> None:
-    """Wait until every entry queued for writing is written."""
+    """Wait until every entry queued for writing is written, here or in a forked writer."""
     while _WRITER:
         _WRITER.pop().close()
+    while _FORKED:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(_FORKED.pop(), 0)
 
 
 def _queue(path: Path, key: str, value: Entry) -> None:
@@ -1111,15 +1117,56 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         shared = forks.shared(computes) if len(computes) >= _SHARED_PARTS else None
         if shared is None:  # too few to share, or no helper can be forked now
             shared = [(compute(), None) for compute in computes]
+        pending: list[tuple[str, ModuleChecks, bytes | None]] = []
         for (i, digest), (value, data) in zip(missing, shared, strict=True):
             assert isinstance(value, ModuleChecks)
             out[i] = value
-            if data is None:
-                _write_checks(_checks_path(digest), digest, value)
-            else:  # a helper's: the pickle it was sent as
-                tag = cache_auth.tag("checks", digest, data)
-                _queue(_checks_path(digest), digest, (_CHECK_MAGIC, tag, data))
+            pending.append((digest, value, data))
+        if len(pending) < _SHARED_PARTS or not _write_forked(pending):
+            for digest, value, data in pending:
+                _write_part(digest, value, data)
     return [value for value in out if value is not None]
+
+
+def _write_part(digest: str, value: ModuleChecks, data: bytes | None) -> None:
+    """Write one computed part: pickled straight into its entry, or from the pickle a helper
+    sent it as (``data``)."""
+    if data is None:
+        _write_checks(_checks_path(digest), digest, value)
+    else:
+        tag = cache_auth.tag("checks", digest, data)
+        _write_file(_checks_path(digest), (_CHECK_MAGIC, tag, data))
+
+
+def _write_forked(pending: Sequence[tuple[str, ModuleChecks, bytes | None]]) -> bool:
+    """Write the parts ``checked`` computed in a forked writer, which ``finish`` waits for; False
+    where none can be forked (no fork, or another thread running: a fork copies a lock another
+    thread may hold).
+
+    Written here, they were 0.06-0.09 s of a cold build's one core before its layout (pickling
+    and creating about a hundred files on the 200-module benchmark trees, the helpers' parts
+    beside on the writer thread), while the other core, whose helper had computed the rest,
+    waited: the writer does it there, beside the layout and the output (docs/performance.md,
+    "Ninth round"). It holds the parts as this process did at the fork; the pickles are made in
+    it, never here. Its entries are temporary files renamed into place, as every writer's: a
+    writer killed with the build (``forks.worker_init``) leaves none half written.
+    """
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    from flatten.shell import forks
+
+    def send(_: IO[bytes]) -> None:
+        for digest, value, data in pending:
+            with contextlib.suppress(Exception):  # an entry not written is a miss next time
+                _write_part(digest, value, data)
+
+    try:
+        pid, pipe = forks.helper(os.getpid(), send)
+    except OSError:
+        return False
+    pipe.close()  # it sends nothing: waited for by its pid
+    _FORKED.append(pid)
+    return True
 
 
 # Fewer parts to compute than this are computed here alone (a fork costs more than they do).

@@ -217,5 +217,40 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
     assert _diags(root, DiskMemo()) == want
     if len(os.sched_getaffinity(0)) > 1:
         assert shared == [True], "the parts were computed in a forked helper too"
+        # ... and written by a forked writer, which the build's end waits for (``finish``).
+        assert build_cache._FORKED, "the parts are written beside the rest of the build"
+    computed = _counting(monkeypatch)
     _forget(monkeypatch)
     assert _diags(root, DiskMemo()) == want  # and read back from the cache
+    assert computed == [], "every part the writer wrote is read back"
+
+
+def test_parts_are_written_in_place_when_no_writer_can_be_forked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another thread running (a fork would copy a lock it may hold): no helper, no forked
+    # writer; every part is in the cache when ``checked`` returns.
+    import threading
+
+    from flatten.stages.memo import CheckKey, ModuleChecks
+
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build_cache, "_STATE", {})
+    if not build_cache.enabled():
+        pytest.skip("no cache key on this machine")
+    requests = []
+    for i in range(build_cache._SHARED_PARTS + 4):
+        key = CheckKey(f"m{i}", f"module.m{i}", "", "", False, (), "terraform", (1, 11), True)
+        requests.append((key, lambda: ModuleChecks((), None)))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert build_cache.checked(requests) == [ModuleChecks((), None)] * len(requests)
+        assert not build_cache._FORKED
+    finally:
+        stop.set()
+        other.join()
+    for key, _ in requests:
+        digest = build_cache.check_digest(key)
+        assert build_cache._read_checks(build_cache._checks_path(digest), digest) == ModuleChecks((), None)
