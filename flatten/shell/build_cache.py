@@ -350,25 +350,34 @@ PART_ITEMS = 1024
 
 
 class _Skeleton(pickle.Pickler):
-    """Pickles a value with each tuple in ``runs`` (by id) saved as its index there."""
+    """Pickles a value with each tuple in ``runs`` (by id) saved as its index there, and each
+    dict in ``apart`` as -1 - its index there."""
 
-    def __init__(self, out: IO[bytes], runs: dict[int, int], *, lazy: bool) -> None:
+    def __init__(self, out: IO[bytes], runs: dict[int, int], apart: dict[int, int], *, lazy: bool) -> None:
         super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
         self.dispatch_table = LAZY_DISPATCH if lazy else DISPATCH  # type: ignore[assignment]
         self._runs = runs
+        self._apart = apart
 
     def persistent_id(self, obj: object) -> int | None:
-        return self._runs.get(id(obj)) if obj.__class__ is tuple else None
+        cls = obj.__class__
+        if cls is tuple:
+            return self._runs.get(id(obj))
+        if cls is dict:
+            found = self._apart.get(id(obj))
+            return None if found is None else -1 - found
+        return None
 
 
 class _SkeletonLoader(pickle.Unpickler):
-    def __init__(self, data: IO[bytes], runs: list[tuple[object, ...]]) -> None:
+    def __init__(self, data: IO[bytes], runs: list[tuple[object, ...]], apart: list[object]) -> None:
         super().__init__(data)
         self._runs = runs
+        self._apart = apart
 
     def persistent_load(self, pid: object) -> object:
         assert isinstance(pid, int)
-        return self._runs[pid]
+        return self._runs[pid] if pid >= 0 else self._apart[-1 - pid]
 
 
 def _places(runs: Sequence[tuple[object, ...]]) -> tuple[list[object], list[array[int]]]:
@@ -414,11 +423,24 @@ def _places(runs: Sequence[tuple[object, ...]]) -> tuple[list[object], list[arra
     return items, places
 
 
-def dump_parts(out: IO[bytes], value: object, runs: Sequence[tuple[object, ...]], *, lazy: bool) -> None:
+def dump_parts(
+    out: IO[bytes],
+    value: object,
+    runs: Sequence[tuple[object, ...]],
+    *,
+    lazy: bool,
+    apart: Sequence[dict[str, Any]] = (),
+) -> None:
     """Write ``value`` to ``out`` with the items of ``runs`` (tuples it holds) pickled apart,
     ``PART_ITEMS`` at a time (``load_parts`` reads it): the number of parts, each part's size and
-    pickle, the number of runs, each run's size and places, then the rest. Only ``write`` is
-    called: ``out`` may be a file being tagged as it is written (``write_sealed``)."""
+    pickle, the number of runs, each run's size and places, the number of dicts ``apart`` (dicts
+    it holds), each one's size and pickle, then the rest. Only ``write`` is called: ``out`` may be
+    a file being tagged as it is written (``write_sealed``).
+
+    The rest is pickled by ``_Skeleton``, whose ``persistent_id`` is Python called once for each
+    object it saves: a module's scan record (``Module.scans``, thousands of ``Reference`` parts)
+    was 97% of those calls, about 519,000 of them in the workers of hier 200's cold build
+    (docs/performance.md, "Ninth round"). Pickled apart, it costs one."""
     items, places = _places(runs)
     starts = range(0, len(items), PART_ITEMS)
     out.write(len(starts).to_bytes(4, "big"))
@@ -432,7 +454,14 @@ def dump_parts(out: IO[bytes], value: object, runs: Sequence[tuple[object, ...]]
     for place in places:
         out.write(len(place).to_bytes(8, "big"))
         out.write(place.tobytes())
-    _Skeleton(out, {id(run): k for k, run in enumerate(runs)}, lazy=lazy).dump(value)
+    out.write(len(apart).to_bytes(4, "big"))
+    for whole in apart:
+        data = dumps(whole, lazy=lazy)
+        out.write(len(data).to_bytes(8, "big"))
+        out.write(data)
+        del data
+    runs_at = {id(run): k for k, run in enumerate(runs)}
+    _Skeleton(out, runs_at, {id(whole): k for k, whole in enumerate(apart)}, lazy=lazy).dump(value)
 
 
 def load_parts(data: memoryview) -> object:
@@ -460,7 +489,17 @@ def load_parts(data: memoryview) -> object:
         runs.append(tuple([items[i] for i in place]))
         at += 8 * size
     del items
-    return _SkeletonLoader(io.BytesIO(data[at:]), runs).load()
+    apart: list[object] = []
+    count = int.from_bytes(data[at : at + 4], "big")
+    at += 4
+    for _ in range(count):
+        size = int.from_bytes(data[at : at + 8], "big")
+        part = data[at + 8 : at + 8 + size]
+        if len(part) != size:
+            raise ValueError("truncated entry")
+        apart.append(pickle.loads(part))
+        at += 8 + size
+    return _SkeletonLoader(io.BytesIO(data[at:]), runs, apart).load()
 
 
 class _Tee:
@@ -491,6 +530,7 @@ def write_sealed(
     runs: Sequence[tuple[object, ...]] | None,
     *,
     lazy: bool,
+    apart: Sequence[dict[str, Any]] = (),
 ) -> bool:
     """Write what ``sealed(..., parts=runs)`` returns into ``path`` (a temporary file renamed into
     place), pickled straight into the file and tagged as it is written: the entry's bytes are never
@@ -514,7 +554,7 @@ def write_sealed(
             if runs is None:
                 dump_into(out, value, lazy=lazy)  # type: ignore[arg-type]
             else:
-                dump_parts(out, value, runs, lazy=lazy)  # type: ignore[arg-type]
+                dump_parts(out, value, runs, lazy=lazy, apart=apart)  # type: ignore[arg-type]
             f.seek(len(magic))
             done = iter(taggers)
             for kind, length in tags:
@@ -533,10 +573,11 @@ def sealed(
     *,
     lazy: bool,
     parts: Sequence[tuple[object, ...]] | None = None,
+    apart: Sequence[dict[str, Any]] = (),
 ) -> bytes:
     """Return ``magic``, one tag for each (kind, length) in ``tags`` over the first ``length`` bytes
     (-1: all) of what follows the tags, ``head``, then ``value`` pickled (``dumps``; with
-    ``parts``, ``dump_parts`` with those items apart).
+    ``parts``, ``dump_parts`` with those items and the dicts ``apart`` apart).
 
     The entry is pickled straight after its header into one buffer and the tags are written into
     their place, which ``getvalue`` returns without a copy: concatenating the parts made three
@@ -550,7 +591,7 @@ def sealed(
     if parts is None:
         dump_into(buf, value, lazy=lazy)
     else:
-        dump_parts(buf, value, parts, lazy=lazy)
+        dump_parts(buf, value, parts, lazy=lazy, apart=apart)
     with buf.getbuffer() as view:
         at = len(magic)
         for kind, length in tags:
@@ -666,6 +707,7 @@ def encode(key: str, entry: ModuleEntry) -> tuple[tuple[str, ...], bytes]:
         value,
         lazy=True,
         parts=_runs(entry),
+        apart=(entry.module.scans,),
     )
 
 
@@ -694,7 +736,11 @@ def write_entry(key: str, entry: ModuleEntry) -> tuple[str, ...] | None:
     head = _head(key, calls)
     tags = (("module-header", len(head)), ("module", -1))
     return (
-        calls if write_sealed(_path(key), _MAGIC, tags, key, head, value, _runs(entry), lazy=True) else None
+        calls
+        if write_sealed(
+            _path(key), _MAGIC, tags, key, head, value, _runs(entry), lazy=True, apart=(entry.module.scans,)
+        )
+        else None
     )
 
 

@@ -387,6 +387,44 @@ def test_a_scan_record_pickles_through_the_fast_constructors(monkeypatch: pytest
     assert [r.root for r in got[0]] == ["var", "local"] and [c.name for c in got[1]] == ["merge"]
 
 
+def test_a_module_entry_pickles_its_scan_record_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rest of an entry is pickled by a pickler whose persistent_id is Python called for each
+    # object: the scan record (every template's References and Calls) is pickled apart, one such
+    # call in all, and decodes equal to the record that was stored (issue 41, ninth round).
+    root = tmp_path / "m"
+    root.mkdir()
+    (root / "main.tf").write_text(
+        "".join(
+            f'resource "terraform_data" "r{i}" {{\n'
+            f'  input = "${{var.name}}-{i}-${{lower(local.x[{i}])}}"\n}}\n'
+            for i in range(60)
+        )
+        + 'variable "name" {}\nlocals {\n  x = ["a"]\n}\n'
+    )
+    captured: list[tuple[str, object]] = []
+    load_module(root, root=root, options=Options(), memo=DiskMemo(captured=captured))  # type: ignore[arg-type]
+    key, entry = captured[-1]
+    assert isinstance(entry, build_cache.ModuleEntry)
+    assert len(entry.module.scans) >= 60
+    calls = [0]
+    real = build_cache._Skeleton.persistent_id
+
+    def counting(self: build_cache._Skeleton, obj: object) -> int | None:
+        calls[0] += 1
+        return real(self, obj)
+
+    monkeypatch.setattr(build_cache._Skeleton, "persistent_id", counting)
+    _, data = build_cache.encode(key, entry)
+    # Each of the 60 texts alone is more than three objects (the string, its References, Calls).
+    assert calls[0] < 100, calls[0]
+    back = build_cache.decode(data, key)
+    assert back is not None
+    assert back.module.scans == entry.module.scans
+    assert back.module == entry.module
+
+
 def test_entry_bodies_decode_on_first_use_and_equal_the_stored_ones(tmp_path: Path) -> None:
     import copy
     import dataclasses
