@@ -114,6 +114,35 @@ def test_the_size_budget(tmp_path: Path) -> None:
         assert f.read() == b"a" * 1001
 
 
+def test_a_file_digest_reads_under_the_same_rules(tmp_path: Path) -> None:
+    # gate.file_digest (an output snapshot's digests): the bytes of a regular file, in chunks
+    # past one, refused like read_bytes: too large, a FIFO (without blocking), a link not followed.
+    import hashlib
+
+    def blake() -> hashlib.blake2b:
+        return hashlib.blake2b(digest_size=16)
+
+    for size in (0, 1001, (1 << 20) + 5, 3 << 20):
+        (tmp_path / "f").write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+        want = hashlib.blake2b((tmp_path / "f").read_bytes(), digest_size=16).hexdigest()
+        assert gate.file_digest(tmp_path / "f", blake, limit=size).hexdigest() == want
+        if size:
+            with pytest.raises(Refused) as caught:
+                gate.file_digest(tmp_path / "f", blake, limit=size - 1)
+            assert caught.value.reason == "too-large"
+    fifo = _fifo(tmp_path / "fifo")
+    with pytest.raises(Refused) as caught:
+        gate.file_digest(fifo, blake, limit=1 << 40)
+    assert caught.value.reason == "special"
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    with pytest.raises(Refused) as caught:
+        gate.file_digest(tmp_path / "link", blake, limit=1 << 40, follow=False)
+    assert caught.value.reason == "symlink"
+    with pytest.raises(Refused) as caught:
+        gate.file_digest(tmp_path / "f", blake, limit=1 << 40, deadline=time.monotonic() - 1)
+    assert caught.value.reason == "deadline"
+
+
 def test_the_deadline(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(b"a")
     with pytest.raises(Refused) as caught:

@@ -164,7 +164,7 @@ def rebuild(
         planned = _plan(request, root, out, record_path)
         if planned is None:
             return False
-        record, files, keys = planned
+        record, files, keys, snapshot = planned
         if files:
             from flatten.stages.output import write_tree
 
@@ -179,7 +179,9 @@ def rebuild(
     sys.stderr.write(record.stderr)
     sys.stderr.flush()
     # The next rebuild compares with this one (refused while an input is younger than 2 s).
-    if replay.save_record(builds, request, root, out, record.stderr, started):
+    # Nothing written (a comment edited): the output is the one ``_plan`` snapshotted, not read
+    # and hashed again (0.005-0.01 s of flat 200's rebuild).
+    if replay.save_record(builds, request, root, out, record.stderr, started, outputs=snapshot):
         save_keys(record_path, keys)
         if argv is not None:
             replay.save_alias(argv, record_path, request, root, out)
@@ -188,8 +190,9 @@ def rebuild(
 
 def _plan(
     request: BuildRequest, root: Path, out: Path, record_path: Path
-) -> tuple[replay._Record, dict[str, bytes], dict[str, str | None]] | None:
-    """Return the record, the files to write anew (path -> bytes) and the modules' keys, or None."""
+) -> tuple[replay._Record, dict[str, bytes], dict[str, str | None], dict[str, str] | None] | None:
+    """Return the record, the files to write anew (path -> bytes), the modules' keys and, when
+    there are none to write, the output's snapshot as checked against the record; or None."""
     options = request.options
     if options.explicit_providers or options.variables:  # a --var-file changed: a full build
         return None
@@ -240,9 +243,12 @@ def _plan(
         # previous output to compare held a large module's output twice.
         if all(_output_digest(content) == record.outputs.get(rel) for rel, content in files.items()):
             files = {}  # the same output (a comment changed): it is in place already
-    if not files and replay._snapshot_output(out, root) != record.outputs:
-        return None  # ... if every byte of it is as recorded
-    return record, files, merged
+    snapshot = None
+    if not files:
+        snapshot = replay._snapshot_output(out, root)
+        if snapshot != record.outputs:
+            return None  # ... if every byte of it is as recorded
+    return record, files, merged, snapshot
 
 
 def _output_digest(content: bytes) -> str:
@@ -364,15 +370,17 @@ def _module(
     # version and its view while the new one was loaded made a rebuild's peak three times a
     # module's, and even let go, Python kept their memory in pieces the new version's objects did
     # not fit (issue 38, item 13).
-    old_view = run_apart(partial(_old_view, old_key, display, options), before_fork=finish)
-    if old_view is None:
-        return None
     # The new version is loaded in a child too, which writes it to the module cache and gives
     # back its key and view digest; this process then takes it from there, its bodies decoded
     # as they are read, as a build takes a module prefetch computed. Parsed and merged here, the
     # whole module was held beside its output bytes: a rebuild after one edit peaked about a
-    # third above a cold build. Usually the child ``rebuild_early`` forked has it already.
-    early, found = _early_version(top, root, options)
+    # third above a cold build. Usually the child ``rebuild_early`` forked has both already,
+    # found while this process imported the pipeline.
+    early, found, old_view = _early_version(top, root, options, old_key)
+    if old_view is None:
+        old_view = run_apart(partial(_old_view, old_key, display, options), before_fork=finish)
+    if old_view is None:
+        return None
     if not early:
         found = run_apart(partial(_new_version, directory, root, options), before_fork=finish)
     finish()  # where it ran here: its module-cache entry written before it is taken
@@ -430,8 +438,10 @@ class _Early:
 
 
 _EARLY: list[_Early] = []
-# What the child found, taken once, by module directory (``_early_version``).
-_EARLY_FOUND: dict[str, tuple[str, str] | None] = {}
+# What the child found, taken once, by module directory (``_early_version``): ``_new_version``'s
+# result, and the previous version's key with its ``_old_view``.
+_Found = tuple[tuple[str, str] | None, str, str | None]
+_EARLY_FOUND: dict[str, _Found] = {}
 
 
 def rebuild_early(record: Path, root: Path, out: Path, options: Options) -> None:
@@ -457,10 +467,15 @@ def rebuild_early(record: Path, root: Path, out: Path, options: Options) -> None
     _EARLY.append(_Early(record, root, options, started, pid, received))
 
 
-def _new_versions(record_path: Path, root: Path, options: Options) -> dict[str, tuple[str, str] | None]:
+def _new_versions(record_path: Path, root: Path, options: Options) -> dict[str, _Found]:
     """Return ``_new_version`` of each module whose files changed since ``record_path``'s build (as
-    ``_plan`` finds them; each in a child of its own); none when a file kept its bytes."""
-    from flatten.shell.fanout import run_apart
+    ``_plan`` finds them), with the previous version's key and ``_old_view``, the two side by
+    side, each in a child of its own (``fanout.run_all``); none when a file kept its bytes.
+
+    The old view was taken by the rebuild itself, in a child forked after the command line was
+    parsed: 0.02-0.03 s of flat 200's rebuild after one edit, on the one core the rebuild waited
+    on, while this child had the other one from the start (docs/performance.md, "Ninth round")."""
+    from flatten.shell.fanout import run_all
     from flatten.shell.memo import source_key
     from flatten.stages.files import list_config_files
     from flatten.stages.load import display_path
@@ -474,19 +489,33 @@ def _new_versions(record_path: Path, root: Path, options: Options) -> dict[str, 
     changed = _changed_modules(record, root, options.dialect)
     if keys is None or not changed:
         return {}
-    found: dict[str, tuple[str, str] | None] = {}
+    found: dict[str, _Found] = {}
     for top in changed:
         directory = Path(top)
         display = display_path(directory, root)
         listing = list_config_files(directory, dialect=options.dialect)
-        if source_key(ModuleSource(directory, root, display, listing, options))[0] != keys.get(display):
-            found[top] = run_apart(partial(_new_version, directory, root, options))
+        old_key = keys.get(display)
+        if (
+            isinstance(old_key, str)
+            and source_key(ModuleSource(directory, root, display, listing, options))[0] != old_key
+        ):
+            jobs = (
+                partial(_new_version, directory, root, options),
+                partial(_old_view, old_key, display, options),
+            )
+            new, old = run_all(2, lambda i, jobs=jobs: jobs[i](), workers=2)  # type: ignore[misc]
+            assert new is None or isinstance(new, tuple)
+            assert old is None or isinstance(old, str)
+            found[top] = (new, old_key, old)
     return found
 
 
-def _early_version(top: str, root: Path, options: Options) -> tuple[bool, tuple[str, str] | None]:
+def _early_version(
+    top: str, root: Path, options: Options, old_key: str
+) -> tuple[bool, tuple[str, str] | None, str | None]:
     """Return whether the child ``rebuild_early`` forked parsed ``top`` for ``root`` and
-    ``options``, and what it found (``_new_version``'s result)."""
+    ``options``, what it found (``_new_version``'s result) and the view of the previous version
+    when it took the one of ``old_key`` (``_old_view``; else None)."""
     while _EARLY:
         early = _EARLY.pop()
         if early.root == root and early.options == options:
@@ -498,8 +527,9 @@ def _early_version(top: str, root: Path, options: Options) -> tuple[bool, tuple[
         else:
             _end(early)
     if top in _EARLY_FOUND:
-        return True, _EARLY_FOUND.pop(top)
-    return False, None
+        new, key, old = _EARLY_FOUND.pop(top)
+        return True, new, old if key == old_key else None
+    return False, None, None
 
 
 def end_early() -> None:

@@ -38,13 +38,6 @@ def main() -> None:
     argv = sys.argv[1:]
     progress = None
     if argv[:1] == ["build"] and not {"--help", "-h"} & set(argv):  # help imports nothing of the caches
-        from flatten.shell.forks import give_freed_back
-
-        # As in every forked helper: a large buffer freed (the prefetched module's entry, a file
-        # read for its key) otherwise raises glibc's mmap threshold to its size, and the build's
-        # later large temporaries (the checks' walk, the output's bytes) stay resident once freed:
-        # 10 MiB of a cold build's peak for 10 MB of HCL in one file (issue 38, item 13).
-        give_freed_back()
         from flatten.shell import replay
         from flatten.shell.progress import BuildProgress
 
@@ -54,6 +47,15 @@ def main() -> None:
         found = replay.aliased(argv)
         if replay.replay_alias(found):
             sys.exit(0)
+        from flatten.shell.forks import give_freed_back
+
+        # As in every forked helper: a large buffer freed (the prefetched module's entry, a file
+        # read for its key) otherwise raises glibc's mmap threshold to its size, and the build's
+        # later large temporaries (the checks' walk, the output's bytes) stay resident once freed:
+        # 10 MiB of a cold build's peak for 10 MB of HCL in one file (issue 38, item 13). After
+        # the replay, which reads a record and digests the output in chunks of at most 1 MiB:
+        # importing forks (ctypes, threading) was 3 ms of its 50.
+        give_freed_back()
         # The progress line's clock starts here; the prefetching child inherits it.
         progress = BuildProgress.on_terminal()
         _prefetch_early(argv, progress)

@@ -255,8 +255,7 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
     owned = owned_paths(manifest)
     if owned is not None:  # exactly what the build wrote: the user's files in OUT are not its
         for rel in sorted({*owned, MANIFEST_NAME}):
-            with gate.open_read(os.path.join(out, rel), limit=1 << 40) as f:
-                files[rel] = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
+            files[rel] = gate.file_digest(os.path.join(out, rel), _output_hash, limit=1 << 40).hexdigest()
         return files
     root_dir = os.path.normpath(os.path.join(out, manifest_root(manifest)))
     stack = [str(out)]
@@ -277,11 +276,14 @@ def _snapshot_output(out: Path, root: Path) -> dict[str, str]:
         stack.extend(os.path.join(current, d) for d in reversed(dirs))
         for name in names:
             path = os.path.join(current, name)
-            # In chunks: a copied file may be larger than memory should hold.
-            with gate.open_read(path, limit=1 << 40) as f:
-                digest = hashlib.file_digest(f, lambda: hashlib.blake2b(digest_size=16))
-                files[os.path.relpath(path, out)] = digest.hexdigest()
+            # In chunks (gate.file_digest): a copied file may be larger than memory should hold.
+            digest = gate.file_digest(path, _output_hash, limit=1 << 40)
+            files[os.path.relpath(path, out)] = digest.hexdigest()
     return files
+
+
+def _output_hash() -> hashlib.blake2b:
+    return hashlib.blake2b(digest_size=16)
 
 
 def _umask() -> int | None:
@@ -568,11 +570,20 @@ def _save(path: Path, record: _Record) -> None:
 
 
 def save_record(
-    builds: Path, request: BuildRequest, root: Path, out: Path, stderr: str, started_ns: int
+    builds: Path,
+    request: BuildRequest,
+    root: Path,
+    out: Path,
+    stderr: str,
+    started_ns: int,
+    *,
+    outputs: dict[str, str] | None = None,
 ) -> bool:
     """Write the record of a successful build that printed ``stderr`` and started at ``started_ns``:
     under its own key (``record_path``), and as the latest build of ``request`` into any --out.
-    Return whether it was written."""
+    ``outputs``: the snapshot of ``out`` (``_snapshot_output``) when the caller has just taken it
+    and written nothing since (a rebuild whose output stayed as it was). Return whether it was
+    written."""
     try:
         directories = _module_directories(out)
         if directories is None:
@@ -582,7 +593,8 @@ def save_record(
         for kind, path in request.options.variables:
             if kind == "var-file":  # read by the build (stages/variables.py), maybe outside the root
                 inputs["F" + path] = _recorded(os.stat(path), path, started_ns)
-        outputs = _snapshot_output(out, root)
+        if outputs is None:
+            outputs = _snapshot_output(out, root)
         out_stats = _output_stats(out, outputs)
         if out_stats is None:
             return False
