@@ -77,6 +77,7 @@ from flatten.stages.files import DirectoryListing
 from flatten.stages.memo import CheckKey, CheckRequest, ModuleChecks
 
 __all__ = [
+    "CHECKED",
     "EMITTED",
     "LazyBody",
     "ModuleEntry",
@@ -92,6 +93,7 @@ __all__ = [
     "finish",
     "forget_prefetched",
     "import_prefetched",
+    "keep_checked",
     "keep_emitted",
     "load_parts",
     "make_attribute",
@@ -900,8 +902,8 @@ PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str]] = {}
 
 
 def export_prefetched(out: IO[bytes]) -> None:
-    """Write what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``
-    and the code version) to ``out``, for ``import_prefetched`` in another process.
+    """Write what prefetch left for the build in this process (``MEMO``, ``PREREAD``, ``EMITTED``,
+    ``CHECKED`` and the code version) to ``out``, for ``import_prefetched`` in another process.
 
     Entries prefetch only read from the cache (``READ``) are left out: the other process reads
     them from the cache itself when it needs them, faster than receiving them (10 MB for the
@@ -909,7 +911,7 @@ def export_prefetched(out: IO[bytes]) -> None:
     own bytes, not copied into one more bytes object first (docs/reliability.md, "Memory").
     """
     memo = {k: v if isinstance(v, bytes) else encode(k, v)[1] for k, v in MEMO.items() if k not in READ}
-    state = (memo, PREREAD, EMITTED, _STATE.get("version"))
+    state = (memo, PREREAD, EMITTED, CHECKED, _STATE.get("version"))
     pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -920,16 +922,18 @@ def import_prefetched(data: IO[bytes]) -> None:
     our own fork, through a pipe only the two processes hold); its entries are trusted bytes.
     It is read as it is unpickled, so the entries are not held twice (whole, then each).
     """
-    memo, preread, emitted, version = pickle.load(data)
+    memo, preread, emitted, checks, version = pickle.load(data)
     MEMO.update(memo)
     PREREAD.update(preread)
     EMITTED.update(emitted)
+    CHECKED.update(checks)
     if version is not None:
         _STATE.setdefault("version", version)
 
 
 def forget_prefetched() -> None:
-    """Drop what prefetch left for its build (``MEMO``, ``READ``, ``PREREAD``, ``EMITTED``).
+    """Drop what prefetch left for its build (``MEMO``, ``READ``, ``PREREAD``, ``EMITTED``,
+    ``CHECKED``).
 
     It was read for one build: ``PREREAD`` names module directories, not their contents, so a
     later build in the same process (the command line run again in-process, as the tests do; a
@@ -943,6 +947,7 @@ def forget_prefetched() -> None:
     READ.clear()
     PREREAD.clear()
     EMITTED.clear()
+    CHECKED.clear()
 
 
 def note_read(directory: Path, root: Path, options: Options, listing: DirectoryListing, key: str) -> None:
@@ -1136,6 +1141,19 @@ def _read_checks(path: Path, digest: str) -> ModuleChecks | None:
     return value if isinstance(value, ModuleChecks) else None
 
 
+# Parts of the checks computed ahead by prefetch's workers (``keep_checked``: modules that call
+# none, as they were loaded, flatten/providers/checks.py ``leaf_part``), pickled, by digest.
+CHECKED: dict[str, bytes] = {}
+
+
+def keep_checked(digest: str, data: bytes) -> None:
+    """Keep a part of the checks computed ahead (its pickle) for ``checked`` and queue it for the
+    cache: a build that does not take it (another command, the checks stopped before the parts)
+    leaves it there for the next."""
+    CHECKED[digest] = data
+    _queue(_checks_path(digest), digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
+
+
 def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
     """Return each request's ``compute()`` (a module's part of the checks, a pure function of its
     key), from the cache when it has it (flatten/shell/memo.py; the key: flatten/stages/memo.py).
@@ -1152,7 +1170,9 @@ def checked(requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
     missing: list[tuple[int, str]] = []
     for i, (key, _) in enumerate(requests):
         digest = check_digest(key)
-        found = _read_checks(_checks_path(digest), digest)
+        ahead = CHECKED.pop(digest, None)
+        # A pickle from our own prefetching fork (``import_prefetched``): trusted, as its entries.
+        found = pickle.loads(ahead) if ahead is not None else _read_checks(_checks_path(digest), digest)
         out.append(found)
         if found is None:
             missing.append((i, digest))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     from flatten.lang.model import Module, Scanned
+    from flatten.shell.checks_ahead import Ahead
     from flatten.shell.progress import BuildProgress
     from flatten.stages.files import DirectoryListing
 
@@ -453,17 +454,31 @@ def _compute_modules(
             gc.enable()
 
 
-_Computed = tuple[str, tuple[str, ...], bytes, tuple[str, bytes] | None]
+# A computed module: its key, module sources and entry bytes, its output bytes (by emit key)
+# when it calls no other module, its calls by name (``checks_ahead.named_calls``) and its parts
+# of the checks computed ahead (by digest, pickled).
+_Computed = tuple[
+    str,
+    tuple[str, ...],
+    bytes,
+    tuple[str, bytes] | None,
+    tuple[tuple[str, str], ...],
+    tuple[tuple[str, bytes], ...],
+]
 
 
-def _work_modules(jobs: list[_ModuleJob], known_scans: dict[str, Scanned] | None = None) -> list[_Computed]:
-    """Worker: compute each module; return each entry's key, module sources and bytes, and the
-    module's output bytes (by emit key) when it calls no other module. ``known_scans``: the
-    scans of the modules this process computed before (``load_module``)."""
+def _work_modules(
+    jobs: list[_ModuleJob], known_scans: dict[str, Scanned] | None = None, ahead: Ahead | None = None
+) -> list[_Computed]:
+    """Worker: compute each module (``_Computed``). ``known_scans``: the scans of the modules
+    this process computed before (``load_module``); ``ahead``: what prefetch knows of the tree,
+    for the parts of the checks computed ahead (flatten/shell/checks_ahead.py; none without)."""
     from flatten.shell import build_cache
+    from flatten.shell.checks_ahead import named_calls
     from flatten.stages.emit import dumps, module_json
 
     provenance = bool(jobs) and jobs[0][2].provenance  # one build's jobs: the same options
+    directories = {rel: (directory, options) for directory, _, options, rel in jobs}
 
     def render(module: Module) -> bytes:
         return dumps(module_json(module, provenance=provenance)).encode("utf-8")
@@ -472,12 +487,20 @@ def _work_modules(jobs: list[_ModuleJob], known_scans: dict[str, Scanned] | None
     for key, entry in _compute_modules(jobs, known_scans=known_scans):
         assert isinstance(entry, build_cache.ModuleEntry)
         calls, data = build_cache.encode(key, entry)
-        out.append((key, calls, data, build_cache.emit_ahead(key, entry.module, provenance, render)))
+        output = build_cache.emit_ahead(key, entry.module, provenance, render)
+        parts: tuple[tuple[str, bytes], ...] = ()
+        if ahead is not None and entry.directory in directories:
+            directory, options = directories[entry.directory]
+            parts = ahead.parts(key, entry, directory, options)
+        out.append((key, calls, data, output, named_calls(entry.module), parts))
     return out
 
 
 def _compute_shared(
-    jobs: list[tuple[_ModuleJob, int]], cpus: int, tick: Callable[[int], None] | None = None
+    jobs: list[tuple[_ModuleJob, int]],
+    cpus: int,
+    tick: Callable[[int], None] | None = None,
+    ahead: Ahead | None = None,
 ) -> list[_Computed]:
     """Compute ``jobs`` (each with its size) here and in one forked helper per other CPU
     (``forks.forked``: a queue of units of jobs, largest job first, that every process takes from
@@ -499,7 +522,7 @@ def _compute_shared(
     known_scans: dict[str, Scanned] = {}
 
     def take(unit: int, slot: int) -> list[_Computed]:
-        done = _work_modules(list(units[unit]), known_scans)
+        done = _work_modules(list(units[unit]), known_scans, ahead)
         if counts is not None:
             counts.add(slot, len(units[unit]))
             if tick is not None and slot == 0:
@@ -545,11 +568,16 @@ def _prefetch_modules(
     modules hold.
     """
     from flatten.shell import build_cache
+    from flatten.shell.checks_ahead import Ahead, named_calls
     from flatten.stages.files import list_config_files
     from flatten.stages.load import display_path, read_config
 
     cpus = _cpus(workers)
     pool: ProcessPoolExecutor | None = None
+    ahead = Ahead(root, options)
+    if ahead.on and cpus > 1:
+        # Imported once here, before the helpers are forked: each would import it on its own.
+        import flatten.providers.checks  # noqa: F401
     seen = {root.resolve()}
     level = [root]
     done = 0
@@ -558,6 +586,7 @@ def _prefetch_modules(
     # started earlier would be running when the next level forks its helpers.
     pending: list[tuple[str, bytes]] = []
     emitted: list[tuple[str, bytes]] = []
+    checked: list[tuple[str, bytes]] = []
     try:
         while level:
             jobs: list[tuple[_ModuleJob, int]] = []
@@ -607,11 +636,14 @@ def _prefetch_modules(
                     # Forked helpers, one per CPU but this process, which computes a share too
                     # (encoded and emitted ahead the same way). Nothing written meanwhile: the
                     # writer threads start after the last fork (``pending``).
-                    for key, calls, data, output in _compute_shared(jobs, cpus, tick):
+                    for key, calls, data, output, named, parts in _compute_shared(jobs, cpus, tick, ahead):
                         build_cache.MEMO[key] = data
                         pending.append((key, data))
                         if output is not None:
                             emitted.append(output)
+                        checked.extend(parts)
+                        if key in owner:
+                            ahead.loaded(key, owner[key], named)
                         results.append((key, calls))
                 elif parallel:
                     # This process imports the rest of flatten meanwhile (``meanwhile``): workers
@@ -627,15 +659,22 @@ def _prefetch_modules(
                         if tick is not None:  # the batches before this one are done
                             tick(sum(len(b) for b in batches[:n]))
                         if not future.cancelled():
-                            for key, calls, data, output in future.result():
+                            for key, calls, data, output, named, _ in future.result():
                                 build_cache.MEMO[key] = data
                                 pending.append((key, data))
                                 if output is not None:
                                     emitted.append(output)
+                                if key in owner:
+                                    ahead.loaded(key, owner[key], named)
                                 results.append((key, calls))
                 else:
                     # Too little to pay for processes (typically the modules changed since the last build).
                     computed = _compute_modules([job for job, _ in jobs], store_parses=True)
+                    for key, entry in computed:
+                        assert isinstance(entry, build_cache.ModuleEntry)
+                        if key in owner:
+                            ahead.loaded(key, owner[key], named_calls(entry.module))
+                        ahead.keep_caller(key, entry)
                     results.extend(_keep(computed, pending))
                 for key, calls in results:
                     if key in owner:  # else a file changed while it was read: the build reads it again
@@ -656,6 +695,8 @@ def _prefetch_modules(
             build_cache.store(key, data)
         for digest, rendered in emitted:
             build_cache.keep_emitted(digest, rendered)
+        for digest, part in checked:
+            build_cache.keep_checked(digest, part)
     return done
 
 

@@ -10,6 +10,7 @@ those inputs, even in another module's file, must compute it again.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -254,3 +255,90 @@ def test_parts_are_written_in_place_when_no_writer_can_be_forked(
     for key, _ in requests:
         digest = build_cache.check_digest(key)
         assert build_cache._read_checks(build_cache._checks_path(digest), digest) == ModuleChecks((), None)
+
+
+def _leaves_tree(root: Path) -> Path:
+    """A root calling twelve modules that call none (some with errors a part finds), one of them
+    twice, and one middle module calling two of them again under other names."""
+    for i in range(12):
+        child = root / "modules" / f"m{i:02}"
+        child.mkdir(parents=True)
+        value = f"var.missing_{i}" if i % 4 == 0 else "var.x"
+        typo = f"\nlocals {{\n  l = lenght({value})\n}}\n" if i % 5 == 0 else ""
+        cycle = "\nlocals {\n  a = local.b\n  b = local.a\n}\n" if i == 7 else ""
+        (child / "main.tf").write_text(
+            f'variable "x" {{\n  default = "{i}"\n}}\n'
+            f'resource "terraform_data" "r" {{\n  input = "${{{value}}}-{i}"\n}}\n'
+            f'output "o" {{\n  value = terraform_data.r.output\n}}\n{typo}{cycle}'
+        )
+    (root / "mid").mkdir()
+    (root / "mid" / "main.tf").write_text(
+        'module "p" {\n  source = "../modules/m01"\n  x = "p"\n}\n'
+        'module "q" {\n  source = "../modules/m02"\n}\n'
+        'output "o" {\n  value = module.p.o\n}\n'
+    )
+    calls = [f'module "m{i:02}" {{\n  source = "./modules/m{i:02}"\n  x = "c{i}"\n}}\n' for i in range(12)]
+    calls.append('module "again" {\n  source = "./modules/m03"\n}\n')
+    calls.append('module "mid" {\n  source = "./mid"\n}\n')
+    (root / "main.tf").write_text("".join(calls))
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="prefetch computes in forked helpers")
+@pytest.mark.parametrize("case", ["errors", "clean", "cycle"])
+def test_parts_computed_ahead_where_modules_load_give_the_same_diagnostics(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Prefetch's workers compute the part of each module that calls none as they load it
+    # (flatten/shell/checks_ahead.py), keyed as the build's graph keys it: the build takes those
+    # parts instead of computing them, and the diagnostics are exactly those of the checks
+    # computed in place, in the same order (issue 41, ninth round).
+    root = _leaves_tree(tmp_path / "root")
+    for tf in (root / "modules").glob("*/main.tf"):
+        text = tf.read_text()
+        if case != "cycle":  # a cycle hides the walk's errors
+            text = text.replace("a = local.b", "a = 1")
+        if case != "errors":  # no typo and no missing variable
+            text = re.sub(r"var\.missing_\d+", "var.x", text.replace("lenght(", "length("))
+        tf.write_text(text)
+    options = Options(terraform_version=(1, 15))
+    want = _diags(root, NO_MEMO, options)
+    summaries = {s for _, s, *_ in want}
+    if case == "errors":
+        assert summaries >= {"Reference to undeclared input variable", "Call to unknown function"}
+    elif case == "cycle":
+        assert any(str(s).startswith("Cycle:") for _, s, *_ in want), want
+    else:
+        assert want == []
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 1)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    _forget(monkeypatch)
+    prefetching.prefetch(root, options=options, workers=2)
+    ahead = len(build_cache.CHECKED)
+    # The twelve modules that call none, the one called twice at both of its paths. The two the
+    # middle module calls were loaded a level before it, under the root: their paths below it
+    # are not known where they load, and the build computes those parts, as the root's and the
+    # middle module's (which call others).
+    assert ahead == 13, ahead
+    computed = _counting(monkeypatch)
+    assert _diags(root, DiskMemo(), options) == want
+    assert sorted(computed) == ["", "module.mid", "module.mid.module.p", "module.mid.module.q"], computed
+    # ... and every part computed ahead is taken
+    assert not build_cache.CHECKED
+    computed.clear()
+    _forget(monkeypatch)
+    assert _diags(root, DiskMemo(), options) == want  # and written to the cache
+    assert computed == []
+
+
+def test_no_part_is_computed_ahead_for_init_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # --checks init asks for no part: prefetch's workers compute none.
+    from flatten.lang.options import Checks
+
+    root = _leaves_tree(tmp_path / "root")
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 1)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    _forget(monkeypatch)
+    prefetching.prefetch(root, options=Options(checks=Checks.INIT), workers=2)
+    assert build_cache.MEMO, "the modules were computed ahead"
+    assert not build_cache.CHECKED
