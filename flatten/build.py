@@ -16,7 +16,7 @@ from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Module
 from flatten.lang.options import Options
 from flatten.providers import ProviderWiring, wire_providers
-from flatten.providers.checks import check_wiring
+from flatten.providers.checks import wiring_checks
 from flatten.providers.explicit import make_explicit
 from flatten.stages.graph import ModuleFetcher, ModuleGraph, build_graph
 from flatten.stages.layout import OutputTree, layout_tree
@@ -75,8 +75,17 @@ def build(
     options = options if options is not None else Options()
     graph, diags = build_graph(root, options=options, fetcher=fetcher, memo=memo)
     # Which checks run after loading errors, and in what order: flatten/providers/checks.py.
-    wiring, wiring_diags = check_wiring(graph, diags, options=options, memo=memo)
+    wiring, wiring_diags, rest = wiring_checks(graph, diags, options=options, memo=memo)
     diags.extend(wiring_diags)
+    # The graph checks read the graph and the wiring only; the plain layout does not need their
+    # verdict, so the memo may compute them beside it (``Memo.later``); their diagnostics come
+    # before the layout's, and an error among them drops the layout, as when they ran first.
+    later = None
+    if rest is not None:
+        if diags.has_errors or options.inline or options.explicit_providers:
+            diags.extend(rest())
+        else:
+            later = memo.later(rest)
     if diags.has_errors:
         return BuildResult(graph=graph, wiring=wiring), diags
     emitted: ModuleGraph = graph
@@ -112,6 +121,10 @@ def build(
         inlined_calls=frozenset(inlined.inlined) if inlined is not None else frozenset(),
         inlined=inlined.manifest() if inlined is not None else None,
     )
+    if later is not None:
+        diags.extend(later())
+        if diags.has_errors:
+            return BuildResult(graph=graph, wiring=wiring), diags
     diags.extend(tree.diagnostics)
     if diags.has_errors:  # a file beside a module that cannot be read
         return BuildResult(graph=graph, wiring=wiring, inlined=inlined), diags

@@ -27,7 +27,7 @@ providers`` alike (docs/providers.md, "Which checks run"):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from flatten.lang.diagnostics import Diagnostics
@@ -48,7 +48,7 @@ from .addresses import ConfigAddr
 from .runtime import check_provider_graph
 from .wiring import How, ProviderWiring, wire_providers
 
-__all__ = ["check_wiring", "leaf_part"]
+__all__ = ["check_wiring", "leaf_part", "wiring_checks"]
 
 # How many scans of texts outside a module's scan record its checks keep for each other
 # (syntax.references ``Scans``): a bound (docs/reliability.md, "Memory").
@@ -64,13 +64,27 @@ def check_wiring(
     ``memo`` may hold a module's part of the validate-level checks from an earlier build
     (``Memo.checked``); the result is the same with any memo.
     """
+    wiring, diags, rest = wiring_checks(graph, load_diags, options=options, memo=memo)
+    if rest is not None:
+        diags.extend(rest())
+    return wiring, diags
+
+
+def wiring_checks(
+    graph: ModuleGraph, load_diags: Diagnostics, *, options: Options, memo: Memo = NO_MEMO
+) -> tuple[ProviderWiring, Diagnostics, Callable[[], Diagnostics] | None]:
+    """``check_wiring`` in two: the wiring and the diagnostics of the checks up to the graph's
+    (provider validation, module inputs), and what computes the rest (the graph checks and the
+    backend's type; None when none run: an error came first). The rest reads ``graph`` and
+    ``wiring`` only, so the build computes it beside its layout (``Memo.later``), and adds its
+    diagnostics after these, before the layout's, as ``check_wiring`` gives them."""
     load_errors = load_diags.has_terraform_errors
     if graph.init_stopped:
         # Terraform 1.15's init stopped on a cycle before it had the whole configuration
         # (stages/dependencies.py ``init_cycles``): the calls it decoded while installing the
         # other modules are checked, and nothing else (no provider validation, no graph checks).
         wiring, _ = wire_providers(graph, options=options, validate=False, resolved=True)
-        return wiring, check_module_inputs(graph, unsupported=True)
+        return wiring, check_module_inputs(graph, unsupported=True), None
     if graph.root_failed:
         # The root's own files had errors: LoadConfig returned the root alone and built no tree
         # (configload/loader_load.go; stages/graph.py), so BuildConfig's provider validation
@@ -97,9 +111,18 @@ def check_wiring(
         diags.extend(inputs)
     diags.extend(wired)
     if load_errors or diags.has_errors:
-        return wiring, diags
+        return wiring, diags, None
+    rest = partial(_after_wiring, graph, wiring, options, memo, inputs if init_inputs else None)
+    return wiring, diags, rest
+
+
+def _after_wiring(
+    graph: ModuleGraph, wiring: ProviderWiring, options: Options, memo: Memo, inputs: Diagnostics | None
+) -> Diagnostics:
+    """The checks after provider validation found no error: the graph's, then the backend's."""
+    diags = Diagnostics()
     if options.graph_checks():
-        diags.extend(_graph_checks(graph, wiring, options, memo, inputs if init_inputs else None))
+        diags.extend(_graph_checks(graph, wiring, options, memo, inputs))
     if options.dialect.allows("terraform_releases") and accepts(
         options.terraform_version, "validate_backend_type"
     ):
@@ -107,7 +130,7 @@ def check_wiring(
         # could build none (internal/command/validate.go: ``validateBackend`` after
         # ``validateConfig``, which stops at a provider it cannot start): at every --checks level.
         diags.extend(check_backend_type(graph.root.module))
-    return wiring, diags
+    return diags
 
 
 def _graph_checks(

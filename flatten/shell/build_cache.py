@@ -867,12 +867,16 @@ _FORKED: list[int] = []
 
 
 def finish() -> None:
-    """Wait until every entry queued for writing is written, here or in a forked writer."""
+    """Wait until every entry queued for writing is written, here, in a forked writer or in a
+    helper the build's checks ran in (``forks.later``)."""
     while _WRITER:
         _WRITER.pop().close()
     while _FORKED:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(_FORKED.pop(), 0)
+    forks = sys.modules.get("flatten.shell.forks")  # not imported: it started no helper
+    if forks is not None:
+        forks.reap()
 
 
 def _queue(path: Path, key: str, value: Entry) -> None:

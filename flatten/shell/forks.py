@@ -19,7 +19,19 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, TypeVar
 
-__all__ = ["RECORD", "UNITS", "cpus", "forked", "give_freed_back", "helper", "shared", "split", "worker_init"]
+__all__ = [
+    "RECORD",
+    "UNITS",
+    "cpus",
+    "forked",
+    "give_freed_back",
+    "helper",
+    "later",
+    "reap",
+    "shared",
+    "split",
+    "worker_init",
+]
 
 T = TypeVar("T")
 
@@ -135,6 +147,52 @@ def shared(tasks: Sequence[Callable[[], object]]) -> list[tuple[object, bytes | 
         for i, value, data in part:
             out[i] = (value, None) if data is None else (pickle.loads(data), data)
     return [found if found is not None else (tasks[i](), None) for i, found in enumerate(out)]
+
+
+def later(compute: Callable[[], T], *, then: Callable[[], object] | None = None) -> Callable[[], T]:
+    """Start ``compute()`` in a forked helper now; return a function that takes its value (the
+    helper's pickle), for a caller with other work meanwhile (the build's graph checks beside its
+    layout: flatten/shell/memo.py ``DiskMemo.later``). Where no helper can be forked (one CPU, no
+    fork, another thread running), or the helper failed, the value is computed here instead:
+    now, or when it is taken.
+
+    The helper answers, then runs ``then`` (waiting for the cache entries it queued: its parts
+    of the checks) before it ends: ``reap`` waits for it at the build's end.
+    """
+    if cpus(None) < 2 or not hasattr(os, "fork") or threading.active_count() != 1:
+        value = compute()
+        return lambda: value
+
+    def send(sending: BinaryIO) -> None:
+        pickle.dump(compute(), sending, protocol=pickle.HIGHEST_PROTOCOL)
+        sending.close()  # answered: the build goes on while this helper's entries are written
+        if then is not None:
+            then()
+
+    pid, received = helper(os.getpid(), send)
+
+    def take() -> T:
+        with received:
+            try:
+                # A pickle, but from our own fork through a pipe only the two processes hold.
+                value: T = pickle.load(received)
+            except Exception:  # the helper failed: computed here
+                value = compute()
+        _LATER.append(pid)
+        return value
+
+    return take
+
+
+# Helpers ``later`` started, waited for at the build's end (``reap``).
+_LATER: list[int] = []
+
+
+def reap() -> None:
+    """Wait for every helper ``later`` started (each writing its last cache entries)."""
+    while _LATER:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(_LATER.pop(), 0)
 
 
 def _taken(queue: int) -> Iterator[int]:

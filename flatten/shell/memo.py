@@ -131,6 +131,12 @@ class DiskMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return build_cache.checked(requests)
 
+    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+        # Beside the layout, in a forked helper (the build's one core was idle meanwhile).
+        from flatten.shell import forks
+
+        return forks.later(compute, then=build_cache.finish)
+
 
 def source_key(source: ModuleSource) -> tuple[str, list[bytes]]:
     """Return the module key of ``source``'s configuration files as read now, and their bytes

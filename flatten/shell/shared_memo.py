@@ -110,6 +110,9 @@ class SharedMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return self._inner.checked(requests)
 
+    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+        return self._inner.later(compute)
+
     @property
     def modules(self) -> int:
         """How many distinct module loads this layer holds."""

@@ -189,6 +189,12 @@ class Memo(Protocol):
         compute those it lacks side by side (flatten/shell/memo.py)."""
         ...
 
+    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+        """``compute()``, taken when the function returned is called: the caller has other work
+        that does not need it meanwhile (the build's layout beside its graph checks), and a memo
+        may compute it beside that work (flatten/shell/memo.py)."""
+        ...
+
 
 class NoMemo:
     """The memo that remembers nothing: every call computes."""
@@ -222,6 +228,10 @@ class NoMemo:
 
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return [compute() for _, compute in requests]
+
+    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+        value = compute()
+        return lambda: value
 
 
 NO_MEMO: Memo = NoMemo()

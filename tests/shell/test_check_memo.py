@@ -198,15 +198,24 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
     (root / "main.tf").write_text("".join(calls))
     want = _diags(root, NO_MEMO)
     assert len(want) > 10
-    shared: list[bool] = []
-    real = forks.shared
+    # Recorded in a file: the graph checks run in a helper of their own, beside the layout
+    # (``forks.later``), which forks the parts' helpers in turn.
+    log = tmp_path / "shared.log"
+    real, real_later = forks.shared, forks.later
+    later: list[bool] = []
 
     def recording(tasks):  # type: ignore[no-untyped-def]
         found = real(tasks)
-        shared.append(found is not None)
+        with log.open("a") as f:
+            f.write(f"{found is not None}\n")
         return found
 
+    def recording_later(compute, **kwargs):  # type: ignore[no-untyped-def]
+        later.append(True)
+        return real_later(compute, **kwargs)
+
     monkeypatch.setattr(forks, "shared", recording)
+    monkeypatch.setattr(forks, "later", recording_later)
     build_cache.finish()  # no writer thread running: helpers may be forked
     _forget(monkeypatch)
     # The modules from the cache (no writer started while loading), the parts computed.
@@ -217,9 +226,11 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
     _forget(monkeypatch)
     assert _diags(root, DiskMemo()) == want
     if len(os.sched_getaffinity(0)) > 1:
-        assert shared == [True], "the parts were computed in a forked helper too"
-        # ... and written by a forked writer, which the build's end waits for (``finish``).
-        assert build_cache._FORKED, "the parts are written beside the rest of the build"
+        assert later == [True], "the graph checks ran beside the layout"
+        assert log.read_text().split() == ["True"], "the parts were computed in a forked helper too"
+        # ... and written by a forked writer, which that helper waits for before it ends, and
+        # the build's end waits for that helper (``forks.reap`` in ``build_cache.finish``).
+        assert forks._LATER, "the helper is waited for at the build's end"
     computed = _counting(monkeypatch)
     _forget(monkeypatch)
     assert _diags(root, DiskMemo()) == want  # and read back from the cache
