@@ -54,24 +54,25 @@ def test_the_edited_case_rebuilds_from_the_previous_build(
 ) -> None:
     # The EDITED command's cases reach what they are for: the flatten program finds the alias of
     # the build before the edit and forks the edited module's parse before typer is imported
-    # (incremental.rebuild_early), the previous version read in a child (fanout.run_apart).
+    # (incremental.rebuild_early), which reads the previous version and the new one, each in a
+    # child of its own (fanout.run_all; written to the log from that forked child).
     from flatten.shell import fanout, incremental
 
     log = tmp_path / "log"
-    real_early, real_apart = incremental.rebuild_early, fanout.run_apart
+    real_early, real_all = incremental.rebuild_early, fanout.run_all
 
     def early(*args: object, **kwargs: object) -> object:
         with open(log, "a") as f:
             f.write(f"early typer={'typer' in sys.modules}\n")
         return real_early(*args, **kwargs)  # type: ignore[arg-type]
 
-    def apart(job: object, **kwargs: object) -> object:
+    def apart(count: int, job: object, **kwargs: object) -> object:
         with open(log, "a") as f:
             f.write("apart\n")
-        return real_apart(job, **kwargs)  # type: ignore[arg-type]
+        return real_all(count, job, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(incremental, "rebuild_early", early)
-    monkeypatch.setattr(fanout, "run_apart", apart)
+    monkeypatch.setattr(fanout, "run_all", apart)
     case = canary.Case("cache/v1/tmp", "symlink", canary.EDITED)  # packages only: none here
     assert canary.run_case(template, tmp_path / "box", case, forked=True) == 0
     lines = log.read_text().splitlines()

@@ -114,13 +114,13 @@ def test_the_checks_list_each_value_once(tmp_path: Path, monkeypatch: pytest.Mon
         monkeypatch.setattr(module, "json_strings", counting)
     pipeline = importlib.import_module("flatten.build")
     modules: list[model.Module] = []
-    real_check = pipeline.check_wiring
+    real_check = pipeline.wiring_checks
 
     def keeping(graph: object, *args: object, **kwargs: object) -> object:
         modules.extend(node.module for node in graph.walk())  # type: ignore[attr-defined]
         return real_check(graph, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pipeline, "check_wiring", keeping)
+    monkeypatch.setattr(pipeline, "wiring_checks", keeping)
     _, diags = build(root, options=Options(terraform_version=(1, 15)))
     assert not diags.has_errors, [d.summary for d in diags]
     monkeypatch.undo()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from flatten.syntax import references
@@ -290,7 +293,14 @@ def test_the_checks_never_scan_text_the_loader_scanned(
 
     monkeypatch.setattr(references._Scanner, "__init__", counting)
     monkeypatch.setattr(references, "template_calls", counting_calls)
-    monkeypatch.setattr(pipeline, "check_wiring", during("check_wiring", pipeline.check_wiring))
+    real_checks = pipeline.wiring_checks
+
+    def checks(*args: object, **kwargs: object) -> object:
+        # The graph checks run after the wiring's (``rest``, beside the layout): both marked.
+        wiring, found, rest = during("wiring_checks", real_checks)(*args, **kwargs)  # type: ignore[misc]
+        return wiring, found, None if rest is None else during("graph checks", rest)
+
+    monkeypatch.setattr(pipeline, "wiring_checks", checks)
     monkeypatch.setattr(layout, "path_reads", during("path_reads", layout.path_reads))
     _, diags = pipeline.build(root, options=Options(terraform_version=(1, 15)))
     assert not diags.has_errors, [d.summary for d in diags]
@@ -379,19 +389,30 @@ def test_the_checks_never_scan_on_the_memos_path(tmp_path: object, monkeypatch: 
         scanned["checks" if checking else "load"].append(text)
         return real_calls(text, **kwargs)  # type: ignore[arg-type]
 
-    real_check = pipeline.check_wiring
+    real_check = pipeline.wiring_checks
+
+    def marked(real: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapped(*args: object, **kwargs: object) -> object:
+            checking.append("checks")
+            try:
+                return real(*args, **kwargs)
+            finally:
+                checking.pop()
+
+        return wrapped
 
     def during(*args: object, **kwargs: object) -> object:
-        checking.append("check_wiring")
-        try:
-            return real_check(*args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            checking.pop()
+        # The graph checks run after the wiring's (``rest``): both marked, and in this process
+        # (the command line's memo runs them in a forked helper beside the layout).
+        wiring, found, rest = marked(real_check)(*args, **kwargs)
+        return wiring, found, None if rest is None else marked(rest)
+
+    monkeypatch.setattr(DiskMemo, "later", lambda self, compute: NO_MEMO.later(compute))
 
     want = [(d.summary, d.range) for d in pipeline.build(root, options=options, memo=NO_MEMO)[1]]
     monkeypatch.setattr(references._Scanner, "__init__", counting)
     monkeypatch.setattr(references, "template_calls", counting_calls)
-    monkeypatch.setattr(pipeline, "check_wiring", during)
+    monkeypatch.setattr(pipeline, "wiring_checks", during)
     for run in ("cold", "warm"):
         scanned["load"].clear()
         _, diags = pipeline.build(root, options=options, memo=DiskMemo())
