@@ -85,7 +85,7 @@ def build(
         if diags.has_errors or options.inline or options.explicit_providers:
             diags.extend(rest())
         else:
-            later = memo.later(rest)
+            later = memo.later(rest, modules=len(graph))
     if diags.has_errors:
         return BuildResult(graph=graph, wiring=wiring), diags
     emitted: ModuleGraph = graph

@@ -27,6 +27,7 @@ from flatten.shell.cache_dir import area, cache_root
 from flatten.stages.files import DirectoryListing
 from flatten.stages.load import display_path, read_config
 from flatten.stages.memo import (
+    NO_MEMO,
     CheckRequest,
     LoadedModule,
     MemoKey,
@@ -39,6 +40,9 @@ from flatten.stages.memo import (
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys", "source_key"]
 
 _STATE: dict[str, bool] = {}
+# Fewer modules than this have their graph checks computed in place, not beside the layout in a
+# forked helper (``DiskMemo.later``): as for the parts' helpers (build_cache._SHARED_PARTS).
+_LATER_MODULES = 16
 # The module key of every directory this process loaded, by display path (None: loaded with two
 # different keys). A build record keeps them (flatten/shell/incremental.py): the next rebuild
 # takes a changed module's previous version from the module cache by its key.
@@ -131,8 +135,11 @@ class DiskMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return build_cache.checked(requests)
 
-    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
-        # Beside the layout, in a forked helper (the build's one core was idle meanwhile).
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
+        # Beside the layout, in a forked helper (the build's one core was idle meanwhile); for a
+        # few modules here and now (a fork costs more than their checks).
+        if modules < _LATER_MODULES:
+            return NO_MEMO.later(compute, modules=modules)
         from flatten.shell import forks
 
         return forks.later(compute, then=build_cache.finish)

@@ -146,5 +146,5 @@ class ProgressMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return self._inner.checked(requests)
 
-    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
-        return self._inner.later(compute)
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
+        return self._inner.later(compute, modules=modules)

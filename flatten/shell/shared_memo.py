@@ -110,8 +110,8 @@ class SharedMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return self._inner.checked(requests)
 
-    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
-        return self._inner.later(compute)
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
+        return self._inner.later(compute, modules=modules)
 
     @property
     def modules(self) -> int:

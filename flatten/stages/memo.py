@@ -189,10 +189,11 @@ class Memo(Protocol):
         compute those it lacks side by side (flatten/shell/memo.py)."""
         ...
 
-    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         """``compute()``, taken when the function returned is called: the caller has other work
         that does not need it meanwhile (the build's layout beside its graph checks), and a memo
-        may compute it beside that work (flatten/shell/memo.py)."""
+        may compute it beside that work (flatten/shell/memo.py); ``modules``: how many modules
+        the work covers (a memo may judge a small one not worth a process)."""
         ...
 
 
@@ -229,7 +230,7 @@ class NoMemo:
     def checked(self, requests: Sequence[CheckRequest]) -> list[ModuleChecks]:
         return [compute() for _, compute in requests]
 
-    def later(self, compute: Callable[[], Diagnostics]) -> Callable[[], Diagnostics]:
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         value = compute()
         return lambda: value
 

@@ -407,7 +407,9 @@ def test_the_checks_never_scan_on_the_memos_path(tmp_path: object, monkeypatch: 
         wiring, found, rest = marked(real_check)(*args, **kwargs)
         return wiring, found, None if rest is None else marked(rest)
 
-    monkeypatch.setattr(DiskMemo, "later", lambda self, compute: NO_MEMO.later(compute))
+    monkeypatch.setattr(
+        DiskMemo, "later", lambda self, compute, modules: NO_MEMO.later(compute, modules=modules)
+    )
 
     want = [(d.summary, d.range) for d in pipeline.build(root, options=options, memo=NO_MEMO)[1]]
     monkeypatch.setattr(references._Scanner, "__init__", counting)
