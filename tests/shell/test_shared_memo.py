@@ -57,6 +57,10 @@ class Counting:
     ) -> bytes:
         return compute()
 
+    def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
+        value = compute()
+        return lambda: value
+
 
 def monorepo(base: Path) -> list[Path]:
     files: dict[str, str | bytes] = {"modules/net/main.tf": NET, "modules/net/override.tf": "locals {}\n"}
