@@ -242,23 +242,30 @@ def read_bytes(
     """
     fd, st = _open_regular(path, limit=limit, deadline=deadline, inside=inside, follow=follow, dir_fd=dir_fd)
     try:
-        parts: list[bytes] = []
-        size = 0
-        while True:
-            check_deadline(deadline, path)
-            # The size fstat gave (and a byte more, to see the end) in one read, then chunks if it
-            # grew: chunks joined held the file twice (an 18 MB module-cache entry took 33 MiB to read).
-            want = st.st_size + 1 - size if size <= st.st_size else _CHUNK
-            chunk = os.read(fd, min(want, limit + 1 - size) or 1)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:  # grew after the fstat
-                raise _too_large(os.fspath(path), limit)
-            parts.append(chunk)
+        # The size fstat gave (and a byte more, to see the end) in one read, then chunks if it
+        # grew: chunks joined held the file twice (an 18 MB module-cache entry took 33 MiB to read).
+        parts = list(_chunks(fd, path, limit, deadline, st.st_size + 1))
         return parts[0] if len(parts) == 1 else b"".join(parts)
     finally:
         os.close(fd)
+
+
+def _chunks(
+    fd: int, path: str | os.PathLike[str], limit: int, deadline: float | None, first: int
+) -> Iterator[bytes]:
+    """An open file's bytes: reads of ``first`` bytes in all, then of ``_CHUNK``, until its end;
+    :class:`Refused` past ``limit`` bytes (a file that grew after its ``fstat``) or the deadline."""
+    size = 0
+    while True:
+        check_deadline(deadline, path)
+        want = first - size if size < first else _CHUNK
+        chunk = os.read(fd, min(want, limit + 1 - size) or 1)
+        if not chunk:
+            return
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(os.fspath(path), limit)
+        yield chunk
 
 
 class _Updated(Protocol):
@@ -286,18 +293,9 @@ def file_digest(
     fd, st = _open_regular(path, limit=limit, deadline=deadline, inside=None, follow=follow)
     try:
         h = digest()
-        size = 0
-        want = min(st.st_size + 1, _CHUNK)
-        while True:
-            check_deadline(deadline, path)
-            chunk = os.read(fd, min(want, limit + 1 - size) or 1)
-            if not chunk:
-                return h
-            size += len(chunk)
-            if size > limit:  # grew after the fstat
-                raise _too_large(os.fspath(path), limit)
+        for chunk in _chunks(fd, path, limit, deadline, min(st.st_size + 1, _CHUNK)):
             h.update(chunk)
-            want = _CHUNK
+        return h
     finally:
         os.close(fd)
 
