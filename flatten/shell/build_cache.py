@@ -862,8 +862,6 @@ class _Writer:
 
 
 _WRITER: list[_Writer] = []
-# The forked writers of the checks' parts (``_write_forked``), which ``finish`` waits for.
-_FORKED: list[int] = []
 
 
 def finish() -> None:
@@ -871,9 +869,6 @@ def finish() -> None:
     helper the build's checks ran in (``forks.later``)."""
     while _WRITER:
         _WRITER.pop().close()
-    while _FORKED:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(_FORKED.pop(), 0)
     forks = sys.modules.get("flatten.shell.forks")  # not imported: it started no helper
     if forks is not None:
         forks.reap()
@@ -1209,9 +1204,9 @@ def _write_part(digest: str, value: ModuleChecks, data: bytes | None) -> None:
 
 
 def _write_forked(pending: Sequence[tuple[str, ModuleChecks, bytes | None]]) -> bool:
-    """Write the parts ``checked`` computed in a forked writer, which ``finish`` waits for; False
-    where none can be forked (no fork, or another thread running: a fork copies a lock another
-    thread may hold).
+    """Write the parts ``checked`` computed in a forked writer (``forks.detached``), which
+    ``finish`` waits for; False where none can be forked (no fork, or another thread running: a
+    fork copies a lock another thread may hold).
 
     Written here, they were 0.06-0.09 s of a cold build's one core before its layout (pickling
     and creating about a hundred files on the 200-module benchmark trees, the helpers' parts
@@ -1221,22 +1216,14 @@ def _write_forked(pending: Sequence[tuple[str, ModuleChecks, bytes | None]]) -> 
     it, never here. Its entries are temporary files renamed into place, as every writer's: a
     writer killed with the build (``forks.worker_init``) leaves none half written.
     """
-    if not hasattr(os, "fork") or threading.active_count() != 1:
-        return False
     from flatten.shell import forks
 
-    def send(_: IO[bytes]) -> None:
+    def write() -> None:
         for digest, value, data in pending:
             with contextlib.suppress(Exception):  # an entry not written is a miss next time
                 _write_part(digest, value, data)
 
-    try:
-        pid, pipe = forks.helper(os.getpid(), send)
-    except OSError:
-        return False
-    pipe.close()  # it sends nothing: waited for by its pid
-    _FORKED.append(pid)
-    return True
+    return forks.detached(write)
 
 
 # Fewer parts to compute than this are computed here alone (a fork costs more than they do).

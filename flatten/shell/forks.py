@@ -23,6 +23,7 @@ __all__ = [
     "RECORD",
     "UNITS",
     "cpus",
+    "detached",
     "forked",
     "give_freed_back",
     "helper",
@@ -178,21 +179,35 @@ def later(compute: Callable[[], T], *, then: Callable[[], object] | None = None)
                 value: T = pickle.load(received)
             except Exception:  # the helper failed: computed here
                 value = compute()
-        _LATER.append(pid)
+        _WAITING.append(pid)
         return value
 
     return take
 
 
-# Helpers ``later`` started, waited for at the build's end (``reap``).
-_LATER: list[int] = []
+def detached(run: Callable[[], object]) -> bool:
+    """Fork a helper that runs ``run`` and sends nothing, waited for at the build's end
+    (``reap``); False where none can be forked (no fork, or another thread running)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    try:
+        pid, pipe = helper(os.getpid(), lambda _: run())
+    except OSError:
+        return False
+    pipe.close()  # it sends nothing: waited for by its pid
+    _WAITING.append(pid)
+    return True
+
+
+# Helpers still writing after they answered (``later``, ``detached``), waited for by ``reap``.
+_WAITING: list[int] = []
 
 
 def reap() -> None:
-    """Wait for every helper ``later`` started (each writing its last cache entries)."""
-    while _LATER:
+    """Wait for every helper ``later`` or ``detached`` started (each writing cache entries)."""
+    while _WAITING:
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(_LATER.pop(), 0)
+            os.waitpid(_WAITING.pop(), 0)
 
 
 def _taken(queue: int) -> Iterator[int]:

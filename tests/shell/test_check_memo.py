@@ -230,7 +230,7 @@ def test_parts_computed_in_forked_helpers_give_the_same_diagnostics(
         assert log.read_text().split() == ["True"], "the parts were computed in a forked helper too"
         # ... and written by a forked writer, which that helper waits for before it ends, and
         # the build's end waits for that helper (``forks.reap`` in ``build_cache.finish``).
-        assert forks._LATER, "the helper is waited for at the build's end"
+        assert forks._WAITING, "the helper is waited for at the build's end"
     computed = _counting(monkeypatch)
     _forget(monkeypatch)
     assert _diags(root, DiskMemo()) == want  # and read back from the cache
@@ -254,12 +254,13 @@ def test_parts_are_written_in_place_when_no_writer_can_be_forked(
     for i in range(build_cache._SHARED_PARTS + 4):
         key = CheckKey(f"m{i}", f"module.m{i}", "", "", False, (), "terraform", (1, 11), True)
         requests.append((key, lambda: ModuleChecks((), None)))
+    forks.reap()  # the helpers earlier builds in this process left
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
         assert build_cache.checked(requests) == [ModuleChecks((), None)] * len(requests)
-        assert not build_cache._FORKED
+        assert not forks._WAITING
     finally:
         stop.set()
         other.join()

@@ -33,7 +33,7 @@ def test_later_computes_in_a_helper_and_the_value_is_taken_here() -> None:
     assert pid != here and value == [1, "a"]
     assert done == [], "then runs in the helper, after it answered"
     forks.reap()
-    assert not forks._LATER
+    assert not forks._WAITING
 
 
 def test_a_helper_that_fails_leaves_the_value_to_this_process() -> None:
@@ -58,4 +58,4 @@ def test_with_another_thread_running_the_value_is_computed_now() -> None:
         stop.set()
         other.join()
     assert take() == os.getpid()
-    assert not forks._LATER
+    assert not forks._WAITING
