@@ -78,12 +78,17 @@ class Ahead:
             self.callers[key] = entry.module
 
     def parts(
-        self, key: str, entry: ModuleEntry, directory: Path, options: Options
+        self,
+        key: str,
+        entry: ModuleEntry,
+        directory: Path,
+        options: Options,
+        named: Sequence[tuple[str, str]],
     ) -> tuple[tuple[str, bytes], ...]:
         """In a worker: the parts of the checks of the module ``key`` just loaded from
         ``directory``, at each of its paths, by digest, pickled; none for a module that calls
-        others or has a diagnostic (``leaf_part``)."""
-        if not self.on or entry.load_diags or entry.merge_diags or named_calls(entry.module):
+        others (``named``: its calls, ``named_calls``) or has a diagnostic (``leaf_part``)."""
+        if not self.on or entry.load_diags or entry.merge_diags or named:
             return ()
         from flatten.providers.checks import leaf_part
         from flatten.shell.build_cache import check_digest

@@ -223,7 +223,7 @@ def _plan(
         from flatten.stages.emit import MANIFEST_NAME
 
         old_manifest = gate.read_bytes(out / MANIFEST_NAME, follow=False)
-        if hashlib.blake2b(old_manifest, digest_size=16).hexdigest() != record.outputs.get(MANIFEST_NAME):
+        if _output_digest(old_manifest) != record.outputs.get(MANIFEST_NAME):
             return None
         manifest = json.loads(old_manifest)
         from flatten.stages.emit import dumps
@@ -253,7 +253,9 @@ def _plan(
 
 def _output_digest(content: bytes) -> str:
     # As the record names each output file's bytes (replay._snapshot_output).
-    return hashlib.blake2b(content, digest_size=16).hexdigest()
+    h = replay._output_hash()
+    h.update(content)
+    return h.hexdigest()
 
 
 def _view_digest(module: Module, options: Options) -> str:

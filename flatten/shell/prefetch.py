@@ -488,11 +488,12 @@ def _work_modules(
         assert isinstance(entry, build_cache.ModuleEntry)
         calls, data = build_cache.encode(key, entry)
         output = build_cache.emit_ahead(key, entry.module, provenance, render)
+        named = named_calls(entry.module)
         parts: tuple[tuple[str, bytes], ...] = ()
         if ahead is not None and entry.directory in directories:
             directory, options = directories[entry.directory]
-            parts = ahead.parts(key, entry, directory, options)
-        out.append((key, calls, data, output, named_calls(entry.module), parts))
+            parts = ahead.parts(key, entry, directory, options, named)
+        out.append((key, calls, data, output, named, parts))
     return out
 
 
