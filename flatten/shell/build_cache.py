@@ -897,7 +897,9 @@ READ: set[str] = set()
 # options it keyed the module under and the module key of the files it read: the build uses both
 # instead of listing, reading and hashing again (it then sees each module's files as prefetch read
 # them, a moment earlier). The key is taken once (``preread``); the listing stays (``prelisted``).
-PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str]] = {}
+# With the key, the bytes it was made of, where prefetch noted them for the module's computation
+# in this process (``note_read``); never exported to another process.
+PREREAD: dict[tuple[str, str], tuple[DirectoryListing, str, str, str, list[bytes] | None]] = {}
 
 
 def export_prefetched(out: IO[bytes]) -> None:
@@ -910,7 +912,8 @@ def export_prefetched(out: IO[bytes]) -> None:
     own bytes, not copied into one more bytes object first (docs/reliability.md, "Memory").
     """
     memo = {k: v if isinstance(v, bytes) else encode(k, v)[1] for k, v in MEMO.items() if k not in READ}
-    state = (memo, PREREAD, EMITTED, CHECKED, _STATE.get("version"))
+    preread = {where: (*found[:4], None) for where, found in PREREAD.items()}  # keys, not the bytes
+    state = (memo, preread, EMITTED, CHECKED, _STATE.get("version"))
     pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -949,9 +952,18 @@ def forget_prefetched() -> None:
     CHECKED.clear()
 
 
-def note_read(directory: Path, root: Path, options: Options, listing: DirectoryListing, key: str) -> None:
-    """Remember the listing prefetch read for a module directory and the key of its files (``PREREAD``)."""
-    PREREAD[(str(directory), options.dialect.value)] = (listing, key, str(root), _options_key(options))
+def note_read(
+    directory: Path,
+    root: Path,
+    options: Options,
+    listing: DirectoryListing,
+    key: str,
+    raws: list[bytes] | None = None,
+) -> None:
+    """Remember the listing prefetch read for a module directory and the key of its files
+    (``PREREAD``); with ``raws``, the files' bytes the key was made of, for the module's
+    computation in this process (``preread``), which then reads nothing again."""
+    PREREAD[(str(directory), options.dialect.value)] = (listing, key, str(root), _options_key(options), raws)
 
 
 def prelisted(directory: Path, dialect: Dialect) -> DirectoryListing | None:
@@ -960,15 +972,18 @@ def prelisted(directory: Path, dialect: Dialect) -> DirectoryListing | None:
     return None if found is None else found[0]
 
 
-def preread(directory: Path, root: Path, options: Options, listing: DirectoryListing) -> str | None:
-    """Return (and forget) the module key prefetch found for this directory, when the build is
-    loading it under the same root and options from the very listing prefetch read."""
+def preread(
+    directory: Path, root: Path, options: Options, listing: DirectoryListing
+) -> tuple[str, list[bytes] | None] | None:
+    """Return (and forget) the module key prefetch found for this directory, with the bytes it
+    was made of when prefetch noted them (``note_read``), when the build is loading it under the
+    same root and options from the very listing prefetch read."""
     if not PREREAD:
         return None
     found = PREREAD.pop((str(directory), options.dialect.value), None)
     if found is None or found[0] is not listing or found[2] != str(root) or found[3] != _options_key(options):
         return None
-    return found[1]
+    return found[1], found[4]
 
 
 def take(key: str, directory: str) -> ModuleEntry | None:

@@ -95,22 +95,27 @@ class DiskMemo:
     ) -> tuple[LoadedModule, MemoKey | None]:
         if not build_cache.enabled():
             return compute(None), None
-        # After prefetch read the directory (a moment earlier), the key of what it read.
-        key = build_cache.preread(source.directory, source.root, source.options, source.listing)
-        if key is not None:
+        # After prefetch read the directory (a moment earlier), the key of what it read; with the
+        # bytes it was made of when prefetch found no entry and left the module to this process.
+        found = build_cache.preread(source.directory, source.root, source.options, source.listing)
+        key, raws = found if found is not None else ("", None)
+        del found  # the bytes are held by ``raws`` alone (taken as they are decoded)
+        if key and raws is None:
             entry = build_cache.take(key, source.display)
             if entry is not None:
                 _note(source.display, key)
                 return _loaded(entry), MemoKey(entry.module, key)
-        # Keyed by the exact bytes read here, which are also what is parsed.
-        try:
-            key, raws = source_key(source)
-        except OSError:
-            return compute(None), None  # the stage reports the file; such a module is not kept
+        if raws is None:
+            # Keyed by the exact bytes read here, which are also what is parsed.
+            try:
+                key, raws = source_key(source)
+            except OSError:
+                return compute(None), None  # the stage reports the file; such a module is not kept
+            entry = build_cache.take(key, source.display)
+            if entry is not None:
+                _note(source.display, key)
+                return _loaded(entry), MemoKey(entry.module, key)
         _note(source.display, key)
-        entry = build_cache.take(key, source.display)
-        if entry is not None:
-            return _loaded(entry), MemoKey(entry.module, key)
         taken = Raws(raws)
         del raws  # the stage takes each file's bytes as it decodes them; nothing else holds them
         loaded = compute(taken)

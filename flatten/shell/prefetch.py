@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from flatten import gate
 from flatten.lang.options import Dialect, Options
@@ -424,16 +424,66 @@ def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) ->
     return sorted(level)
 
 
-_ModuleJob = tuple[Path, Path, Options, str]  # directory, root, options, display path
+# A module directory to compute: its directory, the root, the options, its display path, and its
+# listing when its files are still to be read and keyed there (else prefetch keyed them, found no
+# entry, and noted the key: build_cache.note_read).
+_ModuleJob = tuple[Path, Path, Options, str, "DirectoryListing | None"]
+
+# A module's files are kept from its key to its computation (build_cache.note_read) up to this
+# size; a larger one's are read again there, not held meanwhile (docs/reliability.md, "Memory").
+_KEEP_READ = 256 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A module directory's files as read for its key (``_read_module``)."""
+
+    key: str
+    raws: list[bytes]
+    data: bytes | None  # its entry, when the cache has it
+    calls: tuple[str, ...] | None  # the sources of its module calls, from the entry's header
+
+
+def _read_module(
+    directory: Path, root: Path, options: Options, rel: str, listing: DirectoryListing
+) -> _Read | None:
+    """Read ``directory``'s files (``listing``), key them, and look the key up in the module
+    cache; None when a file cannot be read (the build reports it)."""
+    from flatten.shell import build_cache
+    from flatten.stages.load import display_path, read_config
+
+    try:
+        raws = [read_config(e.path, root) for e in listing.files]
+    except OSError:
+        return None
+    key = build_cache.module_key(
+        rel,
+        [
+            (display_path(e.path, root), e.syntax, e.is_override, raw)
+            for e, raw in zip(listing.files, raws, strict=True)
+        ],
+        options,
+    )
+    data = build_cache.read(key)
+    return _Read(key, raws, data, None if data is None else build_cache.entry_calls(data, key))
 
 
 def _compute_modules(
-    jobs: list[_ModuleJob], *, store_parses: bool = False, known_scans: dict[str, Scanned] | None = None
+    jobs: list[_ModuleJob],
+    *,
+    store_parses: bool = False,
+    known_scans: dict[str, Scanned] | None = None,
+    found: list[tuple[str, str, tuple[str, ...]]] | None = None,
 ) -> list[tuple[str, object]]:
     """Load and merge each module directory (through load_module and the disk memo, which fill
     the module cache); return the entries computed, by key, instead of storing them. Per-file parse
     entries are written only with ``store_parses`` (the module entry holds every file's parse).
-    ``known_scans``: the scans of the modules this process loaded before (``load_module``)."""
+    ``known_scans``: the scans of the modules this process loaded before (``load_module``).
+
+    A job whose files are still to be read (its listing given) is read and keyed here; one the
+    cache has an entry for is not computed but added to ``found`` (display path, key, calls).
+    """
+    from flatten.shell import build_cache
     from flatten.shell.build_cache import ModuleEntry
     from flatten.shell.memo import DiskMemo
     from flatten.stages.load import load_module
@@ -446,7 +496,18 @@ def _compute_modules(
     gc.disable()  # loading allocates many small objects and frees none of them
     try:
         with parse_cache.file_entries(store_parses):
-            for directory, root, options, _ in jobs:
+            for directory, root, options, rel, listing in jobs:
+                if listing is not None:
+                    read = _read_module(directory, root, options, rel, listing)
+                    if read is None:
+                        continue  # a file cannot be read: the build reports it
+                    if read.data is not None and read.calls is not None:
+                        if found is not None:
+                            found.append((rel, read.key, read.calls))
+                        continue
+                    # Read once: the computation below takes these bytes (DiskMemo.module).
+                    build_cache.note_read(directory, root, options, listing, read.key, read.raws)
+                    del read
                 load_module(directory, root=root, options=options, memo=memo, known_scans=known_scans)
         return list(captured)
     finally:
@@ -454,17 +515,17 @@ def _compute_modules(
             gc.enable()
 
 
-# A computed module: its key, module sources and entry bytes, its output bytes (by emit key)
-# when it calls no other module, its calls by name (``checks_ahead.named_calls``) and its parts
-# of the checks computed ahead (by digest, pickled).
-_Computed = tuple[
-    str,
-    tuple[str, ...],
-    bytes,
-    tuple[str, bytes] | None,
-    tuple[tuple[str, str], ...],
-    tuple[tuple[str, bytes], ...],
-]
+class _Computed(NamedTuple):
+    """A module a worker computed, or found in the cache, for its parent."""
+
+    rel: str  # its display path: which job
+    key: str
+    calls: tuple[str, ...]  # the sources of its module calls
+    data: bytes  # its entry's bytes; empty when found in the cache (the build reads it there)
+    output: tuple[str, bytes] | None  # its output bytes by emit key, when it calls no module
+    named: tuple[tuple[str, str], ...]  # its calls by name (``checks_ahead.named_calls``)
+    parts: tuple[tuple[str, bytes], ...]  # its parts of the checks computed ahead (digest, pickle)
+    cached: bool = False  # found in the cache, not computed
 
 
 def _work_modules(
@@ -478,13 +539,14 @@ def _work_modules(
     from flatten.stages.emit import dumps, module_json
 
     provenance = bool(jobs) and jobs[0][2].provenance  # one build's jobs: the same options
-    directories = {rel: (directory, options) for directory, _, options, rel in jobs}
+    directories = {job[3]: (job[0], job[2]) for job in jobs}
 
     def render(module: Module) -> bytes:
         return dumps(module_json(module, provenance=provenance)).encode("utf-8")
 
+    found: list[tuple[str, str, tuple[str, ...]]] = []
     out: list[_Computed] = []
-    for key, entry in _compute_modules(jobs, known_scans=known_scans):
+    for key, entry in _compute_modules(jobs, known_scans=known_scans, found=found):
         assert isinstance(entry, build_cache.ModuleEntry)
         calls, data = build_cache.encode(key, entry)
         output = build_cache.emit_ahead(key, entry.module, provenance, render)
@@ -493,7 +555,8 @@ def _work_modules(
         if ahead is not None and entry.directory in directories:
             directory, options = directories[entry.directory]
             parts = ahead.parts(key, entry, directory, options, named)
-        out.append((key, calls, data, output, named, parts))
+        out.append(_Computed(entry.directory, key, calls, data, output, named, parts))
+    out.extend(_Computed(rel, key, calls, b"", None, (), (), cached=True) for rel, key, calls in found)
     return out
 
 
@@ -571,7 +634,7 @@ def _prefetch_modules(
     from flatten.shell import build_cache
     from flatten.shell.checks_ahead import Ahead, named_calls
     from flatten.stages.files import list_config_files
-    from flatten.stages.load import display_path, read_config
+    from flatten.stages.load import display_path
 
     cpus = _cpus(workers)
     pool: ProcessPoolExecutor | None = None
@@ -591,61 +654,53 @@ def _prefetch_modules(
     try:
         while level:
             jobs: list[tuple[_ModuleJob, int]] = []
-            files = 0
+            files = size = 0
+            parallel = False
             sources: list[tuple[Path, tuple[str, ...]]] = []
-            owner: dict[str, Path] = {}
-            listed: dict[str, DirectoryListing] = {}
+            listed: dict[str, tuple[Path, DirectoryListing]] = {}  # by display path
             for directory in level:
                 try:
                     listing = list_config_files(directory, dialect=options.dialect)
-                    raws = [read_config(e.path, root) for e in listing.files]
                 except OSError:
                     continue
                 rel = display_path(directory, root)
-                key = build_cache.module_key(
-                    rel,
-                    [
-                        (display_path(e.path, root), e.syntax, e.is_override, raw)
-                        for e, raw in zip(listing.files, raws, strict=True)
-                    ],
-                    options,
-                )
-                size, count = sum(len(r) for r in raws), len(raws)
-                del raws  # not held while the modules are computed (docs/reliability.md, "Memory")
-                data = build_cache.read(key)
-                calls = None if data is None else build_cache.entry_calls(data, key)
-                if data is not None and calls is not None:
-                    build_cache.MEMO[key] = data  # the build decodes it from memory
-                    build_cache.READ.add(key)
-                    build_cache.note_read(directory, root, options, listing, key)
-                    sources.append((directory, calls))
+                listed[rel] = (directory, listing)
+                if parallel:
+                    # Enough to compute to pay for helpers: the rest are read, keyed and looked
+                    # up by whichever process computes them, not here first, one after another.
+                    jobs.append(((directory, root, options, rel, listing), 0))
+                    files += len(listing.files)
                     continue
-                owner[key] = directory
-                listed[key] = listing
-                jobs.append(((directory, root, options, rel), size))
-                files += count
+                found = _read_module(directory, root, options, rel, listing)
+                if found is None:
+                    continue
+                if found.data is not None and found.calls is not None:
+                    build_cache.MEMO[found.key] = found.data  # the build decodes it from memory
+                    build_cache.READ.add(found.key)
+                    build_cache.note_read(directory, root, options, listing, found.key)
+                    sources.append((directory, found.calls))
+                    continue
+                n = sum(len(r) for r in found.raws)
+                # Kept for the computation, unless large (docs/reliability.md, "Memory").
+                kept = found.raws if n <= _KEEP_READ else None
+                build_cache.note_read(directory, root, options, listing, found.key, kept)
+                del found, kept
+                jobs.append(((directory, root, options, rel, None), n))
+                files += len(listing.files)
+                size += n
+                parallel = cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES
             read += len(level) - len(jobs)  # found in the cache, or unreadable
             tick = None
             if progress is not None:
                 progress.reading(read, len(seen))
                 tick = _ticker(progress, read, len(seen))
             if jobs:
-                size = sum(n for _, n in jobs)
-                results: list[tuple[str, tuple[str, ...]]] = []
-                parallel = cpus > 1 and files >= MIN_PARALLEL_FILES and size >= MIN_PARALLEL_BYTES
+                results: list[_Computed] = []
                 if parallel and meanwhile is None and threading.active_count() == 1:
                     # Forked helpers, one per CPU but this process, which computes a share too
                     # (encoded and emitted ahead the same way). Nothing written meanwhile: the
                     # writer threads start after the last fork (``pending``).
-                    for key, calls, data, output, named, parts in _compute_shared(jobs, cpus, tick, ahead):
-                        build_cache.MEMO[key] = data
-                        pending.append((key, data))
-                        if output is not None:
-                            emitted.append(output)
-                        checked.extend(parts)
-                        if key in owner:
-                            ahead.loaded(key, owner[key], named)
-                        results.append((key, calls))
+                    results = _compute_shared(jobs, cpus, tick, ahead)
                 elif parallel:
                     # This process imports the rest of flatten meanwhile (``meanwhile``): workers
                     # do all the computing, and this process keeps what they send.
@@ -660,28 +715,32 @@ def _prefetch_modules(
                         if tick is not None:  # the batches before this one are done
                             tick(sum(len(b) for b in batches[:n]))
                         if not future.cancelled():
-                            for key, calls, data, output, named, _ in future.result():
-                                build_cache.MEMO[key] = data
-                                pending.append((key, data))
-                                if output is not None:
-                                    emitted.append(output)
-                                if key in owner:
-                                    ahead.loaded(key, owner[key], named)
-                                results.append((key, calls))
+                            results.extend(future.result())
                 else:
                     # Too little to pay for processes (typically the modules changed since the last build).
                     computed = _compute_modules([job for job, _ in jobs], store_parses=True)
                     for key, entry in computed:
                         assert isinstance(entry, build_cache.ModuleEntry)
-                        if key in owner:
-                            ahead.loaded(key, owner[key], named_calls(entry.module))
+                        if entry.directory in listed:
+                            ahead.loaded(key, listed[entry.directory][0], named_calls(entry.module))
                         ahead.keep_caller(key, entry)
-                    results.extend(_keep(computed, pending))
-                for key, calls in results:
-                    if key in owner:  # else a file changed while it was read: the build reads it again
-                        sources.append((owner[key], calls))
-                        build_cache.note_read(owner[key], root, options, listed[key], key)
-                done += files
+                    for key, rel, calls in _keep(computed, pending):
+                        results.append(_Computed(rel, key, calls, b"", None, (), ()))
+                for result in results:
+                    if result.rel not in listed:
+                        continue
+                    directory, listing = listed[result.rel]
+                    if result.data:  # computed by a helper (else found in the cache, or kept)
+                        build_cache.MEMO[result.key] = result.data
+                        pending.append((result.key, result.data))
+                        if result.output is not None:
+                            emitted.append(result.output)
+                        checked.extend(result.parts)
+                        ahead.loaded(result.key, directory, result.named)
+                    sources.append((directory, result.calls))
+                    build_cache.note_read(directory, root, options, listing, result.key)
+                    if not result.cached:
+                        done += len(listing.files)
                 read += len(jobs)
             level = _next_level(sources, seen)
     except BaseException:
@@ -717,14 +776,16 @@ def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list
 
 def _keep(
     computed: list[tuple[str, object]], pending: list[tuple[str, bytes]]
-) -> list[tuple[str, tuple[str, ...]]]:
-    """Keep entries computed in this process for the build (as objects) and queue them for writing."""
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Keep entries computed in this process for the build (as objects) and queue them for
+    writing; return each one's key, display path and calls."""
     from flatten.shell import build_cache
 
     out = []
     while computed:
         key, entry = computed.pop()
         assert isinstance(entry, build_cache.ModuleEntry)
+        rel = entry.directory
         # Encoded once, straight into the cache file, which the build reads (not kept in MEMO):
         # the entry's bytes held beside the model were a third of a large module's peak
         # (docs/reliability.md, "Memory"). Where it cannot be written, as bytes for both.
@@ -734,7 +795,7 @@ def _keep(
             build_cache.MEMO[key] = data
             pending.append((key, data))  # written after the last fork (no writer thread before it)
         del entry
-        out.append((key, found))
+        out.append((key, rel, found))
     out.reverse()
     return out
 

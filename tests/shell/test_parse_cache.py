@@ -195,6 +195,64 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
     assert _build(root, options=Options())[0].files == want
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_cold_prefetch_reads_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    # Each file is read once, by the process that keys and computes its module: neither read
+    # first here to be keyed and again in a helper (workers=2), nor keyed and read again here.
+    from flatten.shell import memo
+    from flatten.stages import load
+
+    root = _tree(tmp_path / "src", modules=12)
+    want = _uncached_build(root, monkeypatch)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    log = tmp_path / "reads.log"
+    real = load.read_config
+
+    def logged(path: Path, root: Path) -> bytes:
+        with open(log, "a", encoding="utf-8") as f:  # one short append per read, from any process
+            f.write(f"{os.getpid()} {path}\n")
+        return real(path, root)
+
+    monkeypatch.setattr(load, "read_config", logged)
+    monkeypatch.setattr(memo, "read_config", logged)
+    assert prefetching.prefetch(root, options=Options(), workers=workers) == 25
+    reads = [line.split(" ", 1) for line in log.read_text(encoding="utf-8").splitlines()]
+    paths = [path for _, path in reads]
+    assert sorted(paths) == sorted({str(p) for p in root.rglob("*.tf")})  # every file, once
+    if workers == 2:  # the helper read (and computed) a share of them
+        assert len({pid for pid, _ in reads}) == 2
+    log.unlink()
+    try:
+        assert _build(root, options=Options())[0].files == want
+        assert not log.exists()  # the build reads nothing again: prefetch keyed every module
+    finally:
+        prefetching.finish()
+
+
+def test_a_parallel_prefetch_over_a_partly_cached_tree_computes_only_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past the first few modules missing from the cache, a level is read and keyed by whichever
+    # process computes it: the entries the cache has are found there, not computed again.
+    root = _tree(tmp_path / "src", modules=12)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    assert prefetching.prefetch(root, options=Options(), workers=2) == 25
+    prefetching.finish()
+    build_cache.forget_prefetched()
+    for i in (0, 5, 11):  # the first, one handed over, the last
+        (root / f"modules/m{i}/main.tf").write_text(f'variable "v" {{\n  default = {i + 100}\n}}\n')
+    want = _uncached_build(root, monkeypatch)
+    assert prefetching.prefetch(root, options=Options(), workers=2) == 6  # 3 modules of 2 files
+    prefetching.finish()
+    monkeypatch.setattr(parse_cache, "parse_file", _boom)
+    monkeypatch.setattr(merge, "_Merger", _boom)
+    assert _build(root, options=Options())[0].files == want
+
+
 def test_a_prefetch_helper_that_dies_leaves_its_modules_to_the_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
