@@ -46,9 +46,10 @@ _NO_NODE = frozenset(
 _LIFECYCLE_SKIP = frozenset({"ignore_changes", "create_before_destroy", "action_trigger"})
 _SHOWN_STEPS = 8  # steps of the loop the detail spells out before it says how many more
 _KEYS_KEPT = 4096  # texts whose reference keys a graph keeps while checking (Dependencies._keys)
-# Up to this many edges, the cycle check lists each node's targets (``Dependencies.has_cycle``):
-# at most about 18 MB while it runs; a larger graph's are packed in arrays (docs/reliability.md).
-_LISTED_EDGES = 500_000
+# The cycle check lists each node's targets (``Dependencies.has_cycle``) while that takes at most
+# this much beside the graph (about 100 bytes a node and 10 an edge); a larger graph's are packed
+# in arrays, 8 bytes a node and 4 an edge (docs/reliability.md, "Memory").
+_LISTED_BYTES = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,13 +605,14 @@ class Dependencies:
             for source, target in zip(self.edge_from, self.edge_to, strict=True):
                 if inside[source] and inside[target]:
                     pending[target] += 1
-        if len(self.edge_from) <= _LISTED_EDGES:
+        if 100 * n + 10 * len(self.edge_from) <= _LISTED_BYTES:
             # Each node's targets in a list of its own: a third of the time of the arrays below
-            # (hier 200: 98,000 edges in 0.02 s, not 0.07 s, on the graph checks' critical path
-            # beside the layout), for about 36 bytes an edge while it runs.
+            # (hier 200: 8,000 nodes and 98,000 edges in 0.02 s, not 0.07 s, on the graph checks'
+            # critical path beside the layout). Each target is the one int object of its node.
+            numbers = list(range(n))
             targets: list[list[int]] = [[] for _ in range(n)]
             for source, target in zip(self.edge_from, self.edge_to, strict=True):
-                targets[source].append(target)
+                targets[source].append(numbers[target])
 
             def after(node: int) -> Iterable[int]:
                 return targets[node]

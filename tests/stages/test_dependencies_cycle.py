@@ -1,5 +1,5 @@
 """The cycle check of the graph ``validate`` builds (stages/dependencies.py ``has_cycle``), both
-ways it keeps a node's targets (lists up to ``_LISTED_EDGES`` edges, packed arrays above), against
+ways it keeps a node's targets (lists up to ``_LISTED_BYTES``, packed arrays above), against
 networkx on random graphs, with and without a subset of the nodes (``only``: init's graph)."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_the_cycle_check_finds_what_networkx_finds(
     want.add_edges_from((s, t) for s, t in edges if s != t)  # an edge to itself is no link (``link``)
     sub = want.subgraph(only)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(dependencies, "_LISTED_EDGES", 10**9 if listed else -1)
+        m.setattr(dependencies, "_LISTED_BYTES", 1 << 40 if listed else -1)
         b = _built(n, edges)
         assert b.has_cycle() is not nx.is_directed_acyclic_graph(want)
         assert b.has_cycle(only) is not nx.is_directed_acyclic_graph(sub)
