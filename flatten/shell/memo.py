@@ -100,21 +100,20 @@ class DiskMemo:
         found = build_cache.preread(source.directory, source.root, source.options, source.listing)
         key, raws = found if found is not None else ("", None)
         del found  # the bytes are held by ``raws`` alone (taken as they are decoded)
-        if key and raws is None:
-            entry = build_cache.take(key, source.display)
-            if entry is not None:
-                _note(source.display, key)
-                return _loaded(entry), MemoKey(entry.module, key)
         if raws is None:
-            # Keyed by the exact bytes read here, which are also what is parsed.
-            try:
-                key, raws = source_key(source)
-            except OSError:
-                return compute(None), None  # the stage reports the file; such a module is not kept
-            entry = build_cache.take(key, source.display)
+            # The entry by the key prefetch made (read or computed ahead), else by the bytes read now.
+            entry = build_cache.take(key, source.display) if key else None
+            if entry is None:
+                # Keyed by the exact bytes read here, which are also what is parsed.
+                try:
+                    key, raws = source_key(source)
+                except OSError:
+                    return compute(None), None  # the stage reports the file; such a module is not kept
+                entry = build_cache.take(key, source.display)
             if entry is not None:
                 _note(source.display, key)
                 return _loaded(entry), MemoKey(entry.module, key)
+        assert raws is not None  # read above, or noted by prefetch with the key it made
         _note(source.display, key)
         taken = Raws(raws)
         del raws  # the stage takes each file's bytes as it decodes them; nothing else holds them

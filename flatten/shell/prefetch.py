@@ -447,23 +447,16 @@ class _Read:
 def _read_module(
     directory: Path, root: Path, options: Options, rel: str, listing: DirectoryListing
 ) -> _Read | None:
-    """Read ``directory``'s files (``listing``), key them, and look the key up in the module
-    cache; None when a file cannot be read (the build reports it)."""
+    """Read ``directory``'s files (``listing``), key them as the disk memo does, and look the key
+    up in the module cache; None when a file cannot be read (the build reports it)."""
     from flatten.shell import build_cache
-    from flatten.stages.load import display_path, read_config
+    from flatten.shell.memo import source_key
+    from flatten.stages.memo import ModuleSource
 
     try:
-        raws = [read_config(e.path, root) for e in listing.files]
+        key, raws = source_key(ModuleSource(directory, root, rel, listing, options))
     except OSError:
         return None
-    key = build_cache.module_key(
-        rel,
-        [
-            (display_path(e.path, root), e.syntax, e.is_override, raw)
-            for e, raw in zip(listing.files, raws, strict=True)
-        ],
-        options,
-    )
     data = build_cache.read(key)
     return _Read(key, raws, data, None if data is None else build_cache.entry_calls(data, key))
 
@@ -521,7 +514,8 @@ class _Computed(NamedTuple):
     rel: str  # its display path: which job
     key: str
     calls: tuple[str, ...]  # the sources of its module calls
-    data: bytes  # its entry's bytes; empty when found in the cache (the build reads it there)
+    data: bytes  # its entry's bytes; empty when found in the cache (the build reads it there) or
+    # kept by the process that computed it (``_keep``)
     output: tuple[str, bytes] | None  # its output bytes by emit key, when it calls no module
     named: tuple[tuple[str, str], ...]  # its calls by name (``checks_ahead.named_calls``)
     parts: tuple[tuple[str, bytes], ...]  # its parts of the checks computed ahead (digest, pickle)
@@ -539,7 +533,7 @@ def _work_modules(
     from flatten.stages.emit import dumps, module_json
 
     provenance = bool(jobs) and jobs[0][2].provenance  # one build's jobs: the same options
-    directories = {job[3]: (job[0], job[2]) for job in jobs}
+    directories = {rel: (directory, options) for directory, _, options, rel, _ in jobs}
 
     def render(module: Module) -> bytes:
         return dumps(module_json(module, provenance=provenance)).encode("utf-8")
@@ -669,7 +663,6 @@ def _prefetch_modules(
                     # Enough to compute to pay for helpers: the rest are read, keyed and looked
                     # up by whichever process computes them, not here first, one after another.
                     jobs.append(((directory, root, options, rel, listing), 0))
-                    files += len(listing.files)
                     continue
                 found = _read_module(directory, root, options, rel, listing)
                 if found is None:
