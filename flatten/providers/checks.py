@@ -31,28 +31,23 @@ from collections.abc import Callable, Iterator
 from functools import partial
 
 from flatten.lang.diagnostics import Diagnostics
-from flatten.lang.model import Block, Module, Range, module_address
+from flatten.lang.model import Range, module_address
 from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
+from flatten.stages import check_parts
 from flatten.stages.backend import check_backend_type
 from flatten.stages.builtin_schema import check_terraform_data
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
-from flatten.stages.expressions import block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import check_module_inputs
-from flatten.stages.memo import NO_MEMO, CheckKey, Memo, MemoKey, ModuleChecks
+from flatten.stages.memo import NO_MEMO, CheckKey, Memo
 from flatten.stages.references_check import ReferenceChecks, call_outputs
-from flatten.syntax.references import Scans
 
 from .addresses import ConfigAddr
 from .runtime import check_provider_graph
 from .wiring import Binding, How, ProviderWiring, wire_providers
 
-__all__ = ["check_wiring", "leaf_part", "wiring_checks"]
-
-# How many scans of texts outside a module's scan record its checks keep for each other
-# (syntax.references ``Scans``): a bound (docs/reliability.md, "Memory").
-_SCANS_KEPT = 64
+__all__ = ["check_wiring", "wiring_checks"]
 
 
 def check_wiring(
@@ -162,7 +157,7 @@ def _graph_checks(
         keys = [_check_key(graph, node, options, objects) for node in nodes]
         if any(key is None for key in keys):  # the memo has no name for some module (NO_MEMO)
             for node in nodes:
-                _module_checks(node, cycles, walk)
+                check_parts.module_checks(node, cycles, walk)
         else:
             # Each module's part of the checks (its blocks' errors, its part of the graph) is a
             # function of its key: the memo may have it from an earlier build, or compute the
@@ -170,7 +165,7 @@ def _graph_checks(
             entered = [cycles.enter(node) for node in nodes]
             parts = memo.checked(
                 [
-                    (key, partial(_module_part, node, into, cycles, walk))
+                    (key, partial(check_parts.module_part, node, into, cycles, walk))
                     for node, key, into in zip(nodes, keys, entered, strict=True)
                     if key is not None
                 ]
@@ -187,76 +182,6 @@ def _graph_checks(
         if not found.has_errors:
             diags.extend(_builtin_schemas(graph, wiring, walk.diags))
     return diags
-
-
-def _module_checks(node: ModuleNode, cycles: CycleGraph, walk: ReferenceChecks) -> None:
-    """One module's checks, straight into the whole graph and the walk's errors."""
-    nodes, checker = cycles.open(node), walk.open(node)
-    scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
-    for block in node.module.blocks:
-        # Both read the block's expressions from one list of them (stages/expressions.py).
-        listed = block_expressions(block)
-        if nodes is not None:
-            nodes.block(block, scans, listed)
-        checker.block(block, scans, listed)
-    if nodes is not None:
-        nodes.close()
-    walk.close(checker)
-
-
-def _module_part(
-    node: ModuleNode,
-    entered: tuple[Block | None, Scans, dict[str, ProviderUse]] | None,
-    cycles: CycleGraph,
-    walk: ReferenceChecks,
-) -> ModuleChecks:
-    """One module's part of the checks, on its own (``CycleGraph.part``), for a memo to keep."""
-    nodes = cycles.part(node, entered[0], entered[1]) if entered is not None else None
-    checker = walk.open(node)
-    scans = Scans(limit=_SCANS_KEPT, record=node.module.scans)
-    for block in node.module.blocks:
-        listed = block_expressions(block)
-        if nodes is not None:
-            nodes.block(block, scans, listed)
-        checker.block(block, scans, listed)
-    if nodes is None:
-        return ModuleChecks(tuple(checker.diags), None)
-    nodes.close()
-    return ModuleChecks(tuple(checker.diags), nodes.part())
-
-
-def leaf_part(
-    module: Module, key: str, path: tuple[str, ...], caller: Module, caller_key: str, options: Options
-) -> tuple[CheckKey, ModuleChecks] | None:
-    """The part of the checks of ``module`` (memo key ``key``) at ``path``, called as
-    ``path[-1]`` by ``caller`` (memo key ``caller_key``), computed where it is loaded, before any
-    graph is built (prefetch's workers: flatten/shell/prefetch.py), with its key; None where it
-    cannot be known there.
-
-    It is known there for a module that calls none: a part is a function of its ``CheckKey``
-    (``_check_key``), whose only input from beyond the module and its caller is its children's
-    output names, and such a module has none. The part is ``_module_part``'s for the node the
-    graph stage makes at ``path``, given the caller's call block and scan record as ``enter``
-    gives them; a module or caller loaded with diagnostics (the graph's node would carry them)
-    is the caller's business, never passed here. When the build's graph has no such node (the
-    call is left out, the module replaced), the key is nobody's and the part goes unused.
-    """
-    if not path or not options.graph_checks() or any(module.blocks_of("module")):
-        return None
-    calls = [b for b in caller.blocks_of("module") if b.labels[:1] == (path[-1],)]
-    if len(calls) != 1:  # a duplicate call is an error of the caller's: its checks never run
-        return None
-    node = ModuleNode(path, module, None, None, memo_key=MemoKey(module, key))
-    graph = ModuleGraph.from_nodes({node.address: node}, {node.address: []})
-    release = options.terraform_version
-    objects = options.graph_check("object_reference_checks")
-    cycles = CycleGraph(graph, lambda _: (), options.dialect, release)
-    walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
-    part = _module_part(node, (calls[0], Scans(record=caller.scans), {}), cycles, walk)
-    found = CheckKey(
-        key, node.address, caller_key, path[-1], False, (), options.dialect.value, release, objects
-    )
-    return found, part
 
 
 def _check_key(graph: ModuleGraph, node: ModuleNode, options: Options, objects: bool) -> CheckKey | None:

@@ -110,6 +110,8 @@ __all__ = [
     "preread",
     "take",
     "version",
+    "write_checked",
+    "write_emitted",
     "write_entry",
     "write_sealed",
 ]
@@ -1040,8 +1042,12 @@ def emit_ahead(
 
 
 def keep_emitted(digest: str, data: bytes) -> None:
-    """Keep output bytes computed ahead for ``emitted`` and queue them for the emit cache."""
+    """Keep output bytes computed ahead for ``emitted`` (``write_emitted`` stores them)."""
     EMITTED[digest] = data
+
+
+def write_emitted(digest: str, data: bytes) -> None:
+    """Queue output bytes computed ahead for the emit cache."""
     _queue(_emit_path(digest), digest, _EMIT_MAGIC + cache_auth.seal("emit", digest, data))
 
 
@@ -1156,15 +1162,19 @@ def _read_checks(path: Path, digest: str) -> ModuleChecks | None:
 
 
 # Parts of the checks computed ahead by prefetch's workers (``keep_checked``: modules that call
-# none, as they were loaded, flatten/providers/checks.py ``leaf_part``), pickled, by digest.
+# none, as they were loaded, flatten/stages/check_parts.py ``leaf_part``), pickled, by digest.
 CHECKED: dict[str, bytes] = {}
 
 
 def keep_checked(digest: str, data: bytes) -> None:
-    """Keep a part of the checks computed ahead (its pickle) for ``checked`` and queue it for the
-    cache: a build that does not take it (another command, the checks stopped before the parts)
-    leaves it there for the next."""
+    """Keep a part of the checks computed ahead (its pickle) for ``checked`` (``write_checked``
+    stores it)."""
     CHECKED[digest] = data
+
+
+def write_checked(digest: str, data: bytes) -> None:
+    """Queue a part of the checks computed ahead for the cache: a build that does not take it
+    (another command, the checks stopped before the parts) leaves it there for the next."""
     _queue(_checks_path(digest), digest, (_CHECK_MAGIC, cache_auth.tag("checks", digest, data), data))
 
 

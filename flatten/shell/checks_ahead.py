@@ -90,8 +90,8 @@ class Ahead:
         others (``named``: its calls, ``named_calls``) or has a diagnostic (``leaf_part``)."""
         if not self.on or entry.load_diags or entry.merge_diags or named:
             return ()
-        from flatten.providers.checks import leaf_part
         from flatten.shell.build_cache import check_digest
+        from flatten.stages.check_parts import leaf_part
 
         out = []
         for path, caller_key in self.contexts.get(str(directory), ()):

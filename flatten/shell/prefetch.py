@@ -84,6 +84,11 @@ class _Writer:
 
 
 _WRITERS: list[_Writer] = []
+# What prefetch computed for the cache and has not queued for writing yet, by level: entries,
+# output bytes and parts of the checks (``_write_computed``). A forked prefetch hands everything
+# over to the build first, then writes: sealing 400 of them and starting a writer thread beside
+# the hand-over took 20-30 ms of a cold build's one serial stretch (docs/performance.md).
+_UNWRITTEN: list[tuple[list[tuple[str, bytes]], list[tuple[str, bytes]], list[tuple[str, bytes]]]] = []
 # Prefetching processes (prefetch_forked), waited for by finish(): process id and pipe.
 _CHILDREN: list[tuple[int, BinaryIO]] = []
 
@@ -107,6 +112,8 @@ def finish() -> None:
     drop what prefetch left for the build (``build_cache.forget_prefetched``): a build is over."""
     while _EARLY:  # never handed over (the command line failed, or the build took another path)
         _end_child(_EARLY.pop().pid)
+    with contextlib.suppress(Exception):
+        _write_computed()
     while _WRITERS:
         _WRITERS.pop().close()
     while _CHILDREN:
@@ -179,13 +186,16 @@ def prefetch(
     workers: int | None = None,
     meanwhile: Callable[[], object] | None = None,
     progress: BuildProgress | None = None,
+    hand_over: bool = False,
 ) -> int:
     """Parse into the cache, in parallel, the files a build of ``root`` will read; return how many.
 
     Follows local module calls (``./``, ``../``) from ``root``, level by level. Only files the
     cache lacks are parsed; below ``MIN_PARALLEL_FILES``/``MIN_PARALLEL_BYTES`` uncached files
     they are left to the build. ``meanwhile`` runs once while the workers parse (the command line
-    imports the rest of flatten there). Never raises: any trouble just leaves the work to the build.
+    imports the rest of flatten there). With ``hand_over``, the module cache's entries are queued
+    for writing by ``finish``, after the caller hands them to the build. Never raises: any
+    trouble just leaves the work to the build.
     """
     cache = default_cache()
     if cache is None:
@@ -198,6 +208,10 @@ def prefetch(
         return _prefetch(root.absolute(), cache, options, workers, meanwhile)
     except Exception:
         return 0
+    finally:
+        if not hand_over:
+            with contextlib.suppress(Exception):
+                _write_computed()
 
 
 def prefetch_early(root: Path, *, options: Options, progress: BuildProgress | None = None) -> None:
@@ -281,9 +295,11 @@ def prefetch_forked(
         mark_top_directory(top)
 
     def send(sending: BinaryIO) -> None:
-        prefetch(root, options=options, progress=progress)
-        build_cache.export_prefetched(sending)
-        finish()
+        try:
+            prefetch(root, options=options, progress=progress, hand_over=True)
+            build_cache.export_prefetched(sending)
+        finally:
+            finish()  # the cache's entries, written once the build has them
 
     pid, received = forks.helper(os.getpid(), send)
     _CHILDREN.append((pid, received))
@@ -409,19 +425,38 @@ def _next_level(sources: list[tuple[Path, tuple[str, ...]]], seen: set[Path]) ->
     ``sources`` pairs each module directory with the sources of its module calls.
     """
     level = []
+    parents: dict[str, str] = {}  # each parent directory's real path, resolved once
     for directory, calls in sources:
         for source in calls:
             if not source.startswith(("./", "../")):
                 continue
-            child = Path(os.path.normpath(directory / source))
-            try:
-                real = child.resolve()
-            except OSError:
-                continue
-            if real not in seen and child.is_dir():
+            path = os.path.normpath(directory / source)
+            real = _real_directory(path, parents)
+            if real is not None and real not in seen:
                 seen.add(real)
-                level.append(child)
+                level.append(Path(path))
     return sorted(level)
+
+
+def _real_directory(path: str, parents: dict[str, str]) -> Path | None:
+    """The real path of the directory ``path`` (links resolved, as ``Path.resolve``), or None
+    when it is no directory. A directory that is no link is its parent's real path and its
+    name: one ``lstat`` for each of a level's 200 calls in one directory, where resolving each
+    path whole took one for every component (7 ms before the first fork of a cold build)."""
+    head, name = os.path.split(path)
+    kind = gate.kind_of(path)
+    if name and kind == "dir":
+        parent = parents.get(head)
+        if parent is None:
+            parent = parents[head] = os.path.realpath(head)
+        return Path(parent, name)
+    if kind != "link" and not (kind == "dir" and not name):
+        return None
+    try:
+        real = Path(path).resolve()
+    except OSError:
+        return None
+    return real if real.is_dir() else None
 
 
 # A module directory to compute: its directory, the root, the options, its display path, and its
@@ -635,7 +670,7 @@ def _prefetch_modules(
     ahead = Ahead(root, options)
     if ahead.on and cpus > 1:
         # Imported once here, before the helpers are forked: each would import it on its own.
-        import flatten.providers.checks  # noqa: F401
+        import flatten.stages.check_parts  # noqa: F401
     seen = {root.resolve()}
     level = [root]
     done = 0
@@ -744,13 +779,26 @@ def _prefetch_modules(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        for key, data in pending:
-            build_cache.store(key, data)
         for digest, rendered in emitted:
             build_cache.keep_emitted(digest, rendered)
         for digest, part in checked:
             build_cache.keep_checked(digest, part)
+        _UNWRITTEN.append((pending, emitted, checked))
     return done
+
+
+def _write_computed() -> None:
+    """Queue what prefetch computed for the cache (``_UNWRITTEN``) on its background writers."""
+    from flatten.shell import build_cache
+
+    while _UNWRITTEN:
+        pending, emitted, checked = _UNWRITTEN.pop()
+        for key, data in pending:
+            build_cache.store(key, data)
+        for digest, rendered in emitted:
+            build_cache.write_emitted(digest, rendered)
+        for digest, part in checked:
+            build_cache.write_checked(digest, part)
 
 
 def _module_batches(jobs: list[tuple[_ModuleJob, int]], parts: int) -> list[list[_ModuleJob]]:

@@ -20,10 +20,10 @@ from support.paths import REPO
 from flatten.build import build
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.options import Dialect, Options
-from flatten.providers import checks as wiring_checks
 from flatten.shell import build_cache, forks, parse_cache
 from flatten.shell import prefetch as prefetching
 from flatten.shell.memo import DiskMemo
+from flatten.stages import check_parts
 from flatten.stages.memo import NO_MEMO, Memo
 
 
@@ -53,13 +53,13 @@ def _shown(diags: Diagnostics) -> list[tuple[object, ...]]:
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The addresses of the modules whose part of the checks is computed from now on."""
     computed: list[str] = []
-    real = wiring_checks._module_part
+    real = check_parts.module_part
 
     def counting(node, *args):  # type: ignore[no-untyped-def]
         computed.append(node.address)
         return real(node, *args)
 
-    monkeypatch.setattr(wiring_checks, "_module_part", counting)
+    monkeypatch.setattr(check_parts, "module_part", counting)
     return computed
 
 

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -195,6 +196,30 @@ def test_prefetch_parallel_matches_serial(tmp_path: Path, monkeypatch: pytest.Mo
     assert _build(root, options=Options())[0].files == want
 
 
+def test_prefetch_follows_each_local_call_to_a_directory_once_by_its_real_path(tmp_path: Path) -> None:
+    """The next level of prefetch: every local source that is a directory, once whatever the path
+    or link it is called through, never a file, a dangling link or a missing directory."""
+    tree = tmp_path / "tree"
+    (tree / "a" / "sub").mkdir(parents=True)
+    (tree / "b").mkdir()
+    (tree / "f").write_text("x")
+    (tree / "link").symlink_to(tree / "a")
+    (tree / "to-file").symlink_to(tree / "f")
+    (tree / "dangling").symlink_to(tree / "nowhere")
+    calls = ("./a", "./link", "./b", "./a/../b", "./f", "./to-file", "./dangling", "./missing", "./a/sub")
+    seen = {(tree / "root").resolve()}
+    level = prefetching._next_level([(tree, (*calls, "registry/x/y", "../tree/link/sub"))], seen)
+    assert level == [tree / "a", tree / "a" / "sub", tree / "b"]  # sorted; "./link" is "./a"
+    assert seen == {(tree / "root").resolve(), *(p.resolve() for p in level)}
+    # Called from inside a link: its own path is kept, the real one is seen.
+    seen = set()
+    assert prefetching._next_level([(tree / "link", ("./sub", "../a/sub", "../b"))], seen) == [
+        tree / "b",
+        tree / "link" / "sub",
+    ]
+    assert seen == {(tree / "a" / "sub").resolve(), (tree / "b").resolve()}
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_cold_prefetch_reads_each_file_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
@@ -299,6 +324,32 @@ def test_prefetch_workers_emit_the_modules_that_call_none(
     assert rendered == ["."] and not build_cache.EMITTED  # the workers' bytes, each taken once
     prefetching.finish()
     assert len(_files(tmp_path / "cache" / "emit")) == 13  # and stored for the next build
+
+
+def test_a_prefetch_that_hands_over_writes_its_entries_after_the_hand_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forked prefetch hands the build everything it computed before it writes any of it to the
+    cache (``hand_over``): the build goes on while the child writes. What it writes then is every
+    module's entry, output bytes and part of the checks, as an in-process prefetch writes them."""
+    root = _tree(tmp_path / "src", modules=12)
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_FILES", 2)
+    monkeypatch.setattr(prefetching, "MIN_PARALLEL_BYTES", 1)
+    prefetching.prefetch(root, options=Options(), workers=2, hand_over=True)
+    build_cache.finish()  # nothing is queued yet: nothing to wait for
+    assert (len(build_cache.EMITTED), len(build_cache.CHECKED)) == (12, 12)  # for the build
+    assert len(_files(cache / "modules")) == 1  # the root, computed alone before the helpers
+    assert not _files(cache / "emit") and not _files(cache / "checks")
+    exported = io.BytesIO()
+    build_cache.export_prefetched(exported)
+    prefetching.finish()
+    assert len(_files(cache / "modules")) == 13
+    assert (len(_files(cache / "emit")), len(_files(cache / "checks"))) == (12, 12)
+    _reset(monkeypatch)  # a new process: what the build takes in is exactly what was exported
+    exported.seek(0)
+    build_cache.import_prefetched(exported)
+    assert (len(build_cache.EMITTED), len(build_cache.CHECKED), len(build_cache.MEMO)) == (12, 12, 12)
 
 
 def test_cached_rebuild_after_an_edit_equals_an_uncached_build(
