@@ -668,9 +668,6 @@ def _prefetch_modules(
     cpus = _cpus(workers)
     pool: ProcessPoolExecutor | None = None
     ahead = Ahead(root, options)
-    if ahead.on and cpus > 1:
-        # Imported once here, before the helpers are forked: each would import it on its own.
-        import flatten.stages.check_parts  # noqa: F401
     seen = {root.resolve()}
     level = [root]
     done = 0
@@ -728,6 +725,10 @@ def _prefetch_modules(
                     # Forked helpers, one per CPU but this process, which computes a share too
                     # (encoded and emitted ahead the same way). Nothing written meanwhile: the
                     # writer threads start after the last fork (``pending``).
+                    if ahead.on:
+                        # Imported once, before the helpers are forked: each would import it
+                        # on its own. Only then: a tree too small for helpers computes no part.
+                        import flatten.stages.check_parts  # noqa: F401
                     results = _compute_shared(jobs, cpus, tick, ahead)
                 elif parallel:
                     # This process imports the rest of flatten meanwhile (``meanwhile``): workers

@@ -37,7 +37,6 @@ from pathlib import Path
 
 from flatten.lang.model import Attribute, Block, Body
 from flatten.lang.options import Options
-from flatten.syntax.hcl_fast import parse_any_blocks
 from flatten.syntax.references import ExpressionError, escape_literal, hcl_string, template_references
 
 __all__ = ["TEST_DIRECTORY", "TEST_SUFFIXES", "Rewrite", "Target", "rewrite_test_file"]
@@ -283,6 +282,10 @@ def rewrite_test_file(
                 changed = True
         out = (_encode(top) + "\n").encode("utf-8") if changed else data
         return Rewrite(out, tuple(helpers))
+    # Imported here: most trees have no test file, and the build's process otherwise never
+    # imports the reader (prefetch's child parses), 7 ms of a small root's start.
+    from flatten.syntax.hcl_fast import parse_any_blocks
+
     body, diags = parse_any_blocks(text, name, options=options)
     if diags.has_errors:
         first = next(d for d in diags if d.severity.value == "error")
