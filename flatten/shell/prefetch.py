@@ -450,7 +450,7 @@ def _real_directory(path: str, parents: dict[str, str]) -> Path | None:
         if parent is None:
             parent = parents[head] = os.path.realpath(head)
         return Path(parent, name)
-    if kind != "link" and not (kind == "dir" and not name):
+    if kind not in ("dir", "link"):  # a directory here is one without a name ("/")
         return None
     try:
         real = Path(path).resolve()
