@@ -14,6 +14,11 @@ depend on the context), no keyword or literal where the reader checks for one (`
 them all), no escapes or template directives in strings, no ``...``, no nested conditional
 without parentheses, no unary minus but on a number; anything else returns -1 and the reader
 reads it. ``tests/syntax/test_hcl_shapes.py`` pins the agreement on the edges.
+
+Rule: ``other_end`` reads no character past the end of its line (the first ``"\n"``, or the
+reader's sentinel): no token it accepts holds a newline, and every lookahead stops at one. The
+reader relies on it to answer a line's rest it has seen before from memory (``_Reader.expr``);
+``test_reads_nothing_past_the_end_of_its_line`` pins it.
 """
 
 from __future__ import annotations

@@ -227,6 +227,77 @@ def test_generated_expressions(expr: str) -> None:
     _agree(expr)
 
 
+# What follows a line's end, for the test below: each would change an answer read past it.
+_TAILS = [
+    "",
+    "x",
+    ")",
+    "]",
+    "}",
+    " + 1",
+    "+ 1",
+    " ? a : b",
+    ": b",
+    ".y",
+    "[0]",
+    "(1)",
+    "::",
+    "\n",
+    "=",
+    " if c]",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.recursive(_leaf, _extend, max_leaves=6), st.sampled_from(SUFFIXES))
+def test_reads_nothing_past_the_end_of_its_line(expr: str, suffix: str) -> None:
+    # The reader keeps other_end's answer by the rest of the line (``_Reader.expr``): an answer
+    # must not depend on what comes after the line's newline.
+    text = expr + suffix
+    eol = text.find("\n")
+    if eol < 0:
+        return  # the sentinel ends the line: nothing comes after it
+    line = text[: eol + 1]
+    answers = {_hcl_shapes.other_end(line + tail + "\x00", 0) for tail in _TAILS}
+    assert len(answers) == 1, (line, answers)
+
+
+def test_a_repeated_line_reads_as_it_did_the_first_time() -> None:
+    # The same rest of a line in another context (a block's argument, an object's item, a call's
+    # argument over several lines, after a newline ignored in parentheses): each read the same as
+    # by a reader that remembers nothing.
+    # Lines that share a beginning and end elsewhere: only the whole rest of a line tells them apart.
+    lines = ["var.n > 0 ? 1 : 0", "var.n > 0", "merge(var.tags, { a = 1 })", "merge(var.tags, x) == y"]
+    lines += ["[for s in x : s]", "[for s in x : s] == y", "a + b", "a + b + c", "f(x)", "f(x) ? a : b"]
+    body = []
+    for line in lines * 2:
+        body += [f"  a_{len(body)} = {line}\n", f"  o_{len(body)} = {{\n    k = {line}\n  }}\n"]
+        body += [f"  c_{len(body)} = f(\n    {line},\n    {line}\n  )\n", f"  p_{len(body)} = ({line}\n  )\n"]
+    source = "locals {\n" + "".join(body) + "}\n"
+    fast = hcl_fast.read_fast(source, "main.tf", options=Options())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hcl_fast._Reader, "__init__", _forgetful_init)
+        forgetful = hcl_fast.read_fast(source, "main.tf", options=Options())
+    assert fast is not None
+    assert repr(fast) == repr(forgetful)
+    assert repr(fast) == repr(parse_native(source, "main.tf", options=Options()))
+
+
+_plain_init = hcl_fast._Reader.__init__
+
+
+class _Forgets(dict[str, int]):
+    """A memory of line ends that never holds one."""
+
+    def __setitem__(self, key: str, value: int) -> None:
+        pass
+
+
+def _forgetful_init(self: hcl_fast._Reader, text: str, filename: str) -> None:
+    _plain_init(self, text, filename)
+    self.shapes = _Forgets()
+
+
 # -- the reader's other one-match paths: an object's "name =", a plain block label ------------
 
 SHORT_PATHS = [
