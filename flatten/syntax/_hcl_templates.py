@@ -102,11 +102,13 @@ def is_hcl_space(ch: str) -> bool:
     return ch.isspace() and ch not in "\x1c\x1d\x1e\x1f"
 
 
+# A run of what ``is_hcl_space`` accepts: re's \s is str.isspace (both Py_UNICODE_ISSPACE),
+# less the four separators Go's unicode.IsSpace leaves out.
+_HCL_SPACES = re.compile(r"[^\S\x1c-\x1f]*").match
+
+
 def _lstrip(s: str) -> str:
-    i = 0
-    while i < len(s) and is_hcl_space(s[i]):
-        i += 1
-    return s[i:]
+    return s[_HCL_SPACES(s).end() :]  # type: ignore[union-attr]
 
 
 def _rstrip(s: str) -> str:
@@ -142,10 +144,20 @@ def _skip_comment(text: str, i: int) -> int:
     return len(text) if j < 0 else j
 
 
+# What ``_sequence_end`` looks at: everything else is stepped over in one search.
+_SEQUENCE_SPECIAL = re.compile(r'["{}#\\]|//|/\*|<<').search
+
+
 def _sequence_end(text: str, i: int, limit: int) -> int:
     """Return the index of the ``}`` closing a sequence whose expression starts at ``i``."""
     depth = 0
     while i < limit:
+        # One character past the limit: "//" or "<<" starting just before it is looked at whole.
+        m = _SEQUENCE_SPECIAL(text, i, limit + 1)
+        if m is None or m.start() >= limit:
+            i = limit
+            break
+        i = m.start()
         c = text[i]
         if c == '"':
             i = _skip_quoted(text, i + 1, limit)
@@ -177,9 +189,18 @@ def _sequence_end(text: str, i: int, limit: int) -> int:
     )
 
 
+# What ``_skip_quoted`` looks at; the escapes before the sequences they start like.
+_QUOTED_SPECIAL = re.compile(r'[\\"]|\$\$\{|%%\{|[$%]\{').search
+
+
 def _skip_quoted(text: str, i: int, limit: int) -> int:
     """Return the index just past the quoted string whose content starts at ``i``."""
     while i < limit:
+        # Two characters past the limit: an escape or opener starting before it is seen whole.
+        m = _QUOTED_SPECIAL(text, i, limit + 2)
+        if m is None or m.start() >= limit:
+            return limit
+        i = m.start()
         c = text[i]
         if c == "\\":
             i += 2

@@ -137,46 +137,32 @@ def heredoc_parts(body: str, offset: int, flush_indent: bool) -> list[Part]:
     """Return ``_hcl_templates.heredoc_parts(body, offset, flush_indent)``, scanning by regex.
 
     The same parts: literal runs split after each newline and at each sequence, ``$${``/``%%{``
-    kept in the literal (decoded to ``${``/``%{``), sequences as exact source slices.
+    kept in the literal (decoded to ``${``/``%{``), sequences as exact source slices. A literal
+    is one slice of the body, its raw text and value the same string unless it holds an escape.
     """
     parts: list[Part] = []
-    raw: list[str] = []
-    value: list[str] = []
-    lit_start = 0
+    lit_start = 0  # where the literal run being read starts
+    escaped = False  # whether it holds a "$${" or "%%{"
     i = 0
     n = len(body)
     search = _HEREDOC_SPECIAL.search
     while True:
         m = search(body, i)
         if m is None:
-            if i < n:
-                raw.append(body[i:])
-                value.append(body[i:])
-            i = n
             break
         s = m.start()
-        if s > i:
-            chunk = body[i:s]
-            raw.append(chunk)
-            value.append(chunk)
-        tok = m.group()
-        if tok == "\n":
-            raw.append(tok)
-            value.append(tok)
+        c = body[s]
+        if c == "\n":
             i = s + 1
-            parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
-            raw.clear()
-            value.clear()
+            parts.append(_literal(body, lit_start, i, escaped, offset))
             lit_start = i
-        elif len(tok) == 3:
-            raw.append(tok)
-            value.append(tok[0] + "{")
+            escaped = False
+        elif body[s + 1] == c:  # "$${" or "%%{"
+            escaped = True
             i = s + 3
         else:
-            if raw:
-                parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
-                raw.clear()
-                value.clear()
+            if s > lit_start:
+                parts.append(_literal(body, lit_start, s, escaped, offset))
             try:
                 seq, i = _sequence(body, s, n)
             except TemplateError as exc:
@@ -185,11 +171,19 @@ def heredoc_parts(body: str, offset: int, flush_indent: bool) -> list[Part]:
                 raise
             parts.append(Sequence(seq.text, seq.start + offset, seq.trim_before, seq.trim_after))
             lit_start = i
-    if raw:
-        parts.append(Literal("".join(raw), "".join(value), offset + lit_start))
+            escaped = False
+    if lit_start < n:
+        parts.append(_literal(body, lit_start, n, escaped, offset))
     if flush_indent:
         _flush_heredoc(parts)
     return parts
+
+
+def _literal(body: str, start: int, end: int, escaped: bool, offset: int) -> Literal:
+    raw = body[start:end]
+    # Left to right, as the scan found them: "$$${" is "$" and the escape "$${".
+    value = raw.replace("$${", "${").replace("%%{", "%{") if escaped else raw
+    return Literal(raw, value, offset + start)
 
 
 def _blanks_operators(text: str) -> bool:
