@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 from flatten import gate
 from flatten.lang.diagnostics import Diagnostic, Diagnostics
-from flatten.lang.ignore import IgnoreRules
 from flatten.lang.model import Attribute, Block, Body, Expr, JsonValue, Module, Range
 from flatten.lang.options import Dialect, Options
 from flatten.lang.oserror import Refused, describe_os_error
@@ -56,7 +55,9 @@ from flatten.stages.testfiles import TEST_DIRECTORY, TEST_SUFFIXES, Target, rewr
 
 if TYPE_CHECKING:
     # Types only: an incremental rebuild (flatten/shell/incremental.py) emits a module with
-    # ``rewrite_calls`` and ``render`` without importing the graph stage.
+    # ``rewrite_calls`` and ``render`` without importing the graph stage; only a tree with
+    # ignore rules imports them (``_parse_rules``).
+    from flatten.lang.ignore import IgnoreRules
     from flatten.stages.graph import ModuleGraph, ModuleNode
 
 __all__ = [
@@ -534,6 +535,13 @@ def _file_name(node: ModuleNode, rel: str, root: Path) -> str:
     return display_path(node.directory / rel, root)
 
 
+def _parse_rules(text: str, exclude: tuple[str, ...] = ()) -> IgnoreRules:
+    # Imported by a tree that has rules (a .terraformignore, an --exclude), not by every build.
+    from flatten.lang.ignore import IgnoreRules
+
+    return IgnoreRules.parse(text, exclude)
+
+
 def _read_ignore(directory: Path, problems: list[tuple[Path, OSError]] | None = None) -> str | None:
     """A directory's ``.terraformignore`` through the gate (issue 38, items 6 and 9): a regular
     file of at most ``gate.CONFIG_LIMIT`` bytes whose target, links resolved, is inside
@@ -567,12 +575,12 @@ class UserRules:
         self._seen: set[Path] = set()
         text = _read_ignore(real_root, self.problems)
         self._seen.add(real_root)
-        self._root_rules = IgnoreRules.parse(text) if text is not None else None
+        self._root_rules = _parse_rules(text) if text is not None else None
 
     def at(self, real: Path) -> LeftOut | None:
         text = _read_ignore(real, None if real in self._seen else self.problems)
         self._seen.add(real)
-        own = IgnoreRules.parse(text or "", self._exclude) if text is not None or self._exclude else None
+        own = _parse_rules(text or "", self._exclude) if text is not None or self._exclude else None
         outer = self._root_rules if real != self._root and _within(real, self._root) else None
         prefix = os.path.relpath(real, self._root).replace(os.sep, "/") if outer is not None else ""
         if own is None and outer is None:

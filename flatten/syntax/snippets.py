@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flatten.syntax._hcl_errors import context_string as _native_context
-from flatten.syntax._hcl_errors import top_blocks
-
 __all__ = ["context_finder", "context_string"]
 
 
@@ -26,7 +23,10 @@ def context_string(text: str, filename: str, byte_offset: int) -> str:
     )
     if filename.endswith(".json"):
         return _json_context(text, offset)
-    return _native_context(text, offset)
+    # Imported here: every build asks for a finder, only a diagnostic asks it (5 ms of imports).
+    from flatten.syntax._hcl_errors import context_string as native_context
+
+    return native_context(text, offset)
 
 
 def context_finder() -> Callable[[str, str, int], str]:
@@ -39,6 +39,8 @@ def context_finder() -> Callable[[str, str, int], str]:
         if byte_offset < 0 or filename.endswith(".json"):
             return context_string(text, filename, byte_offset)
         if filename not in blocks:
+            from flatten.syntax._hcl_errors import top_blocks
+
             blocks[filename] = _in_bytes(text, top_blocks(text))
         for start, end, header in blocks[filename]:
             if start <= byte_offset < end:
