@@ -937,10 +937,12 @@ def make_attribute_on_line(
     name_end_column = column + (name_end_byte - byte)
     start_column = column + (start_byte - byte)
     key = _key(line, start_column, start_byte, end_line, end_column, end_byte)
-    name_key = _key(line, column, byte, line, name_end_column, name_end_byte)
     back = start_byte - byte
-    if isinstance(key, int) and isinstance(name_key, int) and back >= 0:
-        size = name_end_byte - byte  # the name's fields, as _pair packs them (up and lines are 0)
+    size = name_end_byte - byte  # the name's fields, as _pair packs them (up and lines are 0)
+    # The name's own key is not made here: it packs (``_key``) when its numbers are not negative
+    # and fit 63 bits, which the expression's key (its line, a byte at or after the name's) and
+    # ``w`` below vouch for: one ``_key`` per attribute instead of two.
+    if isinstance(key, int) and back >= 0 and (column | byte | name_end_column | size) >= 0:
         w = (column | back | name_end_column | size).bit_length()
         if w <= _NAME_MAX_WIDTH:
             a = _new(Attribute)
@@ -951,6 +953,7 @@ def make_attribute_on_line(
             _ATTR_K(a, key << (_NAME_FIELDS * w + _WIDTH_BITS) | rel)
             _ATTR_A(a, None)
             return a
+    name_key = _key(line, column, byte, line, name_end_column, name_end_byte)
     return make_attribute_at(name, value, filename, name_key, key)
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flatten.lang.model import Attribute, Pos, _fields, _key, make_attribute_at, make_attribute_on_line
@@ -24,9 +24,12 @@ def test_key_packs_exactly_what_fits(
         assert key == (Pos(line, column, byte), Pos(end_line, end_column, end_byte))
 
 
-_small = st.one_of(st.integers(0, 200), st.integers(2**19, 2**21), st.integers(2**62, 2**64))
+_small = st.one_of(
+    st.integers(0, 200), st.integers(2**19, 2**21), st.integers(2**62, 2**64), st.integers(-3, -1)
+)
 
 
+@settings(max_examples=1000)
 @given(_small, _small, _small, _small, _small, _small, _small, _small)
 def test_attribute_on_line_is_make_attribute_at(
     line: int, column: int, byte: int, name_size: int, gap: int, lines: int, end_column: int, size: int
