@@ -3,7 +3,8 @@
 ``_sequence_end`` and ``_skip_quoted`` search for the next character they act on instead of
 stepping one character at a time. Both readers (and the whole-file parse) share them, so the
 readers' agreement cannot check them: here they are held to the one-character-at-a-time scan they
-replaced, written out below as the rule, on generated text rich in what they look at.
+replaced, written out below as the rule, on generated text rich in what they look at; and
+``_lstrip``'s one match strips exactly what ``is_hcl_space`` accepts.
 """
 
 from __future__ import annotations
@@ -86,3 +87,12 @@ def test_the_scans_end_where_stepping_ends(text: str, start: int, limit: int) ->
         (templates._skip_quoted, _stepped_skip_quoted),
     ):
         assert _outcome(scan, text, start, limit) == _outcome(stepped, text, start, limit), (scan, text)
+
+
+def test_the_strip_run_is_gos_space() -> None:
+    # _lstrip strips one match of _HCL_SPACES: the characters is_hcl_space accepts (Go's
+    # unicode.IsSpace), every one of them and nothing else, over all of Unicode.
+    everything = "".join(map(chr, range(0x110000)))
+    matched = {c for c in everything if templates._HCL_SPACES(c).end() == 1}  # type: ignore[union-attr]
+    assert matched == {c for c in everything if templates.is_hcl_space(c)}
+    assert templates._lstrip(" \t\n\x1cx ") == "\x1cx "
