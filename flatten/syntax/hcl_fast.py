@@ -130,6 +130,9 @@ _NAME_EQUALS = re.compile(
 ).match
 _PLAIN_LABEL = re.compile(r'"([^"\\$%{}\n\r\x00]*)"').match
 _PLUS_ONE = (1).__add__
+# Lines whose ``other_end`` answer a reader keeps (``_Reader.expr``): a module's repeated lines
+# are far fewer; a 10 MB file of distinct computed lines would otherwise keep each line's rest.
+_SHAPES_KEPT = 4096
 _HEREDOC_SPECIAL = re.compile(r"\$\$\{|%%\{|[$%]\{|\n")
 
 
@@ -481,6 +484,8 @@ class _Reader:
         shape = self.shapes.get(rest)
         if shape is None:
             end = other_end(text, i)
+            if len(self.shapes) >= _SHAPES_KEPT:
+                self.shapes.clear()  # a bound on what a file of distinct lines keeps
             self.shapes[rest] = end - i if end >= 0 else -1
         else:
             end = i + shape if shape >= 0 else -1

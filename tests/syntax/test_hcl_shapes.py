@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flatten.lang.blocks import top_schema
 from flatten.lang.options import Options
 from flatten.syntax import _hcl_shapes, hcl_fast
 from flatten.syntax.hcl import parse_native
@@ -281,6 +282,17 @@ def test_a_repeated_line_reads_as_it_did_the_first_time() -> None:
     assert fast is not None
     assert repr(fast) == repr(forgetful)
     assert repr(fast) == repr(parse_native(source, "main.tf", options=Options()))
+
+
+def test_a_file_of_distinct_lines_keeps_a_bounded_number_of_answers() -> None:
+    # Each line's rest is kept by the reader of its file: a file of distinct computed lines must
+    # not keep them all (memory: docs/reliability.md).
+    n = 2 * hcl_fast._SHAPES_KEPT + 10
+    source = "locals {\n" + "".join(f"  a{i} = x{i} + 1\n" for i in range(n)) + "}\n"
+    reader = hcl_fast._Reader(source, "main.tf")
+    body = reader.file(top_schema(Options().dialect))
+    assert len(body.blocks[0].body.attributes) == n
+    assert 0 < len(reader.shapes) <= hcl_fast._SHAPES_KEPT
 
 
 _plain_init = hcl_fast._Reader.__init__
