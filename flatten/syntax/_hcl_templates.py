@@ -97,14 +97,18 @@ def parse_number(text: str) -> int | Decimal:
     return value
 
 
+# Go's unicode.IsSpace is Python's str.isspace less these four separators.
+_NOT_GO_SPACES = "\x1c\x1d\x1e\x1f"
+
+
 def is_hcl_space(ch: str) -> bool:
     """Return whether Go's unicode.IsSpace holds for ``ch`` (what HCL's strip markers trim)."""
-    return ch.isspace() and ch not in "\x1c\x1d\x1e\x1f"
+    return ch.isspace() and ch not in _NOT_GO_SPACES
 
 
-# A run of what ``is_hcl_space`` accepts: re's \s is str.isspace (both Py_UNICODE_ISSPACE),
-# less the four separators Go's unicode.IsSpace leaves out.
-_HCL_SPACES = re.compile(r"[^\S\x1c-\x1f]*").match
+# A run of what ``is_hcl_space`` accepts, in one match: re's \s is str.isspace (both
+# Py_UNICODE_ISSPACE).
+_HCL_SPACES = re.compile(r"[^\S" + re.escape(_NOT_GO_SPACES) + "]*").match
 
 
 def _lstrip(s: str) -> str:
