@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from types import MappingProxyType
 
 from flatten.lang.dialect import Dialect
@@ -180,8 +181,10 @@ class FunctionTable:
     provider_functions: bool
 
 
+@cache
 def function_table(dialect: Dialect, release: Release) -> FunctionTable:
-    """Return the function table of ``dialect`` (for Terraform, at ``release``)."""
+    """Return the function table of ``dialect`` (for Terraform, at ``release``); made once for
+    each (a build's checks ask for it once per module)."""
     providers = dialect.allows("provider_function_checks")
     if dialect.allows("opentofu_functions"):
         return FunctionTable(OPENTOFU_FUNCTIONS, namespaces=True, provider_functions=providers)

@@ -650,7 +650,7 @@ def json_strings(value: JsonValue, *, items_last_first: bool = False) -> Iterato
 
 def module_address(path: Sequence[str]) -> str:
     """Return the module address for a path of call names: ``module.a.module.b`` ("" for the root)."""
-    return ".".join(f"module.{name}" for name in path)
+    return "module." + ".module.".join(path) if path else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from flatten.lang.options import Options
 from flatten.lang.terraform_releases import accepts
 from flatten.stages import check_parts
 from flatten.stages.backend import check_backend_type
-from flatten.stages.builtin_schema import check_terraform_data
+from flatten.stages.builtin_schema import check_terraform_data, fits
 from flatten.stages.cycles import CycleGraph, ProviderUse, ProviderUses
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import check_module_inputs
@@ -222,6 +222,9 @@ def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring, walked: Diagnos
     of the body's references fails (terraform internal/lang/eval.go)."""
     failed = [(d.module, d.range) for d in walked.errors if d.range is not None]
     diags = Diagnostics()
+    # The bodies whose names alone say they fit (``fits``), by those names: a module's resources
+    # repeat a few.
+    fitting: dict[tuple[tuple[str, ...], tuple[str, ...]], bool] = {}
     for node in graph.walk():
         module = wiring.module_at(node.path)
         builtin = {
@@ -243,7 +246,12 @@ def _builtin_schemas(graph: ModuleGraph, wiring: ProviderWiring, walked: Diagnos
                     for module, rng in failed
                 )
             ):
-                diags.extend(check_terraform_data(block, node.address))
+                names = block.body.item_names()
+                fit = fitting.get(names)
+                if fit is None:
+                    fit = fitting[names] = fits(*names)
+                if not fit:
+                    diags.extend(check_terraform_data(block, node.address))
     return diags
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from flatten.lang.model import Module
+    from flatten.lang.model import Block, Module
     from flatten.lang.options import Options
     from flatten.shell.build_cache import ModuleEntry
 
@@ -58,6 +58,9 @@ class Ahead:
         # Modules computed in this process that call others, loaded without a diagnostic, by
         # memo key; a worker adds those it decodes from ``build_cache.MEMO`` to its own copy.
         self.callers: dict[str, Module | None] = {}
+        # Each caller's module blocks by call name (``module_calls``), made once per caller: a
+        # root calling 200 modules was searched once for each of them.
+        self.calls: dict[str, dict[str, list[Block]]] = {}
 
     def loaded(self, key: str, directory: Path, named: Sequence[tuple[str, str]]) -> None:
         """Note the module ``key`` loaded from ``directory``, with its calls ``named`` (call name,
@@ -91,14 +94,17 @@ class Ahead:
         if not self.on or entry.load_diags or entry.merge_diags or named:
             return ()
         from flatten.shell.build_cache import check_digest
-        from flatten.stages.check_parts import leaf_part
+        from flatten.stages.check_parts import leaf_part, module_calls
 
         out = []
         for path, caller_key in self.contexts.get(str(directory), ()):
             caller = self._caller(caller_key)
-            found = (
-                None if caller is None else leaf_part(entry.module, key, path, caller, caller_key, options)
-            )
+            if caller is None:
+                continue
+            calls = self.calls.get(caller_key)
+            if calls is None:
+                calls = self.calls[caller_key] = module_calls(caller)
+            found = leaf_part(entry.module, key, path, caller, caller_key, options, calls.get(path[-1], ()))
             if found is not None:
                 check_key, part = found
                 out.append((check_digest(check_key), pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)))

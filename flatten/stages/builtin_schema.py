@@ -16,7 +16,7 @@ from flatten.lang.diagnostics import Diagnostic, Diagnostics
 from flatten.lang.didyoumean import name_suggestion
 from flatten.lang.model import Attribute, Block
 
-__all__ = ["check_terraform_data"]
+__all__ = ["check_terraform_data", "fits"]
 
 # configschema attributes in name order, as HCL's nameSuggestion meets them.
 _ATTRIBUTES = ("id", "input", "output", "triggers_replace")
@@ -26,14 +26,19 @@ _META_ARGUMENTS = frozenset({"count", "for_each", "provider", "depends_on"})
 _META_BLOCKS = frozenset({"lifecycle", "connection", "provisioner", "dynamic"})
 
 
+def fits(attributes: tuple[str, ...], types: tuple[str, ...]) -> bool:
+    """Whether a body of these attribute names and block types (``Body.item_names``) has nothing
+    for ``check_terraform_data`` to report."""
+    return all(n in _META_ARGUMENTS or n in _ATTRIBUTES for n in attributes) and all(
+        t in _META_BLOCKS for t in types
+    )
+
+
 def check_terraform_data(block: Block, module: str) -> Diagnostics:
     """HCL's errors for the body of a ``resource "terraform_data"`` block served by the builtin
     provider (``module``: the module path the block's file belongs to)."""
     diags = Diagnostics()
-    attributes, types = block.body.item_names()
-    if all(n in _META_ARGUMENTS or n in _ATTRIBUTES for n in attributes) and all(
-        t in _META_BLOCKS for t in types
-    ):
+    if fits(*block.body.item_names()):
         return diags  # the usual case, decided on the names alone (a cached body stays undecoded)
     is_json = block.range.filename.endswith(".json")
     for item in block.body.peek_items():

@@ -9,6 +9,7 @@ declarations and validation, none of which a part reads) was 15-25 ms more befor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from flatten.lang.model import Block, Module
@@ -20,7 +21,7 @@ from flatten.stages.memo import CheckKey, MemoKey, ModuleChecks
 from flatten.stages.references_check import ReferenceChecks
 from flatten.syntax.references import Scans
 
-__all__ = ["leaf_part", "module_checks", "module_part"]
+__all__ = ["leaf_part", "module_calls", "module_checks", "module_part"]
 
 # How many scans of texts outside a module's scan record its checks keep for each other
 # (syntax.references ``Scans``): a bound (docs/reliability.md, "Memory").
@@ -55,6 +56,15 @@ def module_part(
     return ModuleChecks(tuple(checker.diags), None if nodes is None else nodes.part())
 
 
+def module_calls(module: Module) -> dict[str, list[Block]]:
+    """``module``'s ``module`` blocks by their first label (a block without one is no call)."""
+    found: dict[str, list[Block]] = {}
+    for block in module.blocks_of("module"):
+        if block.labels:
+            found.setdefault(block.labels[0], []).append(block)
+    return found
+
+
 def _walk_blocks(node: ModuleNode, nodes: ModuleNodes | None, checker: _BlockCheck) -> None:
     """Give each block of ``node``'s module to its part of the cycle graph (``nodes``, none when
     the graph checks stopped before it) and to the validate walk (``checker``)."""
@@ -70,7 +80,13 @@ def _walk_blocks(node: ModuleNode, nodes: ModuleNodes | None, checker: _BlockChe
 
 
 def leaf_part(
-    module: Module, key: str, path: tuple[str, ...], caller: Module, caller_key: str, options: Options
+    module: Module,
+    key: str,
+    path: tuple[str, ...],
+    caller: Module,
+    caller_key: str,
+    options: Options,
+    calls: Sequence[Block] | None = None,
 ) -> tuple[CheckKey, ModuleChecks] | None:
     """The part of the checks of ``module`` (memo key ``key``) at ``path``, called as
     ``path[-1]`` by ``caller`` (memo key ``caller_key``), computed where it is loaded, before any
@@ -84,10 +100,13 @@ def leaf_part(
     gives them; a module or caller loaded with diagnostics (the graph's node would carry them)
     is the caller's business, never passed here. When the build's graph has no such node (the
     call is left out, the module replaced), the key is nobody's and the part goes unused.
+    ``calls``: the caller's ``module`` blocks labelled ``path[-1]``, when the caller has them
+    (``module_calls``: a caller of many modules is not searched once for each).
     """
     if not path or not options.graph_checks() or any(module.blocks_of("module")):
         return None
-    calls = [b for b in caller.blocks_of("module") if b.labels[:1] == (path[-1],)]
+    if calls is None:
+        calls = module_calls(caller).get(path[-1], ())
     if len(calls) != 1:  # a duplicate call is an error of the caller's: its checks never run
         return None
     node = ModuleNode(path, module, None, None, memo_key=MemoKey(module, key))

@@ -161,8 +161,8 @@ def _resource(
     (1: a ``data`` block of a ``check`` block), ``bound`` the names its ``dynamic`` blocks bind."""
     local = f"{_label(block, 0)}.{_label(block, 1)}"
     key = local if kind == "resource" else f"{kind}.{local}"
-    name = b.node(prefixed(path, key), path)
-    b.resources.append(b.number(name))
+    name = prefixed(path, key)
+    b.resources.append(b.declare(name, path))
     b.expressions(name, path, listed, depth, _RESOURCE_SKIP, bound)
     use = uses.get(name)
     if use is not None:
@@ -399,9 +399,9 @@ class CycleGraph:
         if not node.path:
             self.imports.extend(block.body.peek() for block in node.module.blocks_of("import"))
         b = self.builder
-        ids = b.add(part)
+        names = part.names()
+        ids = b.add(part, names)
         if uses:
-            names = part.names()
             for local in part.resources:
                 use = uses.get(names[local])
                 if use is not None:

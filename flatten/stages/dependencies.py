@@ -276,10 +276,15 @@ class Dependencies:
 
     def node(self, name: str, module: tuple[str, ...]) -> str:
         """Declare the node ``name`` of ``module`` (a name only referred to is no declaration)."""
+        self.declare(name, module)
+        return name
+
+    def declare(self, name: str, module: tuple[str, ...]) -> int:
+        """``node``, returning the node's number."""
         n = self._id(name)
         self.declared[n] = 1
         self.members.setdefault(module, []).append(n)
-        return name
+        return n
 
     def is_declared(self, name: str) -> bool:
         n = self._find(name)
@@ -354,24 +359,32 @@ class Dependencies:
             array("i", self.resources),
         )
 
-    def add(self, part: GraphPart) -> list[int]:
+    def add(self, part: GraphPart, names: list[str] | None = None) -> list[int]:
         """Add one module's part (checking only): the same nodes, edges and references as adding
-        its blocks here would have made. Returns each of the part's nodes' numbers here."""
-        ids = [self._id(name) for name in part.names()]
+        its blocks here would have made (``names``: ``part.names()``, when the caller has them).
+        Returns each of the part's nodes' numbers here."""
+        ids = [self._id(name) for name in (part.names() if names is None else names)]
         declared = self.declared
         for local, flag in enumerate(part.declared):
             if flag:
                 declared[ids[local]] = 1
+        number = ids.__getitem__  # renumbered by ``map``: no bytecode per edge or member
         edge_from, edge_to = self.edge_from, self.edge_to
-        for s, t in zip(part.edge_from, part.edge_to, strict=True):
-            source, target = ids[s], ids[t]
-            if source != target:  # two names of one hash are one node here (``_id``)
-                edge_from.append(source)
-                edge_to.append(target)
+        if len(set(ids)) == len(ids):
+            # A part has no edge from a node to itself (``link``), so neither has its copy when
+            # each of its nodes is a node of its own here: the usual case.
+            edge_from.extend(map(number, part.edge_from))
+            edge_to.extend(map(number, part.edge_to))
+        else:
+            for s, t in zip(part.edge_from, part.edge_to, strict=True):
+                source, target = ids[s], ids[t]
+                if source != target:  # two names of one hash are one node here (``_id``)
+                    edge_from.append(source)
+                    edge_to.append(target)
         for module, nodes in part.members:
-            self.members.setdefault(module, []).extend(ids[n] for n in nodes)
+            self.members.setdefault(module, []).extend(map(number, nodes))
         for module, nodes in part.outputs:
-            self.outputs.setdefault(module, []).extend(ids[n] for n in nodes)
+            self.outputs.setdefault(module, []).extend(map(number, nodes))
         self.refs.extend(_Ref(ids[n], scope, key, back, "", None) for n, scope, key, back in part.refs)
         return ids
 
@@ -447,13 +460,13 @@ class Dependencies:
         else:
             source = self._source = self._id(node)
             self._source_name = node
-        edge_from, edge_to = self.edge_from, self.edge_to
         for key, fallback in called:
             self.refs.append(_Ref(source, scope, key, fallback, "", None))
-        for target in targets:
-            if target != source:
-                edge_from.append(source)
-                edge_to.append(target)
+        if source in targets:
+            targets = tuple([target for target in targets if target != source])
+        # In C: a node's edges are most of what the checks add.
+        self.edge_from.extend(itertools.repeat(source, len(targets)))
+        self.edge_to.extend(targets)
 
     def sources(
         self, node: str, scope: tuple[str, ...], items: JsonValue, rng: Range | None, *, after: str = ""
@@ -613,6 +626,16 @@ class Dependencies:
             targets: list[list[int]] = [[] for _ in range(n)]
             for source, target in zip(self.edge_from, self.edge_to, strict=True):
                 targets[source].append(numbers[target])
+            if only is None:  # the check of every build: the loop below, without its tests
+                ready = [node for node in range(n) if pending[node] == 0]
+                seen = 0
+                while ready:
+                    seen += 1
+                    for t in targets[ready.pop()]:
+                        pending[t] -= 1
+                        if pending[t] == 0:
+                            ready.append(t)
+                return seen < n
 
             def after(node: int) -> Iterable[int]:
                 return targets[node]

@@ -13,6 +13,7 @@ rules to where an attribute is (``Expression.within``).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import NamedTuple
 
 from flatten.lang.model import Attribute, Block, Body, JsonValue, json_strings
@@ -34,6 +35,11 @@ class Expression(NamedTuple):
     # The nested blocks holding it, outermost first (empty: an attribute of the body itself). One
     # tuple per nested block, shared by its attributes.
     within: tuple[Block, ...]
+
+
+# ``Expression(attr, texts, within)`` without the Python frame of a named tuple's ``__new__``
+# (a module's every attribute is listed: a tenth of the listing's time).
+_expression = partial(tuple.__new__, Expression)
 
 
 class BlockExpressions(NamedTuple):
@@ -92,7 +98,7 @@ def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> bo
         else:
             dynamic = dynamic or name == "dynamic"
             texts = _templates(value)
-        listed.append(Expression(item, texts, within))
+        listed.append(_expression((item, texts, within)))
     for block in nested:
         dynamic = _walk(block.body, (*within, block), listed) or dynamic or block.type == "dynamic"
     return dynamic
@@ -100,17 +106,22 @@ def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> bo
 
 def _templates(value: JsonValue) -> tuple[str, ...]:
     """The strings of ``value`` that may hold a reference or a call, in ``json_strings``' order
-    with ``items_last_first``; an object of strings (a map of tags, the commonest object value)
-    read without the general walk."""
+    with ``items_last_first``; an object of scalars (a map of tags, the commonest object value)
+    and a list of strings read without the general walk."""
     if isinstance(value, dict):
         found: list[str] = []
         for key, item in reversed(value.items()):
-            if not isinstance(item, str):
+            if isinstance(item, (dict, list)):
                 break  # a nested value: the general walk
             if "${" in key or "%{" in key:
                 found.append(key)
-            if "${" in item or "%{" in item:
+            if isinstance(item, str) and ("${" in item or "%{" in item):
                 found.append(item)
         else:
             return tuple(found)
+    elif isinstance(value, list):
+        # A list of strings (``ignore_changes``, ``depends_on``, a list of names) in order.
+        strings = [item for item in value if isinstance(item, str)]
+        if len(strings) == len(value):
+            return tuple([t for t in strings if "${" in t or "%{" in t])
     return tuple([t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t])

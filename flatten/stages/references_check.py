@@ -213,8 +213,11 @@ class _Checker:
         # names), not the text: what the checks find is a function of that shape (positions only
         # place an error), so a resource whose texts differ from another's only by literal text
         # (``"${var.name}-web-3"``, ``-web-4``) is checked once per module (issue 41).
-        self._clean: set[tuple[Hashable, frozenset[str], tuple[bool, bool] | None]] = set()
-        self._shapes: dict[str, Hashable] = {}
+        # Each shape is kept as a number (``_shape_numbers``), each text's by the text: a clean
+        # text is asked for by a small key, not a tuple of tuples hashed again on every ask.
+        self._clean: set[tuple[int, frozenset[str], tuple[bool, bool] | None]] = set()
+        self._shapes: dict[str, int] = {}
+        self._shape_numbers: dict[Hashable, int] = {}
         # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
         # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
         self.instance: tuple[bool, bool] | None = None
@@ -512,21 +515,28 @@ class _Checker:
                 clean.clear()  # a bound on what a module of one large file keeps
             clean.update((self._shape(text), bound, instance) for texts, _, _ in values for text in texts)
 
-    def _shape(self, text: str) -> Hashable:
-        """What the checks of ``text`` depend on: its references' roots and steps and its calls'
-        names in order (the text itself when it is unreadable)."""
-        shape = self._shapes.get(text)
-        if shape is None:
+    def _shape(self, text: str) -> int:
+        """The number of what the checks of ``text`` depend on: its references' roots and steps
+        and its calls' names in order (the text itself when it is unreadable)."""
+        number = self._shapes.get(text)
+        if number is None:
+            shape: Hashable
             try:
                 refs, calls = self.scans.calls(text)
             except ExpressionError:
                 shape = text
             else:
                 shape = (tuple([(r.root, r.steps) for r in refs]), tuple([c.name for c in calls]))
-            if len(self._shapes) >= _CLEAN_KEPT:
+            numbers = self._shape_numbers
+            if len(self._shapes) >= _CLEAN_KEPT or len(numbers) >= _CLEAN_KEPT:
+                # A bound on what a module of one large file keeps; a shape's number is good for
+                # as long as the clean texts it names.
                 self._shapes.clear()
-            self._shapes[text] = shape
-        return shape
+                numbers.clear()
+                self._clean.clear()
+            number = numbers.setdefault(shape, len(numbers))
+            self._shapes[text] = number
+        return number
 
     def function(self, call: Call, rng: Range, located: str | None, table: FunctionTable) -> None:
         """HCL's function lookup as Terraform configures it (``FunctionCallExpr.Value``; Terraform's

@@ -6,6 +6,8 @@ import importlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.files import write_tree
 
 from flatten.build import build
@@ -135,3 +137,25 @@ def test_the_checks_list_each_value_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(values) > 5
     assert any(listed.get(id(v)) for v in values), "the list reads the values with json_strings"
     assert {id(v): listed.get(id(v), 0) for v in values if listed.get(id(v), 0) > 1} == {}
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.sampled_from(["", "lit", "${var.a}", "%{ if x }y%{ endif }", "a-${local.b}", "$${x}"]),
+)
+_keys = st.sampled_from(["k", "${var.k}", "%{x}", "plain"])
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_keys, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_values)
+def test_the_fast_paths_list_what_the_general_walk_lists(value: JsonValue) -> None:
+    # An object of scalars and a list of strings are read without json_strings' walk: the same
+    # templates, in the same order (an object's items last to first, a list's in order).
+    assert list(expressions._templates(value)) == _templates(value)
