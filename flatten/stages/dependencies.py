@@ -193,6 +193,28 @@ class _Numbers:
         values[slot] = value
         self.count += 1
 
+    def numbers(self, keys: Iterable[int], count: int) -> tuple[list[int], int]:
+        """Each key's number, a new one (from ``count`` up) for a key not here yet; and the count
+        after. ``get`` and ``add`` in one probe per key (a module's part adds its nodes at once)."""
+        out: list[int] = []
+        for key in keys:
+            if 2 * (self.count + 1) > self.mask + 1:
+                self._grow()
+            mask, table, values = self.mask, self.keys, self.values
+            slot = key & mask
+            while values[slot] >= 0:
+                if table[slot] == key:
+                    out.append(values[slot])
+                    break
+                slot = (slot + 1) & mask
+            else:
+                table[slot] = key
+                values[slot] = count
+                self.count += 1
+                out.append(count)
+                count += 1
+        return out, count
+
     def _grow(self) -> None:
         old_keys, old_values = self.keys, self.values
         size = 2 * (self.mask + 1)
@@ -363,7 +385,13 @@ class Dependencies:
         """Add one module's part (checking only): the same nodes, edges and references as adding
         its blocks here would have made (``names``: ``part.names()``, when the caller has them).
         Returns each of the part's nodes' numbers here."""
-        ids = [self._id(name) for name in (part.names() if names is None else names)]
+        names = part.names() if names is None else names
+        if self.by_name:
+            ids = [self._id(name) for name in names]
+        else:
+            ids, count = self.numbers.numbers(map(hash, names), self.count)
+            self.declared.extend(bytes(count - self.count))
+            self.count = count
         declared = self.declared
         for local, flag in enumerate(part.declared):
             if flag:

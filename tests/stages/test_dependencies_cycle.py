@@ -49,25 +49,29 @@ def test_the_cycle_check_finds_what_networkx_finds(
         assert b.has_cycle(only) is not nx.is_directed_acyclic_graph(sub)
 
 
+@pytest.mark.parametrize("named", [True, False])
 @settings(max_examples=300, deadline=None)
 @given(graph=_graphs, before=st.integers(0, 5))
 def test_a_part_added_gives_the_edges_its_links_made(
-    graph: tuple[int, list[tuple[int, int]], set[int]], before: int
+    graph: tuple[int, list[tuple[int, int]], set[int]], before: int, named: bool
 ) -> None:
-    # ``Dependencies.add`` renumbers a part's edges into the whole graph (``map`` over the
-    # part's numbers when each node is new there): the same edges, by name, as linking them there.
+    # ``Dependencies.add`` numbers a part's nodes in the whole graph (by name, or by hash in one
+    # probe each: ``_Numbers.numbers``) and renumbers its edges (``map`` when each node is a node
+    # of its own there): the same nodes and edges, by name, as linking them there.
     n, edges, _ = graph
     part = Dependencies(Dialect.TERRAFORM, (1, 15), named=True)
     for k in range(n):
         part.node(f"n{k}", ("m",))
     for s, t in edges:
         part.link(s, t, "", (), None)
-    whole = Dependencies(Dialect.TERRAFORM, (1, 15), named=True)
+    whole = Dependencies(Dialect.TERRAFORM, (1, 15), named=named)
     for k in range(before):  # nodes the whole graph has already, some of them the part's too
         whole.number(f"n{2 * k}")
     ids = whole.add(part.part())
-    names = whole.names
-    got = sorted((names[s], names[t]) for s, t in zip(whole.edge_from, whole.edge_to, strict=True))
+    assert ids == [whole.number(f"n{k}") for k in range(n)]  # numbered once: found again
+    name = {i: f"n{k}" for k, i in enumerate(ids)}
+    assert len(name) == n and whole.count == len(set(ids) | {whole.number(f"n{2 * k}") for k in range(before)})
+    assert all(whole.declared[i] == 1 for i in ids)
+    got = sorted((name[s], name[t]) for s, t in zip(whole.edge_from, whole.edge_to, strict=True))
     assert got == sorted((f"n{s}", f"n{t}") for s, t in edges if s != t)
-    assert [names[i] for i in ids] == [f"n{k}" for k in range(n)]
-    assert sorted(names[i] for i in whole.members[("m",)]) == sorted(f"n{k}" for k in range(n))
+    assert sorted(whole.members[("m",)]) == sorted(ids)
