@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from flatten.lang.model import Attribute, Block, Body, JsonValue, json_strings
 from flatten.syntax.dynamic import dynamic_iterators
@@ -121,7 +121,9 @@ def _templates(value: JsonValue) -> tuple[str, ...]:
             return tuple(found)
     elif isinstance(value, list):
         # A list of strings (``ignore_changes``, ``depends_on``, a list of names) in order.
-        strings = [item for item in value if isinstance(item, str)]
-        if len(strings) == len(value):
-            return tuple([t for t in strings if "${" in t or "%{" in t])
+        for item in value:
+            if not isinstance(item, str):
+                break
+        else:
+            return tuple([t for t in cast("list[str]", value) if "${" in t or "%{" in t])
     return tuple([t for t in json_strings(value, items_last_first=True) if "${" in t or "%{" in t])

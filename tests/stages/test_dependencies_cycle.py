@@ -70,7 +70,8 @@ def test_a_part_added_gives_the_edges_its_links_made(
     ids = whole.add(part.part())
     assert ids == [whole.number(f"n{k}") for k in range(n)]  # numbered once: found again
     name = {i: f"n{k}" for k, i in enumerate(ids)}
-    assert len(name) == n and whole.count == len(set(ids) | {whole.number(f"n{2 * k}") for k in range(before)})
+    earlier = {whole.number(f"n{2 * k}") for k in range(before)}
+    assert len(name) == n and whole.count == len(set(ids) | earlier)
     assert all(whole.declared[i] == 1 for i in ids)
     got = sorted((name[s], name[t]) for s, t in zip(whole.edge_from, whole.edge_to, strict=True))
     assert got == sorted((f"n{s}", f"n{t}") for s, t in edges if s != t)
