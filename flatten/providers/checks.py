@@ -42,6 +42,7 @@ from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.inputs import check_module_inputs
 from flatten.stages.memo import NO_MEMO, CheckKey, Memo
 from flatten.stages.references_check import ReferenceChecks, call_outputs
+from flatten.stages.text_facts import TextFacts
 
 from .addresses import ConfigAddr
 from .runtime import check_provider_graph
@@ -150,9 +151,10 @@ def _graph_checks(
         # scan record (``Module.scans``: each template scanned once, where the module was loaded);
         # the walk's errors are kept only when the graph has no cycle.
         release = options.terraform_version
-        cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release)
+        facts = TextFacts()  # each text's facts, learnt once for every module's checks
+        cycles = CycleGraph(graph, _provider_uses(wiring), options.dialect, release, facts=facts)
         objects = options.graph_check("object_reference_checks")
-        walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
+        walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release, facts=facts)
         nodes = list(graph.walk())
         keys = [_check_key(graph, node, options, objects) for node in nodes]
         if any(key is None for key in keys):  # the memo has no name for some module (NO_MEMO)

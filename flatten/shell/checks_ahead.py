@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from flatten.lang.model import Block, Module
     from flatten.lang.options import Options
     from flatten.shell.build_cache import ModuleEntry
+    from flatten.stages.text_facts import TextFacts
 
 __all__ = ["Ahead", "named_calls"]
 
@@ -61,6 +62,9 @@ class Ahead:
         # Each caller's module blocks by call name (``module_calls``), made once per caller: a
         # root calling 200 modules was searched once for each of them.
         self.calls: dict[str, dict[str, list[Block]]] = {}
+        # What the parts computed in this process learnt of their texts (stages/text_facts.py):
+        # the modules of a tree share most of their expressions.
+        self.facts: TextFacts | None = None
 
     def loaded(self, key: str, directory: Path, named: Sequence[tuple[str, str]]) -> None:
         """Note the module ``key`` loaded from ``directory``, with its calls ``named`` (call name,
@@ -95,7 +99,10 @@ class Ahead:
             return ()
         from flatten.shell.build_cache import check_digest
         from flatten.stages.check_parts import leaf_part, module_calls
+        from flatten.stages.text_facts import TextFacts
 
+        if self.facts is None:
+            self.facts = TextFacts()
         out = []
         for path, caller_key in self.contexts.get(str(directory), ()):
             caller = self._caller(caller_key)
@@ -104,7 +111,9 @@ class Ahead:
             calls = self.calls.get(caller_key)
             if calls is None:
                 calls = self.calls[caller_key] = module_calls(caller)
-            found = leaf_part(entry.module, key, path, caller, caller_key, options, calls.get(path[-1], ()))
+            found = leaf_part(
+                entry.module, key, path, caller, caller_key, options, calls.get(path[-1], ()), self.facts
+            )
             if found is not None:
                 check_key, part = found
                 out.append((check_digest(check_key), pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)))

@@ -19,6 +19,7 @@ from flatten.stages.expressions import BlockExpressions, block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
 from flatten.stages.memo import CheckKey, MemoKey, ModuleChecks
 from flatten.stages.references_check import ReferenceChecks
+from flatten.stages.text_facts import TextFacts
 from flatten.syntax.references import Scans
 
 __all__ = ["leaf_part", "module_calls", "module_checks", "module_part"]
@@ -87,6 +88,7 @@ def leaf_part(
     caller_key: str,
     options: Options,
     calls: Sequence[Block] | None = None,
+    facts: TextFacts | None = None,
 ) -> tuple[CheckKey, ModuleChecks] | None:
     """The part of the checks of ``module`` (memo key ``key``) at ``path``, called as
     ``path[-1]`` by ``caller`` (memo key ``caller_key``), computed where it is loaded, before any
@@ -101,7 +103,8 @@ def leaf_part(
     is the caller's business, never passed here. When the build's graph has no such node (the
     call is left out, the module replaced), the key is nobody's and the part goes unused.
     ``calls``: the caller's ``module`` blocks labelled ``path[-1]``, when the caller has them
-    (``module_calls``: a caller of many modules is not searched once for each).
+    (``module_calls``: a caller of many modules is not searched once for each); ``facts``: what
+    the checks of other modules learnt of their texts (stages/text_facts.py), to share.
     """
     if not path or not options.graph_checks() or any(module.blocks_of("module")):
         return None
@@ -113,8 +116,8 @@ def leaf_part(
     graph = ModuleGraph.from_nodes({node.address: node}, {node.address: []})
     release = options.terraform_version
     objects = options.graph_check("object_reference_checks")
-    cycles = CycleGraph(graph, lambda _: (), options.dialect, release)
-    walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release)
+    cycles = CycleGraph(graph, lambda _: (), options.dialect, release, facts=facts)
+    walk = ReferenceChecks(graph, options.dialect, objects=objects, release=release, facts=facts)
     part = module_part(node, (calls[0], Scans(record=caller.scans), {}), cycles, walk)
     found = CheckKey(
         key, node.address, caller_key, path[-1], False, (), options.dialect.value, release, objects

@@ -44,6 +44,7 @@ from flatten.lang.terraform_releases import NEWEST
 from flatten.stages.dependencies import Dependencies, GraphPart, cycle_errors, prefixed
 from flatten.stages.expressions import BlockExpressions, Expression, block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.stages.text_facts import TextFacts
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.references import Scans
 
@@ -341,12 +342,14 @@ class CycleGraph:
         release: tuple[int, int] = NEWEST,
         *,
         explain: bool = False,
+        facts: TextFacts | None = None,
     ) -> None:
         self.graph = graph
         self.uses = uses
         self.dialect = dialect
         self.release = release
-        self.builder = Dependencies(dialect, release, explain=explain)
+        self.facts = facts if facts is not None else TextFacts()  # shared by every module's part
+        self.builder = Dependencies(dialect, release, explain=explain, facts=self.facts)
         self.call_blocks: dict[str, Block] = {}  # each call's block, by the called module's address
         self.call_scans: dict[str, Scans] = {}  # the caller's scan record, by the same address
         self.root_scans = Scans()  # the root module's (its import blocks)
@@ -389,7 +392,7 @@ class CycleGraph:
         given to ``add``. A part is a function of the module, its path, its call block (the
         caller's text), the dialect and the release, so a memo can keep it
         (flatten/providers/checks.py)."""
-        own = Dependencies(self.dialect, self.release, named=True)
+        own = Dependencies(self.dialect, self.release, named=True, facts=self.facts)
         # Provider uses and the root's import blocks are added with the part (``add``).
         return ModuleNodes(own, node, call_block, {}, [], call_scans)
 

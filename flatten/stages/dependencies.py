@@ -29,6 +29,7 @@ from flatten.lang.dialect import Dialect
 from flatten.lang.model import Attribute, Block, Body, JsonValue, Module, Range, json_strings, module_address
 from flatten.lang.terraform_releases import accepts
 from flatten.stages.expressions import Expression
+from flatten.stages.text_facts import TextFacts
 from flatten.syntax.references import ExpressionError, Reference, Scans
 
 if TYPE_CHECKING:
@@ -235,7 +236,13 @@ class Dependencies:
     """
 
     def __init__(
-        self, dialect: Dialect, release: tuple[int, int], *, explain: bool = False, named: bool = False
+        self,
+        dialect: Dialect,
+        release: tuple[int, int],
+        *,
+        explain: bool = False,
+        named: bool = False,
+        facts: TextFacts | None = None,
     ) -> None:
         self.dialect = dialect
         self.validation_nodes = dialect.allows("terraform_releases") and accepts(
@@ -266,7 +273,8 @@ class Dependencies:
         # While checking (not explaining): each text's reference keys (by text and bound names;
         # a module's resources repeat their expressions), and the nodes a key names in a module,
         # so that a repeated reference costs two lookups and an edge.
-        self._keys: dict[tuple[str, frozenset[str]], tuple[tuple[str, str], ...]] = {}
+        # The keys are a text's own: kept in ``facts`` for the graphs of other modules too.
+        self._keys = (facts if facts is not None else TextFacts()).keys
         self._targets: dict[tuple[tuple[str, ...], str], tuple[int, ...]] = {}
         # Each text's nodes in a module, ready to link (``_resolve_text``), and the last node that
         # linked (a node's texts come one after another).

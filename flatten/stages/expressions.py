@@ -74,13 +74,16 @@ class BlockExpressions(NamedTuple):
         return found
 
 
+_block_expressions = partial(tuple.__new__, BlockExpressions)  # as ``_expression``
+
+
 def block_expressions(block: Block) -> BlockExpressions:
     """List ``block``'s expressions (``BlockExpressions``), walking its body once."""
     body = block.body.peek()
     listed: list[Expression] = []
     dynamic = _walk(body, (), listed)
     # Only a ``dynamic`` block or property binds a name: most bodies have none to look for.
-    return BlockExpressions(body, tuple(listed), dynamic_iterators(body) if dynamic else _NONE)
+    return _block_expressions((body, tuple(listed), dynamic_iterators(body) if dynamic else _NONE))
 
 
 def _walk(body: Body, within: tuple[Block, ...], listed: list[Expression]) -> bool:

@@ -59,6 +59,7 @@ from flatten.lang.types import (
 from flatten.stages.decode import range_within
 from flatten.stages.expressions import BlockExpressions, Expression, block_expressions
 from flatten.stages.graph import ModuleGraph, ModuleNode
+from flatten.stages.text_facts import TextFacts
 from flatten.syntax.dynamic import dynamic_iterators
 from flatten.syntax.evaluate import Failed, Ident, Scope, Unsupported, locator
 from flatten.syntax.references import Call, ExpressionError, Reference, Scans
@@ -193,6 +194,7 @@ class _Checker:
         objects: bool = True,
         functions: FunctionTable | None = None,
         scans: Scans | None = None,
+        facts: TextFacts | None = None,
     ) -> None:
         self.node = node
         self.scans = scans if scans is not None else Scans(record=node.module.scans)
@@ -213,11 +215,12 @@ class _Checker:
         # names), not the text: what the checks find is a function of that shape (positions only
         # place an error), so a resource whose texts differ from another's only by literal text
         # (``"${var.name}-web-3"``, ``-web-4``) is checked once per module (issue 41).
-        # Each shape is kept as a number (``_shape_numbers``), each text's by the text: a clean
-        # text is asked for by a small key, not a tuple of tuples hashed again on every ask.
+        # Each shape is kept as a number, each text's by the text (``TextFacts``, shared with the
+        # checks of other modules): a clean text is asked for by a small key, not a tuple of
+        # tuples hashed again on every ask.
         self._clean: set[tuple[int, frozenset[str], tuple[bool, bool] | None]] = set()
-        self._shapes: dict[str, int] = {}
-        self._shape_numbers: dict[Hashable, int] = {}
+        self._facts = facts if facts is not None else TextFacts()
+        self._shapes = self._facts.shapes
         # Whether the block being checked sets ``count`` and ``for_each`` (the instance key data
         # its expressions are evaluated with); None: ``count``/``each`` are not checked there.
         self.instance: tuple[bool, bool] | None = None
@@ -478,6 +481,7 @@ class _Checker:
         type argument hides references of other texts, keeps an evaluation's texts unremembered).
         """
         clean = self._clean
+        shapes = self._shapes  # asked here first: most texts of a module were met before
         # A text's count/each references are judged by the block's instance data: remembered
         # clean for that data only.
         instance = self.instance
@@ -489,7 +493,13 @@ class _Checker:
             if self.unparsed and any(range_within(r, attr.expr.range) for r in self.unparsed):
                 continue
             value = attr.value
-            texts = [text for text in e.texts if (self._shape(text), bound, instance) not in clean]
+            texts = []
+            for text in e.texts:
+                shape = shapes.get(text)
+                if shape is None:
+                    shape = self._shape(text)
+                if (shape, bound, instance) not in clean:
+                    texts.append(text)
             if texts:
                 values.append((texts, attr.expr.range, value if isinstance(value, str) else None))
         if not values:
@@ -527,14 +537,10 @@ class _Checker:
                 shape = text
             else:
                 shape = (tuple([(r.root, r.steps) for r in refs]), tuple([c.name for c in calls]))
-            numbers = self._shape_numbers
-            if len(self._shapes) >= _CLEAN_KEPT or len(numbers) >= _CLEAN_KEPT:
-                # A bound on what a module of one large file keeps; a shape's number is good for
-                # as long as the clean texts it names.
-                self._shapes.clear()
-                numbers.clear()
-                self._clean.clear()
-            number = numbers.setdefault(shape, len(numbers))
+            facts = self._facts
+            if len(self._shapes) >= _CLEAN_KEPT or len(facts.shape_numbers) >= _CLEAN_KEPT:
+                facts.forget_shapes()  # a bound on what a module of one large file keeps
+            number = facts.shape_number(shape)
             self._shapes[text] = number
         return number
 
@@ -656,7 +662,19 @@ class _Checker:
         depends = own.get("depends_on")
         if depends is not None and self.objects:
             self.depends_on(depends.attr)
-        self.unit([e for e in listed if _evaluated(e, depth, _RESOURCE_META)], bound)
+        self.unit(
+            [
+                e
+                for e in listed
+                # ``_evaluated``, its commonest case (the body's own arguments) first
+                if (
+                    e.attr.name not in _RESOURCE_META
+                    if len(e.within) == depth
+                    else _evaluated(e, depth, _RESOURCE_META)
+                )
+            ],
+            bound,
+        )
 
     def module_call(self, listed: tuple[Expression, ...], own: dict[str, Expression]) -> None:
         for name in ("count", "for_each"):
@@ -956,8 +974,10 @@ class ReferenceChecks:
         *,
         objects: bool | None = None,
         release: tuple[int, int] | None = None,
+        facts: TextFacts | None = None,
     ) -> None:
         self.graph = graph
+        self.facts = facts if facts is not None else TextFacts()  # shared by every module's checks
         self.diags = Diagnostics()
         self.inputs = _InputTypes(graph)
         self.objects = dialect.allows("object_reference_checks") if objects is None else objects
@@ -967,7 +987,7 @@ class ReferenceChecks:
 
     def open(self, node: ModuleNode) -> _Checker:
         """The checks of one module, made block by block (``_Checker.block``), then ``close``."""
-        return _Checker(node, self.graph, objects=self.objects, functions=self.functions)
+        return _Checker(node, self.graph, objects=self.objects, functions=self.functions, facts=self.facts)
 
     def close(self, checker: _Checker) -> None:
         self.close_with(checker.node, checker.diags)
