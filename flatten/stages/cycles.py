@@ -35,7 +35,7 @@ stages/dependencies.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.dialect import Dialect
@@ -51,14 +51,14 @@ from flatten.syntax.references import Scans
 __all__ = ["CycleGraph", "ModuleNodes", "ProviderUse", "ProviderUses", "check_cycles"]
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderUse:
+class ProviderUse(NamedTuple):
     """Which provider configuration a resource uses, as provider wiring resolved it.
 
     ``resource`` and ``config`` are node names (``module.a.aws_instance.x``,
     ``module.a.provider["registry.terraform.io/hashicorp/aws"].west``); ``module`` and ``key``
     say where the configuration's ``provider`` block is (``key``: its local ``name[.alias]``;
-    empty for a configuration without a block).
+    empty for a configuration without a block). A named tuple: the graph checks make one per
+    resource of the tree, a third of the cost of a frozen dataclass each.
     """
 
     resource: str
