@@ -662,19 +662,7 @@ class _Checker:
         depends = own.get("depends_on")
         if depends is not None and self.objects:
             self.depends_on(depends.attr)
-        self.unit(
-            [
-                e
-                for e in listed
-                # ``_evaluated``, its commonest case (the body's own arguments) first
-                if (
-                    e.attr.name not in _RESOURCE_META
-                    if len(e.within) == depth
-                    else _evaluated(e, depth, _RESOURCE_META)
-                )
-            ],
-            bound,
-        )
+        self.unit([e for e in listed if _evaluated(e, depth, _RESOURCE_META)], bound)
 
     def module_call(self, listed: tuple[Expression, ...], own: dict[str, Expression]) -> None:
         for name in ("count", "for_each"):
