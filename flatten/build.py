@@ -122,6 +122,9 @@ def build(
         inlined=inlined.manifest() if inlined is not None else None,
     )
     if later is not None:
+        if not tree.diagnostics.has_errors:
+            # The tree is final unless the checks find an error: the memo may begin writing it.
+            memo.laid_out(graph, tree)
         diags.extend(later())
         if diags.has_errors:
             return BuildResult(graph=graph, wiring=wiring), diags

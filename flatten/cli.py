@@ -876,81 +876,101 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
         raise _usage_error("--module only applies with --inline.")
     fmt = _report_format(request.report_format, request.diagnostics_json)
     fetcher = _fetcher(root_abs, options=options, out=out_abs, env=env)
-    memo: Memo = DiskMemo()
+    from flatten.shell.faults import fault_hook
+
+    staging = None
+    if not request.check:
+        # The tree is written beside OUT while the graph checks finish (flatten/shell/staging.py),
+        # where the checks below that need the graph (``_check_out_modules``) allow it.
+        from flatten.shell.staging import Staging
+
+        def allowed(graph: "ModuleGraph") -> bool:
+            return _out_modules_problem(out, out_abs, root_abs, graph) is None
+
+        staging = Staging(out_abs, allowed=allowed, fault=fault_hook())
+    memo: Memo = DiskMemo(staging=staging)
     if progress is not None:
         from flatten.shell.progress import ProgressMemo
 
         memo = ProgressMemo(memo, progress)
-    result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=memo)
-    if progress is not None:
-        progress.clear()
-    if request.check and not diags.has_errors:
-        # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
-        from flatten.stages.stale import (
-            foreign_diagnostics,
-            module_outputs,
-            stale_diagnostics,
-            stale_files,
-            unified_diff,
-        )
-
-        modules = module_outputs(result.tree.files, result.graph)
-        stale = stale_files(
-            out_abs,
-            result.tree.files,
-            copies=result.tree.copies,
-            root_place=result.tree.root,
-            modules=modules,
-            root=root_abs,
-        )
-        command = check_command(request.roots, out)
-        diags.extend(stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command))
-        diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
-        if request.diff:
-            sys.stdout.write(
-                unified_diff(stale, out_abs, result.tree.files, copies=result.tree.copies, out_text=str(out))
-            )
-    elif not diags.has_errors:
-        # The user's files in OUT that Terraform loads: kept by the write below, and named.
-        from flatten.stages.stale import foreign_diagnostics, foreign_files
-
-        foreign = foreign_files(out_abs, result.tree.paths())
-        diags.extend(foreign_diagnostics(foreign, out=out_abs, root=root_abs, out_text=str(out)))
-    if fmt is not ReportFormat.TEXT:
-        sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
-    else:
-        shown = _empty_root(root_abs, options) + diags
-        if shown:
-            sys.stderr.write(
-                render_text(
-                    shown,
-                    root=root_abs,
-                    style=text_style(request.no_color, environ),
-                    read=gate.source_reader(root_abs),
-                    context=context_finder(),
-                )
-            )
-        if diags:
-            _annotate(diags, root=root_abs, environ=environ)
-    if diags.has_errors or request.check:
-        return exit_code(diags)
-    _check_out_modules(out, out_abs, root_abs, result.graph)
-    if progress is not None:
-        progress.writing(
-            f"{len(result.tree.files) + len(result.tree.copies)} files to {printable(str(out))}", force=True
-        )
-    from flatten.shell.faults import fault_hook
-
     try:
-        write_tree(out_abs, result.tree.files, result.tree.copies, fault=fault_hook())
-    except (OutputError, OSError) as exc:
-        sys.stderr.write(
-            render_text([output_error_diagnostic(exc, out)], style=text_style(request.no_color, environ))
-        )
-        return 2
-    finally:
+        result, diags = run_build(root_abs, options=options, fetcher=fetcher, memo=memo)
         if progress is not None:
             progress.clear()
+        if request.check and not diags.has_errors:
+            # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
+            from flatten.stages.stale import (
+                foreign_diagnostics,
+                module_outputs,
+                stale_diagnostics,
+                stale_files,
+                unified_diff,
+            )
+
+            modules = module_outputs(result.tree.files, result.graph)
+            stale = stale_files(
+                out_abs,
+                result.tree.files,
+                copies=result.tree.copies,
+                root_place=result.tree.root,
+                modules=modules,
+                root=root_abs,
+            )
+            command = check_command(request.roots, out)
+            diags.extend(
+                stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command)
+            )
+            diags.extend(foreign_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out)))
+            if request.diff:
+                sys.stdout.write(
+                    unified_diff(
+                        stale, out_abs, result.tree.files, copies=result.tree.copies, out_text=str(out)
+                    )
+                )
+        elif not diags.has_errors:
+            # The user's files in OUT that Terraform loads: kept by the write below, and named.
+            from flatten.stages.stale import foreign_diagnostics, foreign_files
+
+            foreign = foreign_files(out_abs, result.tree.paths())
+            diags.extend(foreign_diagnostics(foreign, out=out_abs, root=root_abs, out_text=str(out)))
+        if fmt is not ReportFormat.TEXT:
+            sys.stdout.write(_render_report(fmt, diags, root=root_abs, command="build"))
+        else:
+            shown = _empty_root(root_abs, options) + diags
+            if shown:
+                sys.stderr.write(
+                    render_text(
+                        shown,
+                        root=root_abs,
+                        style=text_style(request.no_color, environ),
+                        read=gate.source_reader(root_abs),
+                        context=context_finder(),
+                    )
+                )
+            if diags:
+                _annotate(diags, root=root_abs, environ=environ)
+        if diags.has_errors or request.check:
+            return exit_code(diags)
+        _check_out_modules(out, out_abs, root_abs, result.graph)
+        if progress is not None:
+            progress.writing(
+                f"{len(result.tree.files) + len(result.tree.copies)} files to {printable(str(out))}",
+                force=True,
+            )
+        try:
+            if staging is None or not staging.commit(result.tree):
+                write_tree(out_abs, result.tree.files, result.tree.copies, fault=fault_hook())
+        except (OutputError, OSError) as exc:
+            sys.stderr.write(
+                render_text([output_error_diagnostic(exc, out)], style=text_style(request.no_color, environ))
+            )
+            return 2
+        finally:
+            if progress is not None:
+                progress.clear()
+    finally:
+        if staging is not None:  # not swapped in: an error, --check, an exception
+            staging.discard()
     if fmt is ReportFormat.TEXT and not request.quiet:
         # With a module outside the root the root module is not at the top of OUT (layout.py),
         # and Terraform must run where it is.

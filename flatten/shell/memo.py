@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, Module
@@ -36,6 +37,11 @@ from flatten.stages.memo import (
     ParseSource,
     Raws,
 )
+
+if TYPE_CHECKING:
+    from flatten.shell.staging import Staging
+    from flatten.stages.graph import ModuleGraph
+    from flatten.stages.layout import OutputTree
 
 __all__ = ["DiskMemo", "forget_keys", "keep_grammar_cache", "module_keys", "source_key"]
 
@@ -67,13 +73,21 @@ class DiskMemo:
     """The stages' memo, backed by flatten's caches (see the module docstring).
 
     With ``captured``, module entries this memo computes are appended there instead of being
-    written (a prefetch worker hands them to the process that started it).
+    written (a prefetch worker hands them to the process that started it). With ``staging``, a
+    tree laid out while the graph checks finish is written beside --out meanwhile
+    (flatten/shell/staging.py).
     """
 
-    __slots__ = ("_captured",)
+    __slots__ = ("_captured", "_staging")
 
-    def __init__(self, *, captured: list[tuple[str, build_cache.ModuleEntry]] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        captured: list[tuple[str, build_cache.ModuleEntry]] | None = None,
+        staging: Staging | None = None,
+    ) -> None:
         self._captured = captured
+        self._staging = staging
 
     def parsed(
         self, source: ParseSource, compute: Callable[[], tuple[Body, Diagnostics]]
@@ -147,6 +161,10 @@ class DiskMemo:
         from flatten.shell import forks
 
         return forks.later(compute, then=build_cache.finish)
+
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        if self._staging is not None:
+            self._staging.stage(graph, tree)
 
 
 def source_key(source: ModuleSource) -> tuple[str, list[bytes]]:

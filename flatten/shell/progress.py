@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from flatten.lang.model import Body, Module
     from flatten.lang.options import Dialect
     from flatten.stages.files import DirectoryListing
+    from flatten.stages.graph import ModuleGraph
+    from flatten.stages.layout import OutputTree
     from flatten.stages.memo import (
         CheckRequest,
         LoadedModule,
@@ -148,3 +150,6 @@ class ProgressMemo:
 
     def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         return self._inner.later(compute, modules=modules)
+
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        self._inner.laid_out(graph, tree)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flatten.lang.diagnostics import Diagnostics
 from flatten.lang.model import Body, Module
@@ -40,6 +41,10 @@ from flatten.stages.memo import (
     ParseSource,
     Raws,
 )
+
+if TYPE_CHECKING:
+    from flatten.stages.graph import ModuleGraph
+    from flatten.stages.layout import OutputTree
 
 __all__ = ["SharedMemo", "preload"]
 
@@ -112,6 +117,9 @@ class SharedMemo:
 
     def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         return self._inner.later(compute, modules=modules)
+
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        self._inner.laid_out(graph, tree)
 
     @property
     def modules(self) -> int:

@@ -27,6 +27,8 @@ from flatten.stages.files import DirectoryListing
 
 if TYPE_CHECKING:
     from flatten.stages.dependencies import GraphPart
+    from flatten.stages.graph import ModuleGraph
+    from flatten.stages.layout import OutputTree
 
 __all__ = [
     "NO_MEMO",
@@ -196,6 +198,13 @@ class Memo(Protocol):
         the work covers (a memo may judge a small one not worth a process)."""
         ...
 
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        """The build of ``graph`` has laid out its output ``tree`` and waits for ``later`` work:
+        a memo may begin meanwhile what its caller does with the tree of a build that ends
+        without errors (the command line writes it beside --out, swapped in only then:
+        flatten/shell/staging.py). Nothing it does changes what the build returns."""
+        ...
+
 
 class NoMemo:
     """The memo that remembers nothing: every call computes."""
@@ -233,6 +242,9 @@ class NoMemo:
     def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         value = compute()
         return lambda: value
+
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        return None
 
 
 NO_MEMO: Memo = NoMemo()

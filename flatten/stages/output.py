@@ -41,7 +41,7 @@ import stat
 import struct
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Generator, Iterator, Mapping
 from pathlib import Path
 
 from flatten import gate
@@ -52,12 +52,14 @@ __all__ = [
     "Fault",
     "Interrupted",
     "OutputError",
+    "StagedTree",
     "copied_mode",
     "loads_configuration",
     "manifest_root",
     "mark_top_directory",
     "owned_files",
     "owned_paths",
+    "stage_tree",
     "terraform_entries",
     "user_entries",
     "write_tree",
@@ -753,12 +755,72 @@ def write_tree(
 
     ``fault`` is called with the name of each step (tests end the process there).
     """
-    fault = fault or _no_fault
+    with stage_tree(out, files, copies, modes=modes, links=links, fault=fault) as staged:
+        staged.commit()
+
+
+class StagedTree:
+    """A new tree written into its temporary directory beside ``out`` (``stage_tree``), every
+    check of ``write_tree`` made and the lock on ``out``'s parent held (no other build writes
+    there meanwhile): ``commit`` swaps it in as ``write_tree`` does; ``discard`` (also leaving a
+    ``with`` block without a commit) removes it and leaves ``out`` as it was.
+
+    Meanwhile Ctrl-C and SIGTERM are delivered (SIGTERM as ``Interrupted``): the caller's cleanup
+    discards the tree."""
+
+    __slots__ = ("_steps",)
+
+    def __init__(self, steps: Generator[None, None, None]) -> None:
+        self._steps = steps
+
+    def commit(self) -> None:
+        """Swap the tree in (``write_tree``'s steps after the tree is written)."""
+        for _ in self._steps:  # the steps from the swap on yield nothing
+            raise AssertionError("a staged tree is committed once")
+
+    def discard(self) -> None:
+        """Remove the tree unless it was committed (the lock is released either way)."""
+        self._steps.close()
+
+    def __enter__(self) -> StagedTree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.discard()
+
+
+def stage_tree(
+    out: Path,
+    files: Mapping[str, bytes],
+    copies: Mapping[str, Path] | None = None,
+    *,
+    modes: Mapping[str, int] | None = None,
+    links: Mapping[str, tuple[Path, str]] | None = None,
+    fault: Fault | None = None,
+) -> StagedTree:
+    """``write_tree`` up to the swap, for a caller with other work before it knows whether the
+    tree is to be swapped in (the command line waits for the build's graph checks:
+    flatten/shell/staging.py). Raises what ``write_tree`` raises before its swap (``OutputError``
+    for an ``out`` flatten did not write, ``OSError``); then nothing is left behind."""
+    steps = _write_steps(out, files, copies or {}, modes or {}, links or {}, fault or _no_fault)
+    next(steps)  # an exception here has run the steps' cleanup already
+    return StagedTree(steps)
+
+
+def _write_steps(
+    out: Path,
+    files: Mapping[str, bytes],
+    copies: Mapping[str, Path],
+    modes: Mapping[str, int],
+    links: Mapping[str, tuple[Path, str]],
+    fault: Fault,
+) -> Generator[None, None, None]:
+    """``write_tree``'s steps, paused once where the new tree is written and the swap is next
+    (for a tree that must be written in place, before it is written)."""
     out = out.absolute()
     if gate.kind_of(out) == "link":  # the user's --out: a link to where the output lives
         out = Path(os.path.realpath(out))
     name = out.name
-    copies, modes, links = copies or {}, modes or {}, links or {}
     deferred: set[int] | None = None
     # --out's parent is the user's choice (followed, made when missing); below it, nothing is.
     with gate.open_dir(out.parent, create=True, mode=0o777) as base:
@@ -786,7 +848,8 @@ def write_tree(
                             "list it), where this build writes its own files; flatten never replaces a file "
                             "of yours. Move or rename it, then build again."
                         )
-                # From here Ctrl-C and SIGTERM take effect only while files are written: a signal
+                # From here Ctrl-C and SIGTERM take effect only while files are written or the steps
+                # are paused (``stage_tree``: the caller's cleanup discards the tree): a signal
                 # handled between creating the temporary directory and the start of its cleanup, or
                 # during the swap, would leave that directory behind. One that arrives meanwhile is
                 # handled after the tree is complete (the new output is then in place).
@@ -795,6 +858,7 @@ def write_tree(
                 in_place = base.kind(name) == "dir" and os.path.ismount(out)
                 tmp: str | None = None
                 previous: str | None = None
+                paused = False
                 try:
                     if not in_place:
                         tmp = gate.make_temp_dir(base, f".{name}.flatten-")
@@ -803,6 +867,9 @@ def write_tree(
                             with _signals_allowed(deferred):
                                 _write_files(base, tree, files, copies, modes, links)
                         fault("written")
+                        with _signals_allowed(deferred):
+                            paused = True
+                            yield
                         # Terraform's entries and the user's go over to the new tree first
                         # (renames: same inodes).
                         moves = _adopt(base, name, tmp, fault) if base.kind(name) == "dir" else []
@@ -830,6 +897,10 @@ def write_tree(
                     if previous is not None and previous != tmp:
                         _remove(base, previous)
                 if in_place:
+                    if not paused:  # nothing written before the swap: ``_replace_contents`` does both
+                        with _signals_allowed(deferred):
+                            paused = True
+                            yield
                     steps = fault  # the in-place swap's steps named apart from the tried rename's
 
                     def inside(step: str) -> None:

@@ -18,6 +18,8 @@ from flatten.shell.fanout import run_all
 from flatten.shell.prefetch import finish
 from flatten.shell.shared_memo import SharedMemo, preload
 from flatten.stages.files import DirectoryListing
+from flatten.stages.graph import ModuleGraph
+from flatten.stages.layout import OutputTree
 from flatten.stages.memo import NO_MEMO, LoadedModule, MemoKey, ModuleSource, ParseSource
 
 NET = 'variable "name" {}\n\nresource "terraform_data" "net" {\n  input = var.name\n}\n'
@@ -60,6 +62,9 @@ class Counting:
     def later(self, compute: Callable[[], Diagnostics], *, modules: int) -> Callable[[], Diagnostics]:
         value = compute()
         return lambda: value
+
+    def laid_out(self, graph: ModuleGraph, tree: OutputTree) -> None:
+        return None
 
 
 def monorepo(base: Path) -> list[Path]:

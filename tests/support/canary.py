@@ -67,6 +67,9 @@ OUT_TARGETS = (
     "out/m",
     "out/m/main.tf.json",
     "out/tests",
+    # A leftover temporary tree's name beside OUT, where the tree is staged while the graph checks
+    # finish (flatten/shell/staging.py) and written by every write.
+    ".out.flatten-stale",
 )
 ROOT_TARGETS = (
     "root/.terraformignore",
