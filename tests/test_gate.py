@@ -167,6 +167,33 @@ def test_symlinks_inside_and_outside(tmp_path: Path) -> None:
     assert caught.value.reason == "symlink"
 
 
+def test_a_file_of_its_own_directory_is_read_through_a_linked_directory_but_a_link_in_it_is_checked(
+    tmp_path: Path,
+) -> None:
+    # read_config's rule (inside the root or the file's own directory): a file that is no link
+    # lies in its own directory wherever that resolves (a module directory linked to ../shared, as
+    # Terraform reads it); a link there is resolved and checked; a FIFO there is refused unread.
+    root, shared, home = tmp_path / "root", tmp_path / "shared", tmp_path / "home"
+    for d in (root, shared / "m", home):
+        d.mkdir(parents=True)
+    (root / "m").symlink_to(shared / "m", target_is_directory=True)
+    (shared / "m" / "main.tf").write_text("locals {}\n")
+    (shared / "m" / "sibling.tf").symlink_to("main.tf")
+    (home / "secret").write_text("CANARY")
+    (shared / "m" / "leak.tf").symlink_to(home / "secret")
+    os.mkfifo(shared / "m" / "fifo.tf")
+    module = root / "m"
+    assert gate.read_bytes(module / "main.tf", inside=(root, module)) == b"locals {}\n"
+    assert gate.read_bytes(module / "sibling.tf", inside=(root, module)) == b"locals {}\n"
+    for name, reason in (("leak.tf", "outside"), ("fifo.tf", "special")):
+        with pytest.raises(Refused) as caught:
+            gate.read_bytes(module / name, inside=(root, module))
+        assert caught.value.reason == reason, name
+    with pytest.raises(FileNotFoundError) as missing:
+        gate.read_bytes(module / "gone.tf", inside=(root, module))
+    assert missing.value.filename == str(module / "gone.tf")
+
+
 def test_list_dir_never_follows(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / "a").write_text("")

@@ -31,9 +31,8 @@ _UNDECLARED = "Reference to undeclared input variable"
 
 
 def _root(tmp_path: Path, *, broken: bool = False) -> Path:
-    files = {
-        "main.tf": "".join(f'module "m{i}" {{\n  source = "./modules/m{i}"\n  x = {i}\n}}\n' for i in range(_MODULES)),
-    }
+    calls = (f'module "m{i}" {{\n  source = "./modules/m{i}"\n  x = {i}\n}}\n' for i in range(_MODULES))
+    files = {"main.tf": "".join(calls)}
     for i in range(_MODULES):
         value = "var.missing" if broken and i == _MODULES - 1 else "var.x"
         files[f"modules/m{i}/main.tf"] = (
@@ -127,12 +126,12 @@ def test_ctrl_c_while_a_tree_is_staged_leaves_the_output_as_it_was(tmp_path: Pat
     write_tree(out, result.tree.files, result.tree.copies)
     before = _listing(out)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    with pytest.raises(KeyboardInterrupt):
-        with stage_tree(out, {**result.tree.files, "b.tf.json": b"{}\n"}, result.tree.copies):
-            assert len(_beside(out)) == 1
-            # Signals are delivered while the tree waits (the build's checks run meanwhile).
-            assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
-            raise KeyboardInterrupt
+    files = {**result.tree.files, "b.tf.json": b"{}\n"}
+    with pytest.raises(KeyboardInterrupt), stage_tree(out, files, result.tree.copies):
+        assert len(_beside(out)) == 1
+        # Signals are delivered while the tree waits (the build's checks run meanwhile).
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        raise KeyboardInterrupt
     assert _beside(out) == [] and _listing(out) == before
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == mask
 
