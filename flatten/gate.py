@@ -540,6 +540,15 @@ class Dir:
     def remove(self, name: str, *, owned: Callable[[Dir], bool] | None = None) -> bool:
         return remove_owned(self, name, owned=owned)
 
+    def remove_empty(self, name: str) -> bool:
+        """Remove the directory ``name`` if it is empty (never a link: not a directory); False when
+        it is not (or not there)."""
+        try:
+            os.rmdir(name, dir_fd=self.fd)
+        except OSError:
+            return False
+        return True
+
     def mkdir(self, name: str, *, mode: int = 0o755, exist_ok: bool = False) -> None:
         try:
             os.mkdir(name, mode, dir_fd=self.fd)

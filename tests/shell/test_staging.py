@@ -103,21 +103,46 @@ def test_a_staged_tree_is_never_swapped_in_for_another(tmp_path: Path) -> None:
     assert _beside(out) == [] and not out.exists()
 
 
-@pytest.mark.parametrize("why", ["refused", "no parent", "not flatten's"])
+@pytest.mark.parametrize("why", ["refused", "not flatten's"])
 def test_nothing_is_staged_where_the_write_would_not_be_made(why: str, tmp_path: Path) -> None:
-    out = tmp_path / "missing" / "out" if why == "no parent" else tmp_path / "out"
+    out = tmp_path / "out"
     if why == "not flatten's":
         write_files(out, {"notes.txt": "mine\n"})
     staging = Staging(out, allowed=lambda graph: why != "refused")
     result, diags = build(_root(tmp_path), options=Options(), memo=DiskMemo(staging=staging))
     assert not diags.has_errors
-    assert not staging.commit(result.tree)
-    assert not (tmp_path / "missing").exists()
     assert _beside(out) == []
+    assert not staging.commit(result.tree)
     if why == "not flatten's":  # the write after the build reports it, as without staging
         with pytest.raises(OutputError, match="holds no"):
             write_tree(out, result.tree.files, result.tree.copies)
         assert _listing(out) == {"notes.txt": b"mine\n"}
+    else:
+        assert not out.exists()
+
+
+@pytest.mark.parametrize("meanwhile", [False, True])
+def test_the_directories_staging_made_above_out_go_with_a_discarded_tree(
+    meanwhile: bool, tmp_path: Path
+) -> None:
+    # write_tree makes --out's missing parents; a build that fails leaves none of them behind,
+    # unless something was put in one meanwhile (then it and those above it stay).
+    out = tmp_path / "a" / "b" / "out"
+    staging = _staging(out)
+    result, diags = build(_root(tmp_path, broken=True), options=Options(), memo=DiskMemo(staging=staging))
+    assert diags.has_errors and len(_beside(out)) == 1
+    if meanwhile:
+        (tmp_path / "a" / "notes.txt").write_text("mine\n")
+    staging.discard()
+    if meanwhile:
+        assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["notes.txt"]
+    else:
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+    # A tree swapped in keeps them: they hold the output.
+    staging = _staging(out)
+    result, diags = build(_root(tmp_path), options=Options(), memo=DiskMemo(staging=staging))
+    assert not diags.has_errors and staging.commit(result.tree)
+    assert (out / "flatten.manifest.json").is_file()
 
 
 def test_ctrl_c_while_a_tree_is_staged_leaves_the_output_as_it_was(tmp_path: Path) -> None:
@@ -137,7 +162,8 @@ def test_ctrl_c_while_a_tree_is_staged_leaves_the_output_as_it_was(tmp_path: Pat
 
 
 def test_a_build_whose_checks_fail_leaves_out_and_its_parent_as_they_were(tmp_path: Path) -> None:
-    # The command line: the previous output stays, and nothing of the staged tree is left.
+    # The command line: the previous output stays, and nothing of the staged tree is left; into
+    # a new --out below missing directories, none of them.
     root, out = _root(tmp_path), tmp_path / "out"
     assert CliRunner().invoke(app, ["build", str(root), "--out", str(out)]).exit_code == 0
     before = _listing(out)
@@ -145,4 +171,6 @@ def test_a_build_whose_checks_fail_leaves_out_and_its_parent_as_they_were(tmp_pa
     result = CliRunner().invoke(app, ["build", str(root), "--out", str(out)])
     assert result.exit_code == 1 and _UNDECLARED in result.output
     assert _listing(out) == before
+    result = CliRunner().invoke(app, ["build", str(root), "--out", str(tmp_path / "new" / "dir" / "out")])
+    assert result.exit_code == 1 and _UNDECLARED in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"]
