@@ -901,21 +901,12 @@ def _run_request(request: BuildRequest, progress: "BuildProgress | None") -> int
             # Each stale file is an error diagnostic, so every report format shows it (stages/stale.py).
             from flatten.stages.stale import (
                 foreign_diagnostics,
-                module_outputs,
                 stale_diagnostics,
-                stale_files,
+                tree_stale_files,
                 unified_diff,
             )
 
-            modules = module_outputs(result.tree.files, result.graph)
-            stale = stale_files(
-                out_abs,
-                result.tree.files,
-                copies=result.tree.copies,
-                root_place=result.tree.root,
-                modules=modules,
-                root=root_abs,
-            )
+            stale = tree_stale_files(out_abs, result.tree, result.graph, root=root_abs)
             command = check_command(request.roots, out)
             diags.extend(
                 stale_diagnostics(stale, out=out_abs, root=root_abs, out_text=str(out), command=command)

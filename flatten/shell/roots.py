@@ -191,9 +191,9 @@ def _build_one(
         Staleness,
         foreign_diagnostics,
         foreign_files,
-        module_outputs,
         stale_diagnostics,
         stale_files,
+        tree_stale_files,
         unified_diff,
     )
 
@@ -205,15 +205,7 @@ def _build_one(
             return RootOutcome(1, diags)
         if request.check:
             # Each stale file an error diagnostic, as a single root's check (flatten/stages/stale.py).
-            modules = module_outputs(result.tree.files, result.graph)
-            stale = stale_files(
-                out_abs,
-                result.tree.files,
-                copies=result.tree.copies,
-                root_place=result.tree.root,
-                modules=modules,
-                root=root_abs,
-            )
+            stale = tree_stale_files(out_abs, result.tree, result.graph, root=root_abs)
             diff = ""
             if request.diff:
                 diff = unified_diff(

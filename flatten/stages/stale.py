@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from flatten import gate
 from flatten.lang.diagnostics import Code, Diagnostic, Diagnostics, Extra
@@ -40,6 +41,9 @@ from flatten.lang.printable import printable
 from flatten.stages.emit import MANIFEST_NAME
 from flatten.stages.graph import ModuleGraph
 from flatten.stages.output import loads_configuration, terraform_entries
+
+if TYPE_CHECKING:
+    from flatten.stages.layout import OutputTree
 
 __all__ = [
     "FOREIGN_SUMMARY",
@@ -52,6 +56,7 @@ __all__ = [
     "module_outputs",
     "stale_diagnostics",
     "stale_files",
+    "tree_stale_files",
     "unified_diff",
 ]
 
@@ -321,6 +326,21 @@ def module_outputs(files: Mapping[str, bytes], graph: ModuleGraph | None) -> dic
             here = str(entry.get("output") or ".")
             found["main.tf.json" if here == "." else f"{here}/main.tf.json"] = module
     return found
+
+
+def tree_stale_files(
+    out: Path, tree: OutputTree, graph: ModuleGraph | None, *, root: Path
+) -> list[StaleFile]:
+    """``stale_files`` for the tree a build returned (its files, copies, root module's place and
+    the modules behind its generated files): what ``--check`` reports of ``out``."""
+    return stale_files(
+        out,
+        tree.files,
+        copies=tree.copies,
+        root_place=tree.root,
+        modules=module_outputs(tree.files, graph),
+        root=root,
+    )
 
 
 def stale_files(
