@@ -899,7 +899,6 @@ def _write_steps(
                 if in_place:
                     if not paused:  # nothing written before the swap: ``_replace_contents`` does both
                         with _signals_allowed(deferred):
-                            paused = True
                             yield
                     steps = fault  # the in-place swap's steps named apart from the tried rename's
 
