@@ -923,3 +923,62 @@ def test_emitted_bytes_are_cached_only_for_modules_from_the_cache(
     for _ in range(2):
         memo.emitted(key, module, changed, False, emit(changed))
     assert computed == [1, 1]  # a block other than a module call differs: never cached
+
+
+def test_a_rewritten_call_is_keyed_by_what_differs_from_the_call_as_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The emit key describes a rewritten ``module`` block by the items it shares with the
+    loaded one (their places) and the others in full: equal rewrites share the bytes, any
+    other difference (a source, a dropped or changed argument, a label) computes them."""
+    from dataclasses import replace
+
+    from flatten.stages.emit import dumps, module_json
+
+    root = _tree(tmp_path / "src", modules=2)
+    (root / "main.tf").write_text('module "m0" {\n  source = "./modules/m0"\n  v      = 1\n}\n')
+    loaded, key = load_module(root, root=root, options=Options(), memo=DiskMemo())
+    module = loaded.module
+    (call,) = [b for b in module.blocks if b.type == "module"]
+    source, argument = call.body.items
+
+    def rewritten(*items: Attribute | Block, labels: tuple[str, ...] = call.labels) -> Module:
+        block = replace(call, labels=labels, body=Body(items, call.body.range))
+        return replace(module, blocks=tuple(block if b is call else b for b in module.blocks))
+
+    def moved(to: str) -> Attribute:
+        return replace(source, expr=Expr(to, source.expr.range))
+
+    changes = {
+        "same items": rewritten(source, argument),
+        "source": rewritten(moved("./m0"), argument),
+        "other source": rewritten(moved("./elsewhere"), argument),
+        "dropped": rewritten(moved("./m0")),
+        "changed": rewritten(moved("./m0"), replace(argument, expr=Expr(2, argument.expr.range))),
+        "label": rewritten(source, argument, labels=("renamed",)),
+    }
+    described = {
+        name: build_cache.call_change(call, next(b for b in m.blocks if b.type == "module"))
+        for name, m in changes.items()
+    }
+    assert described["same items"] == (0, 1)
+    again = rewritten(moved("./m0"), argument)  # an equal rewrite made again: the same key
+    assert (
+        build_cache.call_change(call, next(b for b in again.blocks if b.type == "module"))
+        == described["source"]
+    )
+    assert described["label"] == repr(next(b for b in changes["label"].blocks if b.type == "module"))
+    assert len(set(map(repr, described.values()))) == len(described)
+    computed: list[str] = []
+    memo = DiskMemo()
+    for i, (name, output) in enumerate([*changes.items(), ("source", rewritten(moved("./m0"), argument))]):
+        if i == len(changes):
+            prefetching.finish()  # the entries written
+        want = dumps(module_json(output)).encode()
+
+        def compute(output: Module = output, name: str = name) -> bytes:
+            computed.append(name)
+            return dumps(module_json(output)).encode()
+
+        assert memo.emitted(key, module, output, False, compute) == want
+    assert computed == list(changes)  # each computed once; the same rewrite again from the cache
