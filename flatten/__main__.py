@@ -57,10 +57,6 @@ def _main() -> None:
         # Without a handler SIGTERM kills the process outright, with no message and no chance to
         # end the helpers it forked (flatten/shell/process.py ``end``).
         signal.signal(signal.SIGTERM, _terminate)
-        # Before any module of flatten makes its dataclasses (each import below makes some).
-        from flatten.shell.dataclass_methods import defer_methods
-
-        defer_methods()
         from flatten.shell import process
 
         process.main()

@@ -6,12 +6,12 @@
 class. The flatten program makes about a hundred dataclasses as it imports its modules, in every
 process: 25-30 ms of a rebuild after one edit, most of it for methods no build calls (a frozen
 class's ``__setattr__``, most ``__repr__``s). Python 3.13 compiles a class's methods in one
-``exec``; on 3.11 and 3.12 the flatten program (``flatten/__main__.py``, before it imports
-anything else of flatten) has ``dataclasses`` hand out, for every method but ``__init__``, a
-function that compiles the method on its first call, from the very source and namespaces
-``dataclasses`` gave, and puts it in its own place on the class: from then on the class calls
-the generated method itself. ``__init__`` is compiled at once (it is always called, and
-``inspect.signature`` reads it for a class without a docstring).
+``exec``. On 3.11 and 3.12 the flatten program (flatten/shell/process.py ``main``: once a build
+is not replayed, which imports no dataclass, and before flatten makes one) has ``dataclasses``
+hand out, for every method but ``__init__``, a function that compiles the method on its first
+call, from the very source and namespaces ``dataclasses`` gave, and puts it in its own place on
+the class: from then on the class calls the generated method itself. ``__init__`` is compiled at
+once (it is always called, and ``inspect.signature`` reads it for a class without a docstring).
 
 Imported as a library, flatten leaves ``dataclasses`` as it is: only the program installs this.
 docs/performance.md ("Fifteenth round"); tests/shell/test_dataclass_methods.py.
