@@ -1,12 +1,12 @@
 """Where flatten's caches live, and the version tag of the code behind a parse result.
 
-A leaf of flatten.shell (it imports nothing of flatten but its version, cache_auth and the
-gate): the parse cache, the module cache, replay records and the parser's own table cache all
-start here, and every entry is read and written through :func:`read_entry`, :func:`write_entry`
-and :func:`entry_writer`: inside the directory flatten made and stamped (``CACHEDIR.TAG``), each
-directory below it reached without following a symlink (flatten/gate.py; issue 38, item 1). A
-cache directory that is not flatten's (``FLATTEN_CACHE_DIR`` set to a home directory) is never
-written: every entry is a miss.
+A leaf of flatten.shell (it imports nothing of flatten but its version, cache_auth, the gate,
+and cache_admin's stamp for a cache it makes): the parse cache, the module cache, replay records
+and the parser's own table cache all start here, and every entry is read and written through
+:func:`read_entry`, :func:`write_entry` and :func:`entry_writer`: inside the directory flatten
+made and stamped (``CACHEDIR.TAG``), each directory below it reached without following a symlink
+(flatten/gate.py; issue 38, item 1). A cache directory that is not flatten's
+(``FLATTEN_CACHE_DIR`` set to a home directory) is never written: every entry is a miss.
 """
 
 from __future__ import annotations
@@ -88,9 +88,14 @@ def _area(directory: Path, create: bool) -> gate.Dir | None:
             stale.close()
     opened: gate.Dir | None = None
     try:
+        made = create and gate.kind_of(root) == "missing"
         top = gate.open_owned_root(root, gate.CACHE_OWNER, create=create, adopt=gate.CACHE_ADOPT)
         if top is not None:
             with top:
+                if made:  # this process makes the cache: nothing in it to prune for a while
+                    from flatten.shell.cache_admin import stamp_made
+
+                    stamp_made(top)
                 opened = top.sub(rel, create=create, mode=0o700, replace_links=create)
     except OSError:
         opened = None

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support.files import write_tree
 
 from flatten import gate
@@ -150,6 +151,33 @@ def test_a_build_applies_the_limit_at_most_once_an_hour(tmp_path: Path) -> None:
     assert not (cache / "parse" / _key("big2")).exists()
     # Without the limit's variable, 1 GiB: nothing this small is pruned.
     assert cache_admin.max_size({}) == 1 << 30 and cache_admin.max_size({"FLATTEN_CACHE_MAX_SIZE": "0"}) == 0
+
+
+def test_a_cache_made_now_is_stamped_pruned_and_an_existing_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache this process makes holds nothing older than ``GRACE`` until ``PRUNE_EVERY`` has
+    passed, so its first prune could remove nothing: it is stamped pruned as it is made (a cold
+    build's prune walked all its own entries). A directory that was there already (restored,
+    adopted) is left to the prune."""
+    from flatten.shell import cache_dir
+
+    assert cache_admin.PRUNE_EVERY <= cache_admin.GRACE  # what makes skipping the walk exact
+    walked: list[Path] = []
+    monkeypatch.setattr(cache_admin, "prune", lambda root, limit, now=None: walked.append(root) or (0, 0))
+    made = tmp_path / "new"
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(made))
+    assert cache_dir.area(made / "parse") is not None
+    assert (made / ".pruned").is_file() and (made / ".pruned").stat().st_mtime > time.time() - 60
+    cache_admin.maybe_prune(made, {"FLATTEN_CACHE_MAX_SIZE": "1K"})
+    assert walked == []
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(existing))
+    assert cache_dir.area(existing / "parse") is not None
+    assert not (existing / ".pruned").exists()
+    cache_admin.maybe_prune(existing, {"FLATTEN_CACHE_MAX_SIZE": "1K"})
+    assert walked == [existing]
 
 
 def test_cleaning_while_builds_run_never_breaks_one(tmp_path: Path) -> None:

@@ -60,6 +60,9 @@ CACHE_TARGETS = (
     "cache/code",
     "cache/CACHEDIR.TAG",
     "cache/.use.lock",
+    # The last automatic prune's stamp, touched by the prune and when a build makes the cache
+    # (shell/cache_admin.py ``stamp_made``).
+    "cache/.pruned",
 )
 OUT_TARGETS = (
     "out/main.tf.json",
