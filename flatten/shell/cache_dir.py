@@ -88,7 +88,7 @@ def _area(directory: Path, create: bool) -> gate.Dir | None:
             stale.close()
     opened: gate.Dir | None = None
     try:
-        made = create and gate.kind_of(root) == "missing"
+        made = create and _nothing_at(root)
         top = gate.open_owned_root(root, gate.CACHE_OWNER, create=create, adopt=gate.CACHE_ADOPT)
         if top is not None:
             with top:
@@ -111,6 +111,15 @@ def _forget(directory: Path) -> None:
         found = _AREAS.pop((root, os.path.relpath(directory, root)), None)
     if found is not None:
         found.close()
+
+
+def _nothing_at(root: str) -> bool:
+    """Whether the cache's root is missing or empty (prefetch makes it empty, to mark it for the
+    allocator): opening an area there makes the cache."""
+    try:
+        return not gate.list_dir(root)
+    except OSError:
+        return gate.kind_of(root) == "missing"
 
 
 def read_entry(path: Path, *, limit: int = ENTRY_LIMIT) -> bytes | None:

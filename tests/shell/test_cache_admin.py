@@ -171,10 +171,15 @@ def test_a_cache_made_now_is_stamped_pruned_and_an_existing_one_is_not(
     assert (made / ".pruned").is_file() and (made / ".pruned").stat().st_mtime > time.time() - 60
     cache_admin.maybe_prune(made, {"FLATTEN_CACHE_MAX_SIZE": "1K"})
     assert walked == []
-    existing = tmp_path / "existing"
-    existing.mkdir()
+    empty = tmp_path / "empty"  # as prefetch makes it before any entry (to mark it)
+    empty.mkdir()
+    monkeypatch.setenv("FLATTEN_CACHE_DIR", str(empty))
+    assert cache_dir.area(empty / "parse") is not None and (empty / ".pruned").is_file()
+    existing = _stamped(tmp_path / "existing")  # restored: flatten's, with an entry of last week
+    write_tree(existing / "parse", {_key("old"): b"x" * 4096})
+    _age(existing / "parse" / _key("old"), 7)
     monkeypatch.setenv("FLATTEN_CACHE_DIR", str(existing))
-    assert cache_dir.area(existing / "parse") is not None
+    assert cache_dir.area(existing / "modules") is not None
     assert not (existing / ".pruned").exists()
     cache_admin.maybe_prune(existing, {"FLATTEN_CACHE_MAX_SIZE": "1K"})
     assert walked == [existing]
