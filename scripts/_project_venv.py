@@ -23,6 +23,7 @@ def ensure() -> None:
     """Return under a Python that has flatten's dependencies; else re-run the script under one."""
     if all(importlib.util.find_spec(name) is not None for name in ("hcl2", "typer")):
         return
-    subprocess.run(["bash", "-c", f"source '{REPO / 'scripts' / '_venv.sh'}'"], check=True)
+    # The path as an argument, not inside the command's text: a quote in it stays a quote.
+    subprocess.run(["bash", "-c", 'source "$1"', "bash", str(REPO / "scripts" / "_venv.sh")], check=True)
     python = Path(os.environ.get("FLATTEN_VENV", REPO / ".venv")) / "bin" / "python"
     os.execv(python, [str(python), *sys.argv])
